@@ -1,0 +1,95 @@
+#pragma once
+
+#include "rlock/config.hpp"
+#include "rlock/detail/async_run.hpp"
+#include "rlock/reentrant_lock.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace rlock {
+
+namespace detail {
+class client_impl;
+boost::asio::awaitable<void> connect_op(std::shared_ptr<client_impl> c);
+boost::asio::awaitable<void> close_op(std::shared_ptr<client_impl> c);
+}  // namespace detail
+
+/// Counters of one client since it was made: what its locks cost in Redis commands and how
+/// its waiters were woken.
+struct client_stats {
+  /// Acquire scripts sent (every lock / try_lock attempt, first tries and retries).
+  std::uint64_t acquire_attempts = 0;
+  /// Waiters woken by an unlock notification.
+  std::uint64_t notified_wakeups = 0;
+  /// Waiters that slept until the holder's lease ran out.
+  std::uint64_t expiry_wakeups = 0;
+  /// Watchdog renewal scripts sent (each renews up to 100 locks).
+  std::uint64_t renewal_calls = 0;
+  /// Watchdog locks reported lost.
+  std::uint64_t lost_locks = 0;
+};
+
+/// A connection to one Redis server and the machinery every lock of this process shares: the
+/// script registry, the pub/sub wait hub and the lease watchdog. One TCP connection carries all
+/// commands of all coroutines, pipelined, and the unlock notifications (RESP3 pushes).
+///
+/// The client runs its state on a strand of the executor it is given, so its operations may be
+/// started from any thread. Destroy it where no other thread runs that executor (or after the
+/// io_context stopped); destruction closes the connection like `close()`.
+class client {
+ public:
+  using executor_type = boost::asio::any_io_executor;
+
+  client(executor_type ex, config cfg);
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+  client(client&&) noexcept = default;
+  client& operator=(client&&) noexcept = default;
+  ~client();
+
+  /// The client's strand.
+  executor_type get_executor() const noexcept;
+  const rlock::config& get_config() const noexcept;
+  /// The client's random v4 UUID, the first half of every owner field.
+  const std::string& id() const noexcept;
+
+  /// A snapshot of the counters; may be called from any thread.
+  client_stats stats() const noexcept;
+
+  /// Connects, says `HELLO 3` (with AUTH if configured), selects the database and loads the
+  /// scripts. Bounded by config::connect_timeout. Completion: void(error_code).
+  boost::asio::awaitable<void> connect();
+  template <typename CompletionToken>
+  auto async_connect(CompletionToken&& token) {
+    return detail::async_run(get_executor(), detail::connect_op(impl_),
+                             std::forward<CompletionToken>(token));
+  }
+
+  /// Closes the connection. Every pending operation, waiter and `lost()` completes with
+  /// operation_aborted; the watchdog stops (held leases then expire on the server).
+  boost::asio::awaitable<void> close();
+  template <typename CompletionToken>
+  auto async_close(CompletionToken&& token) {
+    return detail::async_run(get_executor(), detail::close_op(impl_),
+                             std::forward<CompletionToken>(token));
+  }
+
+  /// A handle for lock `name` with a new owner. `name` must not be empty (else throws
+  /// std::system_error carrying errc::invalid_argument); any other bytes are allowed.
+  reentrant_lock get_lock(std::string_view name);
+  /// A handle for lock `name` owned by `owner_id`: handles with the same name and owner id are
+  /// one owner. Ids from get_lock(name) are drawn from one per-process counter starting at 1;
+  /// choose explicit ids that do not collide with those (e.g. above 2^32).
+  reentrant_lock get_lock(std::string_view name, std::uint64_t owner_id);
+
+ private:
+  std::shared_ptr<detail::client_impl> impl_;
+};
+
+}  // namespace rlock

@@ -1,0 +1,141 @@
+#pragma once
+
+#include "rlock/detail/async_run.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace rlock {
+
+/// How the latest acquisition through a handle came about (diagnostics, demos, tests).
+enum class wake_reason {
+  /// Acquired without sleeping: the first attempt, or the retry right after subscribing.
+  immediate,
+  /// Woken by an unlock notification on the lock's channel.
+  notification,
+  /// Slept until the holder's lease ran out (key expiry publishes nothing).
+  expiry,
+};
+
+namespace detail {
+struct lock_state;
+boost::asio::awaitable<bool> acquire_op(std::shared_ptr<lock_state> s,
+                                        std::optional<std::chrono::milliseconds> wait,
+                                        std::optional<std::chrono::milliseconds> lease);
+boost::asio::awaitable<void> acquire_void_op(std::shared_ptr<lock_state> s,
+                                             std::optional<std::chrono::milliseconds> lease);
+boost::asio::awaitable<void> release_op(std::shared_ptr<lock_state> s);
+boost::asio::awaitable<void> lost_op(std::shared_ptr<lock_state> s);
+const boost::asio::any_io_executor& executor_of(const lock_state& s) noexcept;
+}  // namespace detail
+
+/// A Redisson-compatible reentrant distributed lock (Redisson's RLock) seen by one owner.
+///
+/// **Ownership.** A handle is one owner: the Redis hash field `<client-uuid>:<owner-id>`.
+/// Locking through the same handle again re-enters (the hold count goes up); unlocking works from
+/// any coroutine or thread that has the handle. Two handles from `client::get_lock(name)` are two
+/// owners and exclude each other, also inside one process. Redisson keys ownership by thread id
+/// instead; a coroutine moves between threads and one thread runs many coroutines, so the handle
+/// (a value a task holds and passes along) is the owner that fits coroutine code. Copies of a
+/// handle are the same owner.
+///
+/// **Leases.** With an explicit lease the key expires after it unless unlocked; nothing renews
+/// it. Without one the lease is `config::watchdog_timeout` and the client's watchdog renews it
+/// every third of that until the final unlock; if a renewal finds the lock gone, `lost()`
+/// completes.
+///
+/// **Execution.** Every operation runs on the client's strand and completes on the caller's
+/// executor, never inline. Errors: awaitables throw `std::system_error` carrying `rlock::errc`
+/// (with Redis's text in `what()` for server errors); the `async_*` forms complete with
+/// `void(std::error_code[, T])` and take any Asio completion token.
+///
+/// **Per-operation cancellation** (terminal, partial and total) is supported by the waiting
+/// operations `lock`, `try_lock(wait...)` and `lost`: a cancelled wait completes with
+/// `operation_aborted` and leaves no lock taken, no local waiter and no subscription behind.
+/// A Redis round trip already sent is awaited first (bounded by `config::command_timeout`), and an
+/// acquisition it made is undone. Other operations are single round trips and ignore cancellation.
+class reentrant_lock {
+ public:
+  using executor_type = boost::asio::any_io_executor;
+  using milliseconds = std::chrono::milliseconds;
+
+  explicit reentrant_lock(std::shared_ptr<detail::lock_state> state);
+
+  /// The lock's name as given to get_lock (without the key prefix).
+  const std::string& name() const noexcept;
+  /// The Redis key: key prefix + name.
+  const std::string& key() const noexcept;
+  /// This owner's 64-bit id, the second half of its hash field.
+  std::uint64_t owner_id() const noexcept;
+  /// The hash field identifying this owner: `<client-uuid>:<owner-id>`.
+  const std::string& owner_field() const noexcept;
+  executor_type get_executor() const noexcept { return detail::executor_of(*state_); }
+  /// How this owner's latest successful acquisition came about.
+  wake_reason last_wake() const noexcept;
+
+  /// Waits until acquired, with the watchdog keeping the lease. Completion: void(error_code).
+  boost::asio::awaitable<void> lock();
+  /// Waits until acquired with a lease (> 0) after which the key expires unless unlocked.
+  boost::asio::awaitable<void> lock(milliseconds lease);
+  /// One attempt, no waiting: true if acquired (or re-entered).
+  boost::asio::awaitable<bool> try_lock();
+  /// Waits up to `wait` (>= 0; 0 means one attempt): true if acquired.
+  boost::asio::awaitable<bool> try_lock(milliseconds wait);
+  boost::asio::awaitable<bool> try_lock(milliseconds wait, milliseconds lease);
+  /// Releases one hold; the final release deletes the key and publishes "0" on the channel.
+  /// Throws errc::not_owner if this owner does not hold the lock (never a silent success).
+  boost::asio::awaitable<void> unlock();
+  /// Deletes the lock whoever holds it and wakes waiters; true if it was locked.
+  boost::asio::awaitable<bool> force_unlock();
+  /// Whether anybody holds the lock (`EXISTS`).
+  boost::asio::awaitable<bool> is_locked();
+  /// Whether this owner holds the lock (`HEXISTS`).
+  boost::asio::awaitable<bool> is_held();
+  /// This owner's hold count (0 if not held).
+  boost::asio::awaitable<std::int64_t> hold_count();
+  /// The key's remaining time to live: -2 ms if not locked, -1 ms if it has no expiry.
+  boost::asio::awaitable<milliseconds> remaining_ttl();
+  /// Completes when the watchdog finds this owner's watchdog lock lost (expired, deleted,
+  /// force-unlocked, or not renewable for a whole lease). Throws errc::not_owner if the lock is
+  /// not held through the watchdog when called, and operation_aborted if it is released first.
+  /// Race a critical section against it: `co_await (work() || lock.lost())`.
+  boost::asio::awaitable<void> lost();
+
+  /// Any-token forms. Signatures: lock, unlock, lost: void(error_code); try_lock:
+  /// void(error_code, bool). An absent lease means the watchdog keeps it.
+  template <typename CompletionToken>
+  auto async_lock(std::optional<milliseconds> lease, CompletionToken&& token) {
+    return detail::async_run(get_executor(), detail::acquire_void_op(state_, lease),
+                             std::forward<CompletionToken>(token));
+  }
+  template <typename CompletionToken>
+  auto async_try_lock(milliseconds wait, std::optional<milliseconds> lease,
+                      CompletionToken&& token) {
+    return detail::async_run(get_executor(), detail::acquire_op(state_, wait, lease),
+                             std::forward<CompletionToken>(token));
+  }
+  template <typename CompletionToken>
+  auto async_unlock(CompletionToken&& token) {
+    return detail::async_run(get_executor(), detail::release_op(state_),
+                             std::forward<CompletionToken>(token));
+  }
+  template <typename CompletionToken>
+  auto async_lost(CompletionToken&& token) {
+    return detail::async_run(get_executor(), detail::lost_op(state_),
+                             std::forward<CompletionToken>(token));
+  }
+
+ private:
+  template <typename T>
+  boost::asio::awaitable<T> spawn(boost::asio::awaitable<T> op);
+
+  std::shared_ptr<detail::lock_state> state_;
+};
+
+}  // namespace rlock

@@ -1,0 +1,7 @@
+#pragma once
+
+#include "rlock/blocking.hpp"
+#include "rlock/client.hpp"
+#include "rlock/config.hpp"
+#include "rlock/error.hpp"
+#include "rlock/reentrant_lock.hpp"

@@ -1,0 +1,114 @@
+#include "rlock/blocking.hpp"
+
+#include "client_impl.hpp"
+#include "lock/lock_state.hpp"
+#include "rlock/error.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <optional>
+#include <thread>
+
+namespace rlock::blocking {
+
+namespace asio = boost::asio;
+using std::chrono::milliseconds;
+
+namespace detail {
+
+/// The io thread and the asynchronous client it runs. Shared with the locks so that a lock
+/// handle never outlives the machinery it calls.
+struct client_state {
+  explicit client_state(config cfg)
+      : work(asio::make_work_guard(io)), async(io.get_executor(), std::move(cfg)) {
+    thread = std::thread([this] { io.run(); });
+  }
+
+  ~client_state() {
+    if (thread.joinable()) {
+      // Close on the io thread, where the client's state lives, then let run() return.
+      asio::co_spawn(async.get_executor(), async.close(), asio::use_future).wait();
+      work.reset();
+      io.stop();
+      thread.join();
+    }
+  }
+
+  /// Runs `op` on the io thread and waits for it; rethrows its exception.
+  template <typename T>
+  T run(asio::awaitable<T> op) {
+    if (std::this_thread::get_id() == thread.get_id()) {
+      throw_error(errc::would_deadlock, "blocking rlock call from the client's own io thread");
+    }
+    return asio::co_spawn(async.get_executor(), std::move(op), asio::use_future).get();
+  }
+
+  /// One owner id per thread, from the same counter as get_lock(name): like Redisson's
+  /// thread id, but unique in the process even when the OS reuses thread ids.
+  static std::uint64_t thread_owner() {
+    thread_local const std::uint64_t id = rlock::detail::next_owner_id();
+    return id;
+  }
+
+  asio::io_context io{1};
+  asio::executor_work_guard<asio::io_context::executor_type> work;
+  rlock::client async;
+  std::thread thread;
+};
+
+}  // namespace detail
+
+client::client(config cfg) : state_(std::make_shared<detail::client_state>(std::move(cfg))) {
+  state_->run(state_->async.connect());
+}
+
+client::~client() = default;
+
+reentrant_lock client::get_lock(std::string_view name) {
+  // Validate now, in the caller's thread: a bad name is a programming error to report early.
+  (void)state_->async.get_lock(name, detail::client_state::thread_owner());
+  return reentrant_lock(state_, std::string(name));
+}
+
+rlock::client& client::async_client() noexcept { return state_->async; }
+
+reentrant_lock::reentrant_lock(std::shared_ptr<detail::client_state> state, std::string name)
+    : state_(std::move(state)), name_(std::move(name)) {}
+
+rlock::reentrant_lock reentrant_lock::for_this_thread() const {
+  return state_->async.get_lock(name_, detail::client_state::thread_owner());
+}
+
+void reentrant_lock::lock() { state_->run(for_this_thread().lock()); }
+
+void reentrant_lock::lock(milliseconds lease) { state_->run(for_this_thread().lock(lease)); }
+
+bool reentrant_lock::try_lock() { return state_->run(for_this_thread().try_lock()); }
+
+bool reentrant_lock::try_lock(milliseconds wait, milliseconds lease) {
+  return state_->run(for_this_thread().try_lock(wait, lease));
+}
+
+bool reentrant_lock::try_lock_wait(milliseconds wait) {
+  // A deadline already past means one attempt, as for std::timed_mutex.
+  return state_->run(for_this_thread().try_lock(std::max(wait, milliseconds::zero())));
+}
+
+void reentrant_lock::unlock() { state_->run(for_this_thread().unlock()); }
+
+bool reentrant_lock::force_unlock() { return state_->run(for_this_thread().force_unlock()); }
+
+bool reentrant_lock::is_locked() { return state_->run(for_this_thread().is_locked()); }
+
+bool reentrant_lock::is_held() { return state_->run(for_this_thread().is_held()); }
+
+std::int64_t reentrant_lock::hold_count() { return state_->run(for_this_thread().hold_count()); }
+
+milliseconds reentrant_lock::remaining_ttl() {
+  return state_->run(for_this_thread().remaining_ttl());
+}
+
+}  // namespace rlock::blocking

@@ -1,0 +1,195 @@
+#include "rlock/client.hpp"
+
+#include "client_impl.hpp"
+#include "lock/lock_state.hpp"
+#include "rlock/error.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/uuid/random_generator.hpp>
+#include <boost/uuid/uuid_io.hpp>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <charconv>
+
+namespace rlock {
+
+namespace asio = boost::asio;
+
+namespace detail {
+
+namespace {
+
+/// Boost.Uuid's random_generator draws from the operating system's CSPRNG (getrandom).
+std::string random_uuid() { return boost::uuids::to_string(boost::uuids::random_generator()()); }
+
+std::string state_key(std::string_view name, std::uint64_t owner) {
+  return fmt::format("{}:{}", owner, name);
+}
+
+}  // namespace
+
+std::uint64_t next_owner_id() noexcept {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+boost::system::error_code to_error_code(const std::exception_ptr& e) {
+  if (!e) return {};
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::system_error& ex) {
+    if (ex.code() == std::errc::operation_canceled) return asio::error::operation_aborted;
+    return ex.code();
+  } catch (const boost::system::system_error& ex) {
+    return ex.code();
+  } catch (const std::bad_alloc&) {
+    return asio::error::no_memory;
+  }
+}
+
+client_impl::client_impl(const asio::any_io_executor& ex, config c)
+    : executor(asio::make_strand(ex)),
+      cfg(std::move(c)),
+      uuid(random_uuid()),
+      conn(std::make_shared<connection>(executor, cfg)),
+      scripts(*conn),
+      hub(*conn),
+      dog(executor, scripts, cfg.watchdog_timeout) {}
+
+client_impl::~client_impl() {
+  shutdown(std::make_error_code(std::errc::operation_canceled));
+  // The connection may outlive us by a few handlers: it must not call back into a dead hub.
+  conn->set_push_handler({});
+  conn->set_lost_handler({});
+}
+
+void client_impl::start() {
+  dog.set_owner(weak_from_this());
+  conn->set_push_handler([this](resp3::value& v) { hub.on_push(v); });
+  conn->set_lost_handler([this](std::error_code ec) { hub.fail_all(ec); });
+}
+
+asio::awaitable<void> client_impl::connect() {
+  co_await conn->connect();
+  co_await scripts.load_all();
+}
+
+void client_impl::shutdown(std::error_code reason) {
+  dog.stop();
+  conn->close(reason);
+  hub.fail_all(reason);
+}
+
+std::shared_ptr<lock_state> client_impl::state_for(std::string_view name, std::uint64_t owner) {
+  if (name.empty()) throw_error(errc::invalid_argument, "lock name must not be empty");
+  const std::string k = state_key(name, owner);
+  std::lock_guard guard(states_mutex_);
+  auto& slot = states_[k];
+  if (auto existing = slot.lock()) return existing;
+  auto state = std::make_shared<lock_state>(shared_from_this(), std::string(name), owner);
+  slot = state;
+  return state;
+}
+
+void client_impl::forget(const lock_state& s) {
+  std::lock_guard guard(states_mutex_);
+  auto it = states_.find(state_key(s.name, s.owner));
+  // A new state for the same owner may already have replaced this one.
+  if (it != states_.end() && it->second.expired()) states_.erase(it);
+}
+
+asio::awaitable<void> connect_op(std::shared_ptr<client_impl> c) { co_await c->connect(); }
+
+asio::awaitable<void> close_op(std::shared_ptr<client_impl> c) {
+  c->shutdown(std::make_error_code(std::errc::operation_canceled));
+  co_return;
+}
+
+}  // namespace detail
+
+client::client(executor_type ex, config cfg)
+    : impl_(std::make_shared<detail::client_impl>(ex, std::move(cfg))) {
+  impl_->start();
+}
+
+client::~client() {
+  if (impl_) impl_->shutdown(std::make_error_code(std::errc::operation_canceled));
+}
+
+client::executor_type client::get_executor() const noexcept { return impl_->executor; }
+const config& client::get_config() const noexcept { return impl_->cfg; }
+const std::string& client::id() const noexcept { return impl_->uuid; }
+
+client_stats client::stats() const noexcept {
+  client_stats s;
+  s.acquire_attempts = impl_->counters.acquire_attempts.load(std::memory_order_relaxed);
+  s.notified_wakeups = impl_->counters.notified_wakeups.load(std::memory_order_relaxed);
+  s.expiry_wakeups = impl_->counters.expiry_wakeups.load(std::memory_order_relaxed);
+  s.renewal_calls = impl_->dog.renew_calls();
+  s.lost_locks = impl_->counters.lost_locks.load(std::memory_order_relaxed);
+  return s;
+}
+
+asio::awaitable<void> client::connect() {
+  return asio::co_spawn(get_executor(), detail::connect_op(impl_), asio::use_awaitable);
+}
+
+asio::awaitable<void> client::close() {
+  return asio::co_spawn(get_executor(), detail::close_op(impl_), asio::use_awaitable);
+}
+
+reentrant_lock client::get_lock(std::string_view name) {
+  return get_lock(name, detail::next_owner_id());
+}
+
+reentrant_lock client::get_lock(std::string_view name, std::uint64_t owner_id) {
+  return reentrant_lock(impl_->state_for(name, owner_id));
+}
+
+config config::from_url(const std::string& url) {
+  constexpr std::string_view scheme = "redis://";
+  auto bad = [&url](std::string_view why) {
+    throw_error(errc::invalid_argument, fmt::format("bad Redis URL '{}': {}", url, why));
+  };
+  if (!std::string_view(url).starts_with(scheme)) bad("it must start with redis://");
+  std::string_view rest = std::string_view(url).substr(scheme.size());
+  config c;
+  if (auto at = rest.rfind('@'); at != std::string_view::npos) {
+    std::string_view auth = rest.substr(0, at);
+    rest.remove_prefix(at + 1);
+    if (auto colon = auth.find(':'); colon != std::string_view::npos) {
+      c.username = std::string(auth.substr(0, colon));
+      c.password = std::string(auth.substr(colon + 1));
+    } else {
+      c.password = std::string(auth);
+    }
+  }
+  if (auto slash = rest.find('/'); slash != std::string_view::npos) {
+    std::string_view db = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+    if (!db.empty()) {
+      auto [p, ec] = std::from_chars(db.data(), db.data() + db.size(), c.database);
+      if (ec != std::errc{} || p != db.data() + db.size() || c.database < 0) bad("bad database");
+    }
+  }
+  if (auto colon = rest.rfind(':'); colon != std::string_view::npos) {
+    std::string_view port = rest.substr(colon + 1);
+    unsigned value = 0;
+    auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (ec != std::errc{} || p != port.data() + port.size() || value == 0 || value > 65535) {
+      bad("bad port");
+    }
+    c.port = static_cast<std::uint16_t>(value);
+    rest = rest.substr(0, colon);
+  }
+  if (rest.empty()) bad("no host");
+  c.host = std::string(rest);
+  return c;
+}
+
+}  // namespace rlock

@@ -1,0 +1,51 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rlock::detail::resp3 {
+
+/// Every RESP3 type (https://github.com/redis/redis-specification/blob/master/protocol/RESP3.md).
+enum class type : std::uint8_t {
+  simple_string,    // +
+  simple_error,     // -
+  number,           // :
+  null,             // _  (and RESP2's $-1 / *-1)
+  double_type,      // ,
+  boolean,          // #
+  blob_error,       // !
+  verbatim_string,  // =
+  big_number,       // (
+  blob_string,      // $  (streamed $? strings are joined into one)
+  array,            // *
+  map,              // %
+  set,              // ~
+  attribute,        // |  (attached to the value that follows it)
+  push,             // >
+};
+
+/// One decoded reply. A tree rather than a flat node list: replies rlock reads are small, and
+/// code that decodes script results reads far better against a tree.
+struct value {
+  resp3::type type = type::null;
+  /// Strings, errors, big numbers (decimal text) and verbatim strings (without the "txt:" prefix).
+  std::string str;
+  /// number; boolean as 0 or 1.
+  std::int64_t integer = 0;
+  /// double_type; may be inf or nan.
+  double real = 0;
+  /// array, set, push: the elements. map, attribute: keys and values alternating.
+  std::vector<value> elements;
+  /// The attribute (a map, as `elements` of an attribute value) sent before this value, if any.
+  std::vector<value> attributes;
+
+  bool is_null() const noexcept { return type == type::null; }
+  bool is_error() const noexcept {
+    return type == type::simple_error || type == type::blob_error;
+  }
+  bool is_push() const noexcept { return type == type::push; }
+};
+
+}  // namespace rlock::detail::resp3

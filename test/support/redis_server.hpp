@@ -1,0 +1,52 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <sys/types.h>
+
+namespace rlock::test {
+
+/// A private redis-server on a free loopback port, for integration tests.
+///
+/// The constructor picks a free port on 127.0.0.1, spawns `redis-server` (from
+/// $RLOCK_REDIS_SERVER, else PATH, else /usr/bin/redis-server) with persistence off and its
+/// working directory in a fresh temporary directory, and returns once the server answers PING
+/// (at most 10 s; it retries up to 5 times with a new port if the port was taken in between).
+/// On failure it throws std::runtime_error carrying the end of the server's log.
+///
+/// The destructor sends SIGTERM, waits up to 5 s, then SIGKILLs, and removes the directory.
+class redis_server {
+ public:
+  redis_server();
+  ~redis_server();
+
+  redis_server(const redis_server&) = delete;
+  redis_server& operator=(const redis_server&) = delete;
+
+  std::uint16_t port() const noexcept { return port_; }
+  std::string host() const { return "127.0.0.1"; }
+  /// The server's pid, e.g. to SIGSTOP/SIGCONT it in a test.
+  pid_t pid() const noexcept { return pid_; }
+  /// The file the server's stdout and stderr go to.
+  std::string log_path() const;
+
+ private:
+  /// One attempt on `port`: true once the server answers, false if the port turned out to be
+  /// taken (the child has been reaped then); throws on any other failure.
+  bool try_start(std::uint16_t port);
+  void stop() noexcept;
+
+  std::string dir_;
+  std::uint16_t port_ = 0;
+  pid_t pid_ = -1;
+  pid_t owner_ = -1;  // the process that spawned pid_
+};
+
+/// The one server of this test binary, started on first use and stopped at process exit.
+redis_server& shared_server();
+
+/// "<test-suite>.<test-name>:<8 random hex digits>:" for the running gtest test (or
+/// "no-test.no-test:…:" outside a test): a key prefix no other test or run shares.
+std::string unique_prefix();
+
+}  // namespace rlock::test
