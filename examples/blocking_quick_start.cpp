@@ -1,9 +1,8 @@
 // The blocking quick start: std::scoped_lock over a distributed lock.
 // Usage: rlock_blocking_quick_start [redis-url]
-#include <rlock/rlock.hpp>
-
 #include <iostream>
 #include <mutex>
+#include <rlock/rlock.hpp>
 #include <thread>
 #include <vector>
 

@@ -2,8 +2,6 @@
 // Shows who holds it, how each waiter was woken, a reentrant acquire, a watchdog renewal past
 // the lease, and a waiter that gets a crashed holder's lock when its lease runs out.
 // Usage: rlock_demo [redis://127.0.0.1:6379]
-#include <rlock/rlock.hpp>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
@@ -17,6 +15,7 @@
 #include <chrono>
 #include <exception>
 #include <mutex>
+#include <rlock/rlock.hpp>
 #include <string>
 #include <thread>
 

@@ -1,6 +1,4 @@
 // The co_await quick start: two tasks contend on one lock. Usage: rlock_quick_start [redis-url]
-#include <rlock/rlock.hpp>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -9,6 +7,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <rlock/rlock.hpp>
 #include <string>
 
 namespace asio = boost::asio;

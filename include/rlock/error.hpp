@@ -7,7 +7,8 @@ namespace rlock {
 
 /// Errors reported by rlock, in the `rlock` error category.
 enum class errc {
-  /// The caller does not hold the lock it tried to unlock (Redisson's IllegalMonitorStateException).
+  /// The caller does not hold the lock it tried to unlock (Redisson's
+  /// IllegalMonitorStateException).
   not_owner = 1,
   /// The watchdog found that a held lock is no longer ours (expired, deleted or force-unlocked).
   lock_lost,

@@ -42,20 +42,33 @@ connection::~connection() = default;
 
 asio::awaitable<void> connection::connect() {
   if (open_) co_return;
+  // `||` waits for the first *success*, so a failure is turned into a value to end the race.
+  auto attempt = [this]() -> asio::awaitable<std::exception_ptr> {
+    try {
+      co_await connect_and_handshake();
+    } catch (...) {
+      co_return std::current_exception();
+    }
+    co_return nullptr;
+  };
   asio::steady_timer deadline(executor_, cfg_.connect_timeout);
-  auto result = co_await (connect_and_handshake() || deadline.async_wait(use_awaitable));
-  if (result.index() == 1) {
+  auto result = co_await (attempt() || deadline.async_wait(use_awaitable));
+  if (result.index() == 0) {
+    if (auto failure = std::get<0>(result)) {
+      close(make_error_code(errc::connection_lost));
+      std::rethrow_exception(failure);
+    }
+  } else {
     close(make_error_code(errc::timeout));
-    throw_error(errc::timeout,
-                fmt::format("connecting to {}:{} took longer than {} ms", cfg_.host, cfg_.port,
-                            cfg_.connect_timeout.count()));
+    throw_error(errc::timeout, fmt::format("connecting to {}:{} took longer than {} ms", cfg_.host,
+                                           cfg_.port, cfg_.connect_timeout.count()));
   }
 }
 
 asio::awaitable<void> connection::connect_and_handshake() {
   asio::ip::tcp::resolver resolver(executor_);
-  auto [rec, endpoints] = co_await resolver.async_resolve(
-      cfg_.host, std::to_string(cfg_.port), asio::as_tuple(use_awaitable));
+  auto [rec, endpoints] = co_await resolver.async_resolve(cfg_.host, std::to_string(cfg_.port),
+                                                          asio::as_tuple(use_awaitable));
   if (rec) {
     throw_error(errc::connection_lost,
                 fmt::format("cannot resolve {}: {}", cfg_.host, rec.message()));
@@ -69,8 +82,10 @@ asio::awaitable<void> connection::connect_and_handshake() {
   parser_ = resp3::parser{};
   open_ = true;
   auto self = shared_from_this();
-  asio::co_spawn(executor_, [self]() { return self->reader(); }, asio::detached);
-  asio::co_spawn(executor_, [self]() { return self->writer(); }, asio::detached);
+  asio::co_spawn(
+      executor_, [self]() { return self->reader(); }, asio::detached);
+  asio::co_spawn(
+      executor_, [self]() { return self->writer(); }, asio::detached);
 
   std::string hello;
   if (!cfg_.password.empty()) {
@@ -90,7 +105,8 @@ asio::awaitable<void> connection::connect_and_handshake() {
     reply = co_await exec(select);
     if (reply.is_error()) {
       close(make_error_code(errc::server_error));
-      throw_error(errc::server_error, fmt::format("SELECT {} failed: {}", cfg_.database, reply.str));
+      throw_error(errc::server_error,
+                  fmt::format("SELECT {} failed: {}", cfg_.database, reply.str));
     }
   }
 }
@@ -132,8 +148,9 @@ asio::awaitable<void> connection::writer() {
         co_await asio::async_write(socket_, asio::buffer(writing_), asio::as_tuple(use_awaitable));
     writing_.clear();
     if (ec) {
-      close(ec == asio::error::operation_aborted ? std::make_error_code(std::errc::operation_canceled)
-                                                 : make_error_code(errc::connection_lost));
+      close(ec == asio::error::operation_aborted
+                ? std::make_error_code(std::errc::operation_canceled)
+                : make_error_code(errc::connection_lost));
       co_return;
     }
   }
@@ -145,8 +162,9 @@ asio::awaitable<void> connection::reader() {
     auto [ec, n] =
         co_await socket_.async_read_some(asio::buffer(read_buffer_), asio::as_tuple(use_awaitable));
     if (ec) {
-      close(ec == asio::error::operation_aborted ? std::make_error_code(std::errc::operation_canceled)
-                                                 : make_error_code(errc::connection_lost));
+      close(ec == asio::error::operation_aborted
+                ? std::make_error_code(std::errc::operation_canceled)
+                : make_error_code(errc::connection_lost));
       co_return;
     }
     parser_.feed(std::string_view(read_buffer_.data(), n));

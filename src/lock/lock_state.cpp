@@ -59,8 +59,8 @@ asio::awaitable<std::optional<std::chrono::milliseconds>> lock_state::try_acquir
 asio::awaitable<void> lock_state::release() {
   // Stop renewing before the final release is sent, so a released lock is never renewed.
   if (local_holds <= 1) reset(false);
-  const std::string lease_arg = std::to_string(lease.count() > 0 ? lease.count()
-                                                                 : client->cfg.watchdog_timeout.count());
+  const std::string lease_arg =
+      std::to_string(lease.count() > 0 ? lease.count() : client->cfg.watchdog_timeout.count());
   const std::array<std::string_view, 2> keys{key, channel};
   const std::array<std::string_view, 3> args{"0", lease_arg, field};
   auto reply = co_await client->scripts.run(script::release, keys, args);
@@ -94,12 +94,12 @@ bool cancelled(const asio::cancellation_state& cs) {
 void validate(std::optional<std::chrono::milliseconds> wait,
               std::optional<std::chrono::milliseconds> lease) {
   if (lease && lease->count() <= 0) {
-    throw_error(errc::invalid_argument, fmt::format("lease must be positive, got {} ms",
-                                                    lease->count()));
+    throw_error(errc::invalid_argument,
+                fmt::format("lease must be positive, got {} ms", lease->count()));
   }
   if (wait && wait->count() < 0) {
-    throw_error(errc::invalid_argument, fmt::format("wait must not be negative, got {} ms",
-                                                    wait->count()));
+    throw_error(errc::invalid_argument,
+                fmt::format("wait must not be negative, got {} ms", wait->count()));
   }
 }
 

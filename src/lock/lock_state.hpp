@@ -43,7 +43,7 @@ struct lock_state : std::enable_shared_from_this<lock_state> {
   const std::uint64_t owner;
   const std::string field;
 
-  std::uint64_t local_holds = 0;  // acquisitions not yet released, as far as we know
+  std::uint64_t local_holds = 0;       // acquisitions not yet released, as far as we know
   std::chrono::milliseconds lease{0};  // of the latest acquire: a nested release re-arms it
   std::optional<watchdog::id> renewal;
   bool lost = false;

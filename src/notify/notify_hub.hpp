@@ -33,9 +33,9 @@ class notify_hub {
     waiter& operator=(const waiter&) = delete;
 
     boost::asio::steady_timer timer;
-    bool woken = false;          // retry now; cleared by the waiter when it retries
-    bool by_message = false;     // the latest wake-up was an unlock message
-    std::error_code failed;      // the hub was shut down or the connection lost
+    bool woken = false;       // retry now; cleared by the waiter when it retries
+    bool by_message = false;  // the latest wake-up was an unlock message
+    std::error_code failed;   // the hub was shut down or the connection lost
     channel_state* channel = nullptr;
     waiter* prev = nullptr;
     waiter* next = nullptr;

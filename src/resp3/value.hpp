@@ -42,9 +42,7 @@ struct value {
   std::vector<value> attributes;
 
   bool is_null() const noexcept { return type == type::null; }
-  bool is_error() const noexcept {
-    return type == type::simple_error || type == type::blob_error;
-  }
+  bool is_error() const noexcept { return type == type::simple_error || type == type::blob_error; }
   bool is_push() const noexcept { return type == type::push; }
 };
 

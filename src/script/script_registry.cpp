@@ -54,8 +54,7 @@ std::string script_registry::evalsha(script s, std::span<const std::string_view>
   return cmd;
 }
 
-asio::awaitable<resp3::value> script_registry::run(script s,
-                                                   std::span<const std::string_view> keys,
+asio::awaitable<resp3::value> script_registry::run(script s, std::span<const std::string_view> keys,
                                                    std::span<const std::string_view> args) {
   if (sha_[static_cast<std::size_t>(s)].empty()) co_await load(s);
   auto reply = co_await conn_.exec(evalsha(s, keys, args));

@@ -48,7 +48,9 @@ class watchdog {
 
   std::size_t size() const noexcept { return leases_.size(); }
   /// Renewal script calls made so far (for tests and benchmarks).
-  std::uint64_t renew_calls() const noexcept { return renew_calls_.load(std::memory_order_relaxed); }
+  std::uint64_t renew_calls() const noexcept {
+    return renew_calls_.load(std::memory_order_relaxed);
+  }
 
   static constexpr std::size_t batch_size = 100;
 

@@ -5,10 +5,12 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/address_v4.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <cerrno>
 #include <poll.h>
 #include <stdexcept>
+#include <system_error>
 #include <utility>
 
 namespace rlock::test {

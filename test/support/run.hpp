@@ -73,3 +73,12 @@ void run(boost::asio::io_context& ioc, Make&& make,
 }
 
 }  // namespace rlock::test
+
+/// ASSERT_TRUE for coroutine bodies: gtest's ASSERT_* expand to `return`, which a coroutine
+/// cannot use. Records a fatal-looking failure and leaves the coroutine.
+#define RLOCK_CO_ASSERT(condition)                          \
+  if (!(condition)) {                                       \
+    ADD_FAILURE() << "RLOCK_CO_ASSERT failed: " #condition; \
+    co_return;                                              \
+  } else                                                    \
+    (void)0

@@ -45,11 +45,11 @@ auto async_run(const boost::asio::any_io_executor& ex, boost::asio::awaitable<T>
         boost::asio::co_spawn(
             run_ex, std::move(run_op),
             boost::asio::bind_cancellation_slot(
-                slot, boost::asio::bind_executor(
-                          handler_ex, [h = std::move(handler)](std::exception_ptr e,
-                                                               auto&&... result) mutable {
-                            std::move(h)(to_error_code(e), std::forward<decltype(result)>(result)...);
-                          })));
+                slot, boost::asio::bind_executor(handler_ex, [h = std::move(handler)](
+                                                                 std::exception_ptr e,
+                                                                 auto&&... result) mutable {
+                  std::move(h)(to_error_code(e), std::forward<decltype(result)>(result)...);
+                })));
       },
       token, ex, std::move(op));
 }

@@ -1,0 +1,224 @@
+// The connection: handshake options, per-command timeout, close and loss of the connection.
+#include "rlock/rlock.hpp"
+#include "support/raw_client.hpp"
+#include "support/redis_server.hpp"
+#include "support/run.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+rlock::config make_config() {
+  rlock::config cfg;
+  cfg.port = rlock::test::shared_server().port();
+  cfg.key_prefix = rlock::test::unique_prefix();
+  return cfg;
+}
+
+template <typename Awaitable>
+asio::awaitable<std::error_code> error_of(Awaitable op) {
+  try {
+    co_await std::move(op);
+  } catch (const std::system_error& e) {
+    co_return e.code();
+  }
+  co_return std::error_code{};
+}
+
+TEST(connection, selects_the_configured_database) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.database = 3;
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    co_await lock.lock();
+    EXPECT_EQ(raw.command_int({"EXISTS", lock.key()}), 0);  // not in db 0
+    raw.command({"SELECT", "3"});
+    EXPECT_EQ(raw.command_int({"EXISTS", lock.key()}), 1);
+    co_await lock.unlock();
+    co_await redis.close();
+  });
+}
+
+TEST(connection, authenticates_with_username_and_password) {
+  asio::io_context io;
+  auto cfg = make_config();
+  rlock::test::raw_client raw(cfg.port);
+  const std::string user = "rlock-test-user";
+  raw.command({"ACL", "SETUSER", user, "on", ">s3cret", "~*", "&*", "+@all"});
+  cfg.username = user;
+  cfg.password = "wrong";
+  rlock::client bad(io.get_executor(), cfg);
+  cfg.password = "s3cret";
+  rlock::client good(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    EXPECT_EQ(co_await error_of(bad.connect()), rlock::errc::server_error);
+    co_await good.connect();
+    auto lock = good.get_lock("account");
+    EXPECT_TRUE(co_await lock.try_lock());
+    co_await lock.unlock();
+    co_await good.close();
+  });
+  raw.command({"ACL", "DELUSER", user});
+}
+
+TEST(connection, server_error_keeps_redis_text) {
+  asio::io_context io;
+  auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    raw.command({"SET", lock.key(), "not a hash"});
+    try {
+      co_await lock.lock();
+      ADD_FAILURE() << "locking a string key succeeded";
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code(), rlock::errc::server_error);
+      EXPECT_NE(std::string(e.what()).find("WRONGTYPE"), std::string::npos) << e.what();
+    }
+    co_await redis.close();
+  });
+}
+
+TEST(connection, close_aborts_pending_waiters) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client holder_client(io.get_executor(), cfg);
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder_client.connect();
+    co_await redis.connect();
+    co_await holder_client.get_lock("account").lock(30s);
+    std::error_code result;
+    bool done = false;
+    asio::steady_timer bell(io, std::chrono::steady_clock::time_point::max());
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          result = co_await error_of(redis.get_lock("account").lock());
+          done = true;
+          bell.cancel();
+        },
+        asio::detached);
+    asio::steady_timer pause(io, 200ms);
+    co_await pause.async_wait(asio::use_awaitable);
+    co_await redis.close();
+    bell.expires_after(5s);
+    co_await bell.async_wait(asio::as_tuple(asio::use_awaitable));
+    RLOCK_CO_ASSERT(done);
+    EXPECT_EQ(result, std::errc::operation_canceled);
+    // A closed client refuses work with a clear error.
+    EXPECT_EQ(co_await error_of(redis.get_lock("other").try_lock()), rlock::errc::connection_lost);
+    co_await holder_client.close();
+  });
+}
+
+TEST(connection, killed_connection_fails_with_connection_lost) {
+  asio::io_context io;
+  auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    co_await lock.lock();
+    raw.command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+    std::error_code ec;
+    for (int i = 0; i < 100 && !ec; ++i) ec = co_await error_of(lock.is_locked());
+    EXPECT_EQ(ec, rlock::errc::connection_lost);
+  });
+}
+
+TEST(connection, command_timeout_bounds_a_stalled_server) {
+  // A private server: the test stops it with SIGSTOP.
+  rlock::test::redis_server server;
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.port = server.port();
+  cfg.command_timeout = 300ms;
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    ::kill(server.pid(), SIGSTOP);
+    const auto start = std::chrono::steady_clock::now();
+    const auto ec = co_await error_of(lock.try_lock());
+    const auto took = std::chrono::steady_clock::now() - start;
+    ::kill(server.pid(), SIGCONT);
+    EXPECT_EQ(ec, rlock::errc::timeout);
+    EXPECT_GE(took, 250ms);
+    EXPECT_LT(took, 5s);
+    co_await redis.close();
+  });
+}
+
+TEST(connection, connect_times_out_against_a_stalled_server) {
+  rlock::test::redis_server server;
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.port = server.port();
+  cfg.connect_timeout = 300ms;
+  rlock::client redis(io.get_executor(), cfg);
+  ::kill(server.pid(), SIGSTOP);  // accepts TCP (the kernel does), never answers HELLO
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    EXPECT_EQ(co_await error_of(redis.connect()), rlock::errc::timeout);
+  });
+  ::kill(server.pid(), SIGCONT);
+}
+
+TEST(connection, many_coroutines_share_one_connection) {
+  asio::io_context io;
+  auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  auto connections_received = [&raw] {
+    const auto info = raw.command({"INFO", "stats"}).str;
+    const std::string field = "total_connections_received:";
+    return std::stol(info.substr(info.find(field) + field.size()));
+  };
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    const auto connections_before = connections_received();
+    co_await redis.connect();
+    int done = 0;
+    asio::steady_timer bell(io, std::chrono::steady_clock::time_point::max());
+    for (int i = 0; i < 64; ++i) {
+      asio::co_spawn(
+          io,
+          [&, i]() -> asio::awaitable<void> {
+            auto lock = redis.get_lock("key-" + std::to_string(i));
+            co_await lock.lock();
+            co_await lock.unlock();
+            ++done;
+            bell.cancel();
+          },
+          asio::detached);
+    }
+    for (int i = 0; i < 1000 && done < 64; ++i) {
+      bell.expires_after(5s);
+      co_await bell.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    EXPECT_EQ(done, 64);
+    // All 64 coroutines' commands went over the client's one connection.
+    EXPECT_EQ(connections_received() - connections_before, 1);
+    co_await redis.close();
+  });
+}
+
+}  // namespace

@@ -1,0 +1,226 @@
+// Redisson interop: a foreign Redisson client, played with raw_client and Redisson's own Lua
+// scripts (quoted from /work/shared/redisson-wire.md, deliberately not rlock's scripts.hpp),
+// and rlock must exclude each other and wake each other on unlock.
+#include "rlock/rlock.hpp"
+#include "support/raw_client.hpp"
+#include "support/redis_server.hpp"
+#include "support/run.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/uuid/random_generator.hpp>
+#include <boost/uuid/uuid_io.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <regex>
+#include <string>
+#include <string_view>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace resp3 = rlock::detail::resp3;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+// Redisson's scripts, verbatim from the wire document.
+
+// KEYS = [name], ARGV = [lease_ms, owner_field]
+constexpr std::string_view redisson_acquire = R"lua(
+if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1);
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  return nil;
+end;
+return redis.call('pttl', KEYS[1]);
+)lua";
+
+// KEYS = [name, channel], ARGV = [message "0", lease_ms, owner_field]
+constexpr std::string_view redisson_release = R"lua(
+if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end;
+local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1);
+if (counter > 0) then
+  redis.call('pexpire', KEYS[1], ARGV[2]);
+  return 0;
+else
+  redis.call('del', KEYS[1]);
+  redis.call('publish', KEYS[2], ARGV[1]);
+  return 1;
+end;
+)lua";
+
+// KEYS = [name, channel], ARGV = ["0"]
+constexpr std::string_view redisson_force_unlock = R"lua(
+if (redis.call('del', KEYS[1]) == 1) then redis.call('publish', KEYS[2], ARGV[1]); return 1 else return 0 end
+)lua";
+
+const std::regex uuid_v4("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
+
+rlock::config make_config() {
+  rlock::config cfg;
+  cfg.port = rlock::test::shared_server().port();
+  cfg.key_prefix = rlock::test::unique_prefix();
+  return cfg;
+}
+
+/// Redisson's channel rule, written out independently of rlock: braces around the name unless it
+/// already contains one.
+std::string redisson_channel(const std::string& key) {
+  if (key.find('{') != std::string::npos) return "redisson_lock__channel:" + key;
+  return "redisson_lock__channel:{" + key + "}";
+}
+
+/// A Redisson client on its own connection: one random v4 UUID and one thread id.
+class foreign_client {
+ public:
+  explicit foreign_client(std::uint16_t port)
+      : raw_(port), uuid_(boost::uuids::to_string(boost::uuids::random_generator()())) {}
+
+  std::string field() const { return uuid_ + ":" + thread_id_; }
+
+  /// nil = acquired, else the holder's PTTL.
+  resp3::value acquire(const std::string& key, std::int64_t lease_ms = 30'000) {
+    const auto lease = std::to_string(lease_ms);
+    const auto owner = field();
+    return raw_.command({"EVAL", redisson_acquire, "1", key, lease, owner});
+  }
+  /// nil = not owner, 0 = still held, 1 = released and published.
+  resp3::value release(const std::string& key, std::int64_t lease_ms = 30'000) {
+    const auto lease = std::to_string(lease_ms);
+    const auto owner = field();
+    const auto channel = redisson_channel(key);
+    return raw_.command({"EVAL", redisson_release, "2", key, channel, "0", lease, owner});
+  }
+  resp3::value force_unlock(const std::string& key) {
+    const auto channel = redisson_channel(key);
+    return raw_.command({"EVAL", redisson_force_unlock, "2", key, channel, "0"});
+  }
+  rlock::test::raw_client& raw() { return raw_; }
+
+ private:
+  rlock::test::raw_client raw_;
+  std::string uuid_;
+  std::string thread_id_ = "1";
+};
+
+/// Completes once `n` reached `target`; woken by whoever changes `n` (cancel on the timer).
+asio::awaitable<void> wait_until(asio::steady_timer& bell, const int& n, int target) {
+  for (int round = 0; round < 1'000 && n < target; ++round) {
+    bell.expires_after(10s);
+    co_await bell.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+}
+
+/// Bounded poll (no event to await): until `redis` made `attempts` acquire attempts and the
+/// server counts a subscriber on `channel`, i.e. the waiter is asleep on its subscription.
+asio::awaitable<bool> waiter_asleep(rlock::client& redis, rlock::test::raw_client& raw,
+                                    const std::string& channel, std::uint64_t attempts) {
+  for (int i = 0; i < 500; ++i) {
+    if (redis.stats().acquire_attempts >= attempts) {
+      auto numsub = raw.command({"PUBSUB", "NUMSUB", channel});
+      if (numsub.elements.size() == 2u && numsub.elements[1].integer == 1) co_return true;
+    }
+    asio::steady_timer poll(co_await asio::this_coro::executor, 10ms);
+    co_await poll.async_wait(asio::use_awaitable);
+  }
+  co_return false;
+}
+
+bool is_message(const resp3::value& push, const std::string& channel, std::string_view payload) {
+  return push.is_push() && push.elements.size() == 3u && push.elements[0].str == "message" &&
+         push.elements[1].str == channel && push.elements[2].str == payload;
+}
+
+/// SUBSCRIBEs `raw` to `channel` and reads the confirmation push.
+void subscribe(rlock::test::raw_client& raw, const std::string& channel) {
+  raw.send({"SUBSCRIBE", channel});
+  auto confirm = raw.read_push(5s);
+  ASSERT_TRUE(confirm.is_push()) << rlock::test::describe(confirm);
+  ASSERT_EQ(confirm.elements.size(), 3u) << rlock::test::describe(confirm);
+  EXPECT_EQ(confirm.elements[0].str, "subscribe");
+  EXPECT_EQ(confirm.elements[1].str, channel);
+}
+
+TEST(interop, foreign_holder_excludes_us_until_its_release) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  foreign_client redisson(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    auto got = redisson.acquire(lock.key());
+    RLOCK_CO_ASSERT(got.is_null());
+
+    EXPECT_FALSE(co_await lock.try_lock());
+    const auto start = clock_type::now();
+    EXPECT_FALSE(co_await lock.try_lock(200ms));
+    const auto waited = clock_type::now() - start;
+    EXPECT_GE(waited, 150ms);
+    EXPECT_LT(waited, 5s);
+    EXPECT_FALSE(co_await lock.is_held());
+    EXPECT_TRUE(co_await lock.is_locked());
+
+    // Our unlock of the foreign lock is refused and changes nothing.
+    bool refused = false;
+    try {
+      co_await lock.unlock();
+    } catch (const std::system_error& e) {
+      refused = e.code() == rlock::errc::not_owner;
+    }
+    EXPECT_TRUE(refused);
+
+    auto released = redisson.release(lock.key());
+    EXPECT_EQ(released.type, resp3::type::number) << rlock::test::describe(released);
+    EXPECT_EQ(released.integer, 1);
+    EXPECT_TRUE(co_await lock.try_lock());
+    EXPECT_EQ(co_await lock.hold_count(), 1);
+    co_await lock.unlock();
+    EXPECT_FALSE(co_await lock.is_locked());
+    co_await redis.close();
+  });
+}
+
+TEST(interop, our_holder_excludes_foreign_client_and_uses_redissons_layout) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  foreign_client redisson(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    EXPECT_TRUE(std::regex_match(redis.id(), uuid_v4)) << redis.id();
+    auto lock = redis.get_lock("account");
+    co_await lock.lock();
+    co_await lock.lock();
+
+    auto got = redisson.acquire(lock.key());
+    EXPECT_EQ(got.type, resp3::type::number) << rlock::test::describe(got);
+    EXPECT_GT(got.integer, 0);
+    EXPECT_LE(got.integer, 30'000);
+    auto released = redisson.release(lock.key());
+    EXPECT_TRUE(released.is_null()) << rlock::test::describe(released);
+
+    // One hash field, ours, holding the hold count; nothing of the foreign client's.
+    auto all = redisson.raw().command({"HGETALL", lock.key()});
+    RLOCK_CO_ASSERT(all.elements.size() == 2u);
+    const std::string field = redis.id() + ":" + std::to_string(lock.owner_id());
+    EXPECT_EQ(all.elements[0].str, field);
+    EXPECT_EQ(all.elements[1].str, "2");
+    EXPECT_EQ(lock.owner_field(), field);
+    auto type = redisson.raw().command({"TYPE", lock.key()});
+    EXPECT_EQ(type.str, "hash");
+
+    co_await lock.unlock();
+    EXPECT_TRUE(redisson.acquire(lock.key()).is_number_like_guard_unused_);
+    co_await redis.close();
+  });
+}
+
+}  // namespace

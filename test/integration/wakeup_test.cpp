@@ -1,0 +1,239 @@
+// Waiting without polling: unlock notifications wake waiters one at a time, per client.
+#include "rlock/rlock.hpp"
+#include "support/raw_client.hpp"
+#include "support/redis_server.hpp"
+#include "support/run.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+rlock::config make_config() {
+  rlock::config cfg;
+  cfg.port = rlock::test::shared_server().port();
+  cfg.key_prefix = rlock::test::unique_prefix();
+  return cfg;
+}
+
+std::string channel_of(const rlock::reentrant_lock& l) {
+  return "redisson_lock__channel:{" + l.key() + "}";
+}
+
+/// Completes once `n` reached `target`; woken by whoever changes `n` (cancel on the timer).
+asio::awaitable<void> wait_until(asio::steady_timer& bell, const int& n, int target) {
+  for (int round = 0; round < 10'000 && n < target; ++round) {
+    bell.expires_after(10s);
+    co_await bell.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+}
+
+TEST(wakeup, waiter_acquires_within_100ms_of_unlock) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client holder_client(io.get_executor(), cfg);
+  rlock::client waiter_client(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder_client.connect();
+    co_await waiter_client.connect();
+    auto holder = holder_client.get_lock("account");
+    auto waiter = waiter_client.get_lock("account");
+    co_await holder.lock(30s);
+
+    clock_type::time_point acquired_at{};
+    asio::steady_timer bell(io);
+    int done = 0;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await waiter.lock();
+          acquired_at = clock_type::now();
+          ++done;
+          bell.cancel();
+        },
+        asio::detached);
+
+    // Let the waiter fail its attempts and go to sleep behind the 30 s lease.
+    asio::steady_timer pause(io, 300ms);
+    co_await pause.async_wait(asio::use_awaitable);
+    EXPECT_EQ(done, 0);
+    co_await holder.unlock();
+    const auto released_at = clock_type::now();
+    co_await wait_until(bell, done, 1);
+    RLOCK_CO_ASSERT(done == 1);
+    EXPECT_LT(acquired_at - released_at, 100ms);
+    EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::notification);
+    EXPECT_EQ(waiter_client.stats().expiry_wakeups, 0u);
+    co_await waiter.unlock();
+    co_await holder_client.close();
+    co_await waiter_client.close();
+  });
+}
+
+TEST(wakeup, one_unlock_costs_constant_attempts_with_50_waiters) {
+  constexpr int waiters = 50;
+  asio::io_context io;
+  auto cfg = make_config();
+  rlock::client holder_client(io.get_executor(), cfg);
+  rlock::client waiter_client(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await holder_client.connect();
+        co_await waiter_client.connect();
+        auto holder = holder_client.get_lock("account");
+        co_await holder.lock(30s);
+
+        // Each waiter records the attempt counter when it gets the lock, holds it until the
+        // test says go, then unlocks; the next unlock is then always the previous holder's.
+        std::vector<rlock::reentrant_lock> locks;
+        for (int i = 0; i < waiters; ++i) locks.push_back(waiter_client.get_lock("account"));
+        std::vector<std::uint64_t> attempts_at_acquire;
+        asio::steady_timer bell(io);
+        asio::steady_timer go(io, clock_type::time_point::max());
+        int acquired = 0;
+        for (auto& l : locks) {
+          asio::co_spawn(
+              io,
+              [&]() -> asio::awaitable<void> {
+                co_await l.lock();
+                attempts_at_acquire.push_back(waiter_client.stats().acquire_attempts);
+                ++acquired;
+                bell.cancel();
+                co_await go.async_wait(asio::as_tuple(asio::use_awaitable));
+                co_await l.unlock();
+              },
+              asio::detached);
+        }
+        // Every waiter made its first attempt and its retry after subscribing: all asleep.
+        for (int i = 0; i < 500 && waiter_client.stats().acquire_attempts < 2 * waiters; ++i) {
+          asio::steady_timer poll(io, 10ms);
+          co_await poll.async_wait(asio::use_awaitable);
+        }
+        const auto before = waiter_client.stats().acquire_attempts;
+        co_await holder.unlock();
+        co_await wait_until(bell, acquired, 1);
+        RLOCK_CO_ASSERT(acquired == 1);
+        EXPECT_LE(attempts_at_acquire[0] - before, 3u) << "one unlock woke more than one waiter";
+
+        // The chain goes on: each unlock costs at most 3 attempts for the next holder.
+        for (int next = 2; next <= 10; ++next) {
+          const auto mark = waiter_client.stats().acquire_attempts;
+          go.cancel();  // the current holder unlocks
+          go.expires_at(clock_type::time_point::max());
+          co_await wait_until(bell, acquired, next);
+          RLOCK_CO_ASSERT(acquired == next);
+          EXPECT_LE(attempts_at_acquire[next - 1] - mark, 3u);
+        }
+        // One subscription for all waiters of the name.
+        auto numsub = raw.command({"PUBSUB", "NUMSUB", channel_of(holder)});
+        RLOCK_CO_ASSERT(numsub.elements.size() == 2u);
+        EXPECT_EQ(numsub.elements[1].integer, 1);
+        // Let the rest through so the test ends cleanly.
+        for (int next = 11; next <= waiters; ++next) {
+          go.cancel();
+          go.expires_at(clock_type::time_point::max());
+          co_await wait_until(bell, acquired, next);
+        }
+        EXPECT_EQ(acquired, waiters);
+        go.cancel();
+        co_await holder_client.close();
+        co_await waiter_client.close();
+      },
+      60s);
+}
+
+TEST(wakeup, expired_lease_wakes_the_waiter_by_ttl) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client holder_client(io.get_executor(), cfg);
+  rlock::client waiter_client(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder_client.connect();
+    co_await waiter_client.connect();
+    auto holder = holder_client.get_lock("account");
+    auto waiter = waiter_client.get_lock("account");
+    co_await holder.lock(400ms);  // and never unlocks: a crashed holder
+    const auto start = clock_type::now();
+    co_await waiter.lock();
+    const auto waited = clock_type::now() - start;
+    EXPECT_GE(waited, 200ms);
+    EXPECT_LT(waited, 5s);
+    EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::expiry);
+    co_await waiter.unlock();
+    co_await holder_client.close();
+    co_await waiter_client.close();
+  });
+}
+
+TEST(wakeup, unlock_by_redis_cli_style_foreign_publish_wakes_waiter) {
+  asio::io_context io;
+  auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    // A foreign holder: a hash with somebody else's field and a 30 s TTL.
+    raw.command({"HSET", lock.key(), "00000000-0000-4000-8000-000000000000:7", "1"});
+    raw.command({"PEXPIRE", lock.key(), "30000"});
+    clock_type::time_point acquired_at{};
+    int done = 0;
+    asio::steady_timer bell(io);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await lock.lock();
+          acquired_at = clock_type::now();
+          ++done;
+          bell.cancel();
+        },
+        asio::detached);
+    asio::steady_timer pause(io, 300ms);
+    co_await pause.async_wait(asio::use_awaitable);
+    raw.command({"DEL", lock.key()});
+    raw.command({"PUBLISH", channel_of(lock), "0"});
+    const auto released_at = clock_type::now();
+    co_await wait_until(bell, done, 1);
+    RLOCK_CO_ASSERT(done == 1);
+    EXPECT_LT(acquired_at - released_at, 1s);
+    EXPECT_EQ(lock.last_wake(), rlock::wake_reason::notification);
+    co_await lock.unlock();
+    co_await redis.close();
+  });
+}
+
+TEST(wakeup, subscription_is_dropped_when_the_last_waiter_leaves) {
+  asio::io_context io;
+  auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto holder = redis.get_lock("account");
+    auto waiter = redis.get_lock("account");
+    co_await holder.lock(300ms);
+    EXPECT_FALSE(co_await waiter.try_lock(100ms));  // waited, subscribed, gave up
+    co_await waiter.is_locked();  // a round trip after the UNSUBSCRIBE on this connection
+    auto numsub = raw.command({"PUBSUB", "NUMSUB", channel_of(holder)});
+    RLOCK_CO_ASSERT(numsub.elements.size() == 2u);
+    EXPECT_EQ(numsub.elements[1].integer, 0);
+    co_await redis.close();
+  });
+}
+
+}  // namespace
