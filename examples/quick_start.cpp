@@ -1,6 +1,6 @@
 // The co_await quick start: two tasks contend on one lock. Usage: rlock_quick_start [redis-url]
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -12,6 +12,7 @@
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
+using namespace asio::experimental::awaitable_operators;
 
 asio::awaitable<void> transfer(rlock::client& redis, std::string who) {
   auto lock = redis.get_lock("rlock-example:account:42");  // one handle = one owner
@@ -32,8 +33,8 @@ int main(int argc, char** argv) {
         io,
         [&]() -> asio::awaitable<void> {
           co_await redis.connect();
-          asio::co_spawn(io, transfer(redis, "task 1"), asio::detached);
-          co_await transfer(redis, "task 2");
+          co_await (transfer(redis, "task 1") && transfer(redis, "task 2"));
+          co_await redis.close();
         },
         [&](std::exception_ptr e) {
           if (e) std::rethrow_exception(e);

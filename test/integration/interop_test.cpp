@@ -22,6 +22,7 @@
 #include <regex>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 namespace {
 
@@ -217,9 +218,207 @@ TEST(interop, our_holder_excludes_foreign_client_and_uses_redissons_layout) {
     auto type = redisson.raw().command({"TYPE", lock.key()});
     EXPECT_EQ(type.str, "hash");
 
+    // Still held once after one unlock; free for the foreign client after the second.
     co_await lock.unlock();
-    EXPECT_TRUE(redisson.acquire(lock.key()).is_number_like_guard_unused_);
+    EXPECT_FALSE(redisson.acquire(lock.key()).is_null());
+    co_await lock.unlock();
+    EXPECT_TRUE(redisson.acquire(lock.key()).is_null());
+    EXPECT_FALSE(co_await lock.try_lock());
+    auto done = redisson.release(lock.key());
+    EXPECT_EQ(done.integer, 1) << rlock::test::describe(done);
     co_await redis.close();
+  });
+}
+
+TEST(interop, foreign_unlock_wakes_our_waiter_by_notification) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  foreign_client redisson(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    RLOCK_CO_ASSERT(redisson.acquire(lock.key(), 30'000).is_null());
+
+    clock_type::time_point acquired_at{};
+    asio::steady_timer bell(io);
+    int done = 0;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await lock.lock();
+          acquired_at = clock_type::now();
+          ++done;
+          bell.cancel();
+        },
+        asio::detached);
+
+    // The first attempt and the retry after subscribing both failed: the waiter sleeps behind
+    // the 30 s foreign lease.
+    const bool asleep =
+        co_await waiter_asleep(redis, redisson.raw(), redisson_channel(lock.key()), 2);
+    RLOCK_CO_ASSERT(asleep);
+    EXPECT_EQ(done, 0);
+
+    auto released = redisson.release(lock.key());
+    const auto released_at = clock_type::now();
+    EXPECT_EQ(released.integer, 1) << rlock::test::describe(released);
+    co_await wait_until(bell, done, 1);
+    RLOCK_CO_ASSERT(done == 1);
+    EXPECT_LT(acquired_at - released_at, 1s);
+    EXPECT_EQ(lock.last_wake(), rlock::wake_reason::notification);
+    EXPECT_EQ(redis.stats().expiry_wakeups, 0u);
+    EXPECT_GE(redis.stats().notified_wakeups, 1u);
+    EXPECT_TRUE(co_await lock.is_held());
+    co_await lock.unlock();
+    co_await redis.close();
+  });
+}
+
+TEST(interop, our_unlock_wakes_a_foreign_subscriber) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client subscriber(cfg.port);
+  rlock::test::raw_client publisher(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    const auto channel = redisson_channel(lock.key());
+    subscribe(subscriber, channel);
+    co_await lock.lock();
+    co_await lock.lock();
+    co_await lock.unlock();  // still held: publishes nothing
+    co_await lock.unlock();
+    // A marker after the final unlock: a message from the reentrant unlock would come first.
+    EXPECT_EQ(publisher.command_int({"PUBLISH", channel, "7"}), 1);
+    auto message = subscriber.read_push(5s);
+    EXPECT_TRUE(is_message(message, channel, "0")) << rlock::test::describe(message);
+    auto marker = subscriber.read_push(5s);
+    EXPECT_TRUE(is_message(marker, channel, "7")) << rlock::test::describe(marker);
+    co_await redis.close();
+  });
+}
+
+TEST(interop, name_with_brace_uses_the_channel_without_added_braces) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client subscriber(cfg.port);
+  rlock::test::raw_client publisher(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("orders{eu}");
+    const auto channel = "redisson_lock__channel:" + lock.key();
+    const auto braced = "redisson_lock__channel:{" + lock.key() + "}";
+    EXPECT_EQ(redisson_channel(lock.key()), channel);
+    subscribe(subscriber, channel);
+    subscribe(subscriber, braced);
+    co_await lock.lock();
+    co_await lock.unlock();
+    // A marker published after our unlock on the braced channel: the subscriber sees messages in
+    // publication order, so if our unlock had published on the braced channel too, that would
+    // come before the marker.
+    EXPECT_EQ(publisher.command_int({"PUBLISH", braced, "0"}), 1);
+    auto first = subscriber.read_push(5s);
+    EXPECT_TRUE(is_message(first, channel, "0")) << rlock::test::describe(first);
+    auto second = subscriber.read_push(5s);
+    EXPECT_TRUE(is_message(second, braced, "0")) << rlock::test::describe(second);
+    co_await redis.close();
+  });
+}
+
+TEST(interop, name_with_brace_waiter_is_woken_by_foreign_unlock) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  foreign_client redisson(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("orders{eu}");
+    RLOCK_CO_ASSERT(redisson.acquire(lock.key(), 30'000).is_null());
+    asio::steady_timer bell(io);
+    int done = 0;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await lock.lock();
+          ++done;
+          bell.cancel();
+        },
+        asio::detached);
+    const auto channel = "redisson_lock__channel:" + lock.key();
+    const bool asleep = co_await waiter_asleep(redis, redisson.raw(), channel, 2);
+    RLOCK_CO_ASSERT(asleep);
+    const auto released_at = clock_type::now();
+    auto released = redisson.release(lock.key());
+    EXPECT_EQ(released.integer, 1) << rlock::test::describe(released);
+    co_await wait_until(bell, done, 1);
+    RLOCK_CO_ASSERT(done == 1);
+    EXPECT_LT(clock_type::now() - released_at, 5s);
+    EXPECT_EQ(lock.last_wake(), rlock::wake_reason::notification);
+    co_await lock.unlock();
+    co_await redis.close();
+  });
+}
+
+TEST(interop, foreign_force_unlock_deletes_our_lock_and_wakes_our_waiter) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client holder_client(io.get_executor(), cfg);
+  rlock::client waiter_client(io.get_executor(), cfg);
+  foreign_client redisson(cfg.port);
+  rlock::test::raw_client subscriber(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder_client.connect();
+    co_await waiter_client.connect();
+    auto holder = holder_client.get_lock("account");
+    auto waiter = waiter_client.get_lock("account");
+    const auto channel = redisson_channel(holder.key());
+    co_await holder.lock(30s);
+
+    clock_type::time_point acquired_at{};
+    asio::steady_timer bell(io);
+    int done = 0;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await waiter.lock();
+          acquired_at = clock_type::now();
+          ++done;
+          bell.cancel();
+        },
+        asio::detached);
+    const bool asleep = co_await waiter_asleep(waiter_client, redisson.raw(), channel, 2);
+    RLOCK_CO_ASSERT(asleep);
+    subscribe(subscriber, channel);
+    EXPECT_EQ(done, 0);
+
+    auto forced = redisson.force_unlock(holder.key());
+    const auto forced_at = clock_type::now();
+    EXPECT_EQ(forced.integer, 1) << rlock::test::describe(forced);
+    auto message = subscriber.read_push(5s);
+    EXPECT_TRUE(is_message(message, channel, "0")) << rlock::test::describe(message);
+    co_await wait_until(bell, done, 1);
+    RLOCK_CO_ASSERT(done == 1);
+    EXPECT_LT(acquired_at - forced_at, 1s);
+    EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::notification);
+    EXPECT_TRUE(co_await waiter.is_held());
+    EXPECT_FALSE(co_await holder.is_held());
+    // The old holder lost it: its unlock is refused.
+    bool refused = false;
+    try {
+      co_await holder.unlock();
+    } catch (const std::system_error& e) {
+      refused = e.code() == rlock::errc::not_owner;
+    }
+    EXPECT_TRUE(refused);
+    co_await waiter.unlock();
+    // Nothing left to force.
+    auto again = redisson.force_unlock(holder.key());
+    EXPECT_EQ(again.integer, 0) << rlock::test::describe(again);
+    co_await holder_client.close();
+    co_await waiter_client.close();
   });
 }
 

@@ -1,0 +1,62 @@
+// Runs the example programs against a private server: they must succeed and say what they do.
+#include "support/redis_server.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct result {
+  int status = -1;
+  std::string output;
+};
+
+/// Runs `program url` (bounded by `timeout` seconds through coreutils' timeout) and collects
+/// its standard output and error.
+result run_example(const std::string& program) {
+  const std::string url =
+      "redis://127.0.0.1:" + std::to_string(rlock::test::shared_server().port());
+  const std::string command = "timeout 60 '" + program + "' " + url + " 2>&1";
+  result r;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buffer{};
+  while (std::fgets(buffer.data(), static_cast<int>(buffer.size()), pipe) != nullptr) {
+    r.output += buffer.data();
+  }
+  const int status = ::pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(examples, quick_start) {
+  const auto r = run_example(RLOCK_EXAMPLE_QUICK_START);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("task 1 released it"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("task 2 released it"), std::string::npos) << r.output;
+}
+
+TEST(examples, blocking_quick_start) {
+  const auto r = run_example(RLOCK_EXAMPLE_BLOCKING_QUICK_START);
+  EXPECT_EQ(r.status, 0) << r.output;
+  for (const char* line : {"thread 0 holds", "thread 1 holds", "thread 2 holds"}) {
+    EXPECT_NE(r.output.find(line), std::string::npos) << r.output;
+  }
+}
+
+TEST(examples, demo_shows_notification_expiry_reentry_and_renewal) {
+  const auto r = run_example(RLOCK_EXAMPLE_DEMO);
+  EXPECT_EQ(r.status, 0) << r.output;
+  for (const char* line :
+       {"re-entered: hold count 2", "still holds it after 2 leases", "woken by unlock notification",
+        "woken when the holder's lease ran out", "blocking thread holds it via std::scoped_lock"}) {
+    EXPECT_NE(r.output.find(line), std::string::npos) << "missing '" << line << "' in\n"
+                                                      << r.output;
+  }
+}
+
+}  // namespace

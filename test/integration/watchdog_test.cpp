@@ -1,0 +1,372 @@
+// The lease watchdog: renewal of locks taken without a lease, batching, lost-lock reports.
+#include "rlock/rlock.hpp"
+#include "support/raw_client.hpp"
+#include "support/redis_server.hpp"
+#include "support/run.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <system_error>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace asio::experimental::awaitable_operators;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+rlock::config make_config(std::chrono::milliseconds watchdog_timeout) {
+  rlock::config cfg;
+  cfg.port = rlock::test::shared_server().port();
+  cfg.key_prefix = rlock::test::unique_prefix();
+  cfg.watchdog_timeout = watchdog_timeout;
+  return cfg;
+}
+
+template <typename Awaitable>
+asio::awaitable<std::error_code> error_of(Awaitable op) {
+  try {
+    co_await std::move(op);
+  } catch (const std::system_error& e) {
+    co_return e.code();
+  }
+  co_return std::error_code{};
+}
+
+asio::awaitable<void> sleep_for(clock_type::duration d) {
+  asio::steady_timer t(co_await asio::this_coro::executor, d);
+  co_await t.async_wait(asio::use_awaitable);
+}
+
+/// Completes once `flag` is set by whoever also cancels `bell`, or after about `limit`.
+asio::awaitable<void> wait_for_flag(asio::steady_timer& bell, const bool& flag,
+                                    clock_type::duration limit) {
+  const auto deadline = clock_type::now() + limit;
+  for (int round = 0; round < 10'000 && !flag && clock_type::now() < deadline; ++round) {
+    bell.expires_at(deadline);
+    co_await bell.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
+}
+
+std::int64_t pttl(rlock::test::raw_client& raw, const std::string& key) {
+  return raw.command_int({"PTTL", key});
+}
+
+std::int64_t exists(rlock::test::raw_client& raw, const std::string& key) {
+  return raw.command_int({"EXISTS", key});
+}
+
+TEST(watchdog, renews_a_lock_held_far_past_its_lease) {
+  asio::io_context io;
+  const auto cfg = make_config(600ms);
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    const auto renewals_before = redis.stats().renewal_calls;
+    co_await lock.lock();
+    const auto start = clock_type::now();
+    int samples = 0;
+    std::int64_t lowest = pttl(raw, lock.key());
+    EXPECT_GT(lowest, 0);
+    EXPECT_LE(lowest, 600);
+    for (int i = 0; i < 200 && clock_type::now() - start < 3s; ++i) {
+      co_await sleep_for(50ms);
+      const auto ttl = pttl(raw, lock.key());
+      EXPECT_GT(ttl, 0) << "sample " << i << " at "
+                        << std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() -
+                                                                                 start)
+                               .count()
+                        << " ms";
+      if (ttl < lowest) lowest = ttl;
+      ++samples;
+    }
+    EXPECT_GE(samples, 20);  // 3 s of ~50 ms steps, even on a loaded machine
+    EXPECT_GT(lowest, 0);
+    EXPECT_GE(clock_type::now() - start, 3s);  // held five lease lengths
+    EXPECT_TRUE(co_await lock.is_held());
+    // A renewal every 200 ms over 3 s is 15; allow for a slow machine.
+    EXPECT_GE(redis.stats().renewal_calls - renewals_before, 10u);
+    EXPECT_EQ(redis.stats().lost_locks, 0u);
+    co_await lock.unlock();
+    EXPECT_EQ(exists(raw, lock.key()), 0);
+    co_await redis.close();
+  });
+}
+
+TEST(watchdog, explicit_lease_is_not_renewed_and_expires_for_a_waiter) {
+  asio::io_context io;
+  const auto cfg = make_config(600ms);
+  rlock::client holder_client(io.get_executor(), cfg);
+  rlock::client waiter_client(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder_client.connect();
+    co_await waiter_client.connect();
+    auto holder = holder_client.get_lock("account");
+    auto waiter = waiter_client.get_lock("account");
+    const auto renewals_before = holder_client.stats().renewal_calls;
+    co_await holder.lock(300ms);  // and never unlocks
+    const auto acquired_at = clock_type::now();
+    const auto ttl = pttl(raw, holder.key());
+    EXPECT_GT(ttl, 0);
+    EXPECT_LE(ttl, 300);
+    // No watchdog lease, so nothing to lose.
+    EXPECT_EQ(co_await error_of(holder.lost()), rlock::errc::not_owner);
+
+    co_await waiter.lock();
+    const auto waited = clock_type::now() - acquired_at;
+    EXPECT_GE(waited, 200ms);
+    EXPECT_LT(waited, 3s);
+    EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::expiry);
+    EXPECT_TRUE(co_await waiter.is_held());
+    EXPECT_FALSE(co_await holder.is_held());
+    EXPECT_EQ(holder_client.stats().renewal_calls, renewals_before);
+    EXPECT_EQ(holder_client.stats().lost_locks, 0u);  // a lease lock is never "lost"
+    co_await waiter.unlock();
+    co_await holder_client.close();
+    co_await waiter_client.close();
+  });
+}
+
+TEST(watchdog, deleted_key_is_reported_lost) {
+  asio::io_context io;
+  const auto cfg = make_config(600ms);
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    co_await lock.lock();
+    RLOCK_CO_ASSERT(raw.command_int({"DEL", lock.key()}) == 1);
+    const auto deleted_at = clock_type::now();
+    co_await lock.lost();
+    EXPECT_LT(clock_type::now() - deleted_at, 1500ms);
+    EXPECT_FALSE(co_await lock.is_held());
+    EXPECT_EQ(redis.stats().lost_locks, 1u);
+    // A lost() that starts after the report completes at once: a critical section raced
+    // against it late still learns the lock is gone.
+    EXPECT_EQ(co_await error_of(lock.lost()), std::error_code{});
+    EXPECT_EQ(co_await error_of(lock.unlock()), rlock::errc::not_owner);
+    co_await redis.close();
+  });
+}
+
+TEST(watchdog, lost_wins_a_race_against_the_critical_section) {
+  asio::io_context io;
+  const auto cfg = make_config(600ms);
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    co_await lock.lock();
+    // The critical section: long work. Somebody deletes the key meanwhile.
+    auto work = [&]() -> asio::awaitable<void> { co_await sleep_for(20s); };
+    auto vandal = [&]() -> asio::awaitable<void> {
+      co_await sleep_for(100ms);
+      raw.command({"DEL", lock.key()});
+      co_await sleep_for(20s);
+    };
+    const auto start = clock_type::now();
+    auto winner = co_await (work() || lock.lost() || vandal());
+    EXPECT_EQ(winner.index(), 1u) << "lost() should end the critical section";
+    EXPECT_LT(clock_type::now() - start, 2s);
+    EXPECT_EQ(redis.stats().lost_locks, 1u);
+    EXPECT_FALSE(co_await lock.is_locked());
+    EXPECT_EQ(co_await error_of(lock.unlock()), rlock::errc::not_owner);
+    co_await redis.close();
+  });
+}
+
+TEST(watchdog, force_unlock_by_another_client_is_reported_lost) {
+  asio::io_context io;
+  const auto cfg = make_config(600ms);
+  rlock::client holder_client(io.get_executor(), cfg);
+  rlock::client other_client(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder_client.connect();
+    co_await other_client.connect();
+    auto holder = holder_client.get_lock("account");
+    auto other = other_client.get_lock("account");
+    co_await holder.lock();
+    bool lost = false;
+    std::error_code lost_ec;
+    asio::steady_timer bell(io);
+    holder.async_lost([&](boost::system::error_code ec) {
+      lost_ec = ec;
+      lost = true;
+      bell.cancel();
+    });
+    EXPECT_TRUE(co_await other.force_unlock());
+    const auto forced_at = clock_type::now();
+    co_await wait_for_flag(bell, lost, 5s);
+    RLOCK_CO_ASSERT(lost);
+    EXPECT_EQ(lost_ec, std::error_code{});
+    EXPECT_LT(clock_type::now() - forced_at, 1500ms);
+    EXPECT_FALSE(co_await holder.is_held());
+    EXPECT_EQ(holder_client.stats().lost_locks, 1u);
+    EXPECT_EQ(co_await error_of(holder.unlock()), rlock::errc::not_owner);
+    co_await holder_client.close();
+    co_await other_client.close();
+  });
+}
+
+TEST(watchdog, renews_250_locks_in_batches_of_100) {
+  constexpr int count = 250;
+  constexpr std::uint64_t calls_per_round = (count + 99) / 100;  // 3
+  asio::io_context io;
+  const auto cfg = make_config(900ms);  // a round every 300 ms
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await redis.connect();
+        std::vector<rlock::reentrant_lock> locks;
+        for (int i = 0; i < count; ++i)
+          locks.push_back(redis.get_lock("lock-" + std::to_string(i)));
+        for (auto& l : locks) co_await l.lock();
+
+        const auto before = redis.stats().renewal_calls;
+        const auto start = clock_type::now();
+        co_await sleep_for(700ms);  // two renewal periods and a bit
+        const auto grown = redis.stats().renewal_calls - before;
+        const auto elapsed = clock_type::now() - start;
+        // Rounds that may have (partly) fallen into the window, counted generously.
+        const auto rounds = static_cast<std::uint64_t>(elapsed / 300ms) + 1;
+        EXPECT_GE(grown, calls_per_round) << "not even one full round in " << rounds << " periods";
+        EXPECT_LE(grown, calls_per_round * rounds + calls_per_round)
+            << "more calls than batches of 100 explain over " << rounds << " rounds";
+
+        int alive = 0;
+        for (auto& l : locks) {
+          const auto ttl = pttl(raw, l.key());
+          EXPECT_GT(ttl, 0) << l.key();
+          if (ttl > 0) ++alive;
+        }
+        EXPECT_EQ(alive, count);
+        EXPECT_EQ(redis.stats().lost_locks, 0u);
+
+        for (auto& l : locks) co_await l.unlock();
+        int left = 0;
+        for (auto& l : locks) left += static_cast<int>(exists(raw, l.key()));
+        EXPECT_EQ(left, 0);
+        co_await redis.close();
+      },
+      60s);
+}
+
+TEST(watchdog, lost_when_not_held_is_not_owner) {
+  asio::io_context io;
+  const auto cfg = make_config(600ms);
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    EXPECT_EQ(co_await error_of(lock.lost()), rlock::errc::not_owner);
+    auto [ec] = co_await lock.async_lost(asio::as_tuple(asio::use_awaitable));
+    EXPECT_EQ(std::error_code(ec), rlock::errc::not_owner);
+    // Held with an explicit lease: not a watchdog lock, so nothing to report either.
+    co_await lock.lock(10s);
+    EXPECT_EQ(co_await error_of(lock.lost()), rlock::errc::not_owner);
+    co_await lock.unlock();
+    co_await redis.close();
+  });
+}
+
+TEST(watchdog, pending_lost_is_aborted_by_the_final_unlock) {
+  asio::io_context io;
+  const auto cfg = make_config(600ms);
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    co_await lock.lock();
+    co_await lock.lock();  // hold count 2
+
+    asio::steady_timer bell(io);
+    // One pending lost() per form: the awaitable throws std::errc::operation_canceled, the
+    // any-token form completes with asio::error::operation_aborted.
+    bool awaitable_done = false;
+    std::error_code awaitable_ec;
+    asio::co_spawn(io, error_of(lock.lost()), [&](std::exception_ptr, std::error_code ec) {
+      awaitable_ec = ec;
+      awaitable_done = true;
+      bell.cancel();
+    });
+    bool token_done = false;
+    boost::system::error_code token_ec;
+    lock.async_lost([&](boost::system::error_code ec) {
+      token_ec = ec;
+      token_done = true;
+      bell.cancel();
+    });
+
+    // A nested unlock keeps the lock: lost() stays pending (over a few renewal periods).
+    co_await lock.unlock();
+    co_await sleep_for(500ms);
+    EXPECT_FALSE(awaitable_done);
+    EXPECT_FALSE(token_done);
+    EXPECT_EQ(redis.stats().lost_locks, 0u);
+
+    co_await lock.unlock();  // final
+    co_await wait_for_flag(bell, awaitable_done, 2s);
+    co_await wait_for_flag(bell, token_done, 2s);
+    RLOCK_CO_ASSERT(awaitable_done && token_done);
+    EXPECT_EQ(awaitable_ec, std::errc::operation_canceled);
+    EXPECT_EQ(token_ec, asio::error::operation_aborted);
+    EXPECT_EQ(redis.stats().lost_locks, 0u);
+    co_await redis.close();
+  });
+}
+
+TEST(watchdog, renewal_stops_once_the_last_lock_is_released) {
+  asio::io_context io;
+  const auto cfg = make_config(600ms);  // a round every 200 ms
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto first = redis.get_lock("first");
+    auto second = redis.get_lock("second");
+    co_await first.lock();
+    co_await second.lock();
+
+    // One lock left in the table: renewal goes on.
+    co_await first.unlock();
+    const auto one_left = redis.stats().renewal_calls;
+    co_await sleep_for(500ms);
+    EXPECT_GE(redis.stats().renewal_calls - one_left, 1u);
+    EXPECT_TRUE(co_await second.is_held());
+
+    // Table empty: not one more renewal call, over several periods.
+    co_await second.unlock();
+    const auto none_left = redis.stats().renewal_calls;
+    co_await sleep_for(600ms);
+    EXPECT_EQ(redis.stats().renewal_calls, none_left);
+    EXPECT_FALSE(co_await second.is_locked());
+
+    // And it starts again with the next watchdog lock.
+    co_await first.lock();
+    co_await sleep_for(500ms);
+    EXPECT_GE(redis.stats().renewal_calls - none_left, 1u);
+    co_await first.unlock();
+    co_await redis.close();
+  });
+}
+
+}  // namespace
