@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <charconv>
+#include <vector>
 
 namespace rlock {
 
@@ -83,6 +84,15 @@ void client_impl::shutdown(std::error_code reason) {
   dog.stop();
   conn->close(reason);
   hub.fail_all(reason);
+  // Pending lost() waiters complete with operation_aborted: nobody watches their leases now.
+  std::vector<std::shared_ptr<lock_state>> alive;
+  {
+    std::lock_guard guard(states_mutex_);
+    for (auto& [key, weak] : states_) {
+      if (auto s = weak.lock()) alive.push_back(std::move(s));
+    }
+  }
+  for (auto& s : alive) s->reset(false);
 }
 
 std::shared_ptr<lock_state> client_impl::state_for(std::string_view name, std::uint64_t owner) {

@@ -8,7 +8,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
@@ -20,7 +19,6 @@ namespace rlock::detail {
 
 namespace asio = boost::asio;
 using asio::use_awaitable;
-using namespace asio::experimental::awaitable_operators;
 
 /// One command awaiting its reply. Shared between the awaiting coroutine and the FIFO so that a
 /// command that timed out still consumes its reply when it finally arrives.
@@ -35,6 +33,7 @@ struct connection::pending {
 connection::connection(asio::any_io_executor ex, config cfg)
     : executor_(std::move(ex)),
       cfg_(std::move(cfg)),
+      resolver_(executor_),
       socket_(executor_),
       writer_wake_(executor_, asio::steady_timer::time_point::max()) {}
 
@@ -42,33 +41,33 @@ connection::~connection() = default;
 
 asio::awaitable<void> connection::connect() {
   if (open_) co_return;
-  // `||` waits for the first *success*, so a failure is turned into a value to end the race.
-  auto attempt = [this]() -> asio::awaitable<std::exception_ptr> {
-    try {
-      co_await connect_and_handshake();
-    } catch (...) {
-      co_return std::current_exception();
-    }
-    co_return nullptr;
-  };
+  // The deadline closes the connection rather than cancelling the attempt: a handshake command
+  // in flight does not take cancellation (see exec), but it does fail when the connection does.
+  auto timed_out = std::make_shared<bool>(false);
   asio::steady_timer deadline(executor_, cfg_.connect_timeout);
-  auto result = co_await (attempt() || deadline.async_wait(use_awaitable));
-  if (result.index() == 0) {
-    if (auto failure = std::get<0>(result)) {
-      close(make_error_code(errc::connection_lost));
-      std::rethrow_exception(failure);
-    }
-  } else {
+  deadline.async_wait([this, timed_out, self = shared_from_this()](boost::system::error_code ec) {
+    if (ec) return;
+    *timed_out = true;
+    resolver_.cancel();
     close(make_error_code(errc::timeout));
+  });
+  try {
+    co_await connect_and_handshake();
+  } catch (...) {
+    deadline.cancel();
+    close(make_error_code(errc::connection_lost));
+    if (!*timed_out) throw;
+  }
+  deadline.cancel();
+  if (*timed_out) {
     throw_error(errc::timeout, fmt::format("connecting to {}:{} took longer than {} ms", cfg_.host,
                                            cfg_.port, cfg_.connect_timeout.count()));
   }
 }
 
 asio::awaitable<void> connection::connect_and_handshake() {
-  asio::ip::tcp::resolver resolver(executor_);
-  auto [rec, endpoints] = co_await resolver.async_resolve(cfg_.host, std::to_string(cfg_.port),
-                                                          asio::as_tuple(use_awaitable));
+  auto [rec, endpoints] = co_await resolver_.async_resolve(cfg_.host, std::to_string(cfg_.port),
+                                                           asio::as_tuple(use_awaitable));
   if (rec) {
     throw_error(errc::connection_lost,
                 fmt::format("cannot resolve {}: {}", cfg_.host, rec.message()));

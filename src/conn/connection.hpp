@@ -67,6 +67,7 @@ class connection : public std::enable_shared_from_this<connection> {
 
   boost::asio::any_io_executor executor_;
   config cfg_;
+  boost::asio::ip::tcp::resolver resolver_;
   boost::asio::ip::tcp::socket socket_;
   boost::asio::steady_timer writer_wake_;
   resp3::parser parser_;

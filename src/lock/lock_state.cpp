@@ -143,6 +143,9 @@ asio::awaitable<bool> acquire_op(std::shared_ptr<lock_state> s,
   } guard{c.hub, w};
 
   for (;;) {
+    // A cancellation that arrived while a (shielded) retry was in flight must end the wait now,
+    // not after the sleep below: the emit found no cancellable operation to interrupt.
+    if (cancelled(cs)) throw std::system_error(std::make_error_code(std::errc::operation_canceled));
     if (!w.woken && !w.failed) {
       // Sleep until woken (unlock message, subscription confirmed) or until the holder's lease
       // runs out: key expiry publishes nothing, so the TTL is the fallback, never a poll.

@@ -1,0 +1,236 @@
+// rlock::blocking: the synchronous facade meets Lockable / TimedLockable, with the calling
+// thread as the owner, and refuses calls that would deadlock its own io thread.
+#include "rlock/rlock.hpp"
+#include "support/redis_server.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <dirent.h>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+rlock::config make_config() {
+  rlock::config cfg;
+  cfg.port = rlock::test::shared_server().port();
+  cfg.key_prefix = rlock::test::unique_prefix();
+  return cfg;
+}
+
+/// Runs `f` on a new thread and returns its result (or rethrows its exception); the wait is
+/// bounded so that a hung call fails the test instead of hanging it.
+template <typename F>
+auto on_other_thread(F f) {
+  auto result = std::async(std::launch::async, std::move(f));
+  if (result.wait_for(30s) != std::future_status::ready) {
+    ADD_FAILURE() << "the other thread did not finish within 30 s";
+    std::terminate();  // the thread would be joined by the future's destructor: never
+  }
+  return result.get();
+}
+
+/// The calling thread's error from `f()`, or no error.
+template <typename F>
+std::error_code thrown_by(F&& f) {
+  try {
+    f();
+  } catch (const std::system_error& e) {
+    return e.code();
+  }
+  return {};
+}
+
+/// The number of threads of this process.
+int thread_count() {
+  int n = 0;
+  if (DIR* dir = opendir("/proc/self/task")) {
+    while (dirent* entry = readdir(dir)) {
+      if (entry->d_name[0] != '.') ++n;
+    }
+    closedir(dir);
+  }
+  return n;
+}
+
+TEST(blocking, scoped_lock_excludes_another_thread) {
+  rlock::blocking::client redis(make_config());
+  auto lock = redis.get_lock("account");
+  {
+    std::scoped_lock guard{lock};
+    EXPECT_TRUE(lock.is_held());
+    EXPECT_TRUE(lock.is_locked());
+    EXPECT_FALSE(on_other_thread([&] { return lock.try_lock(); }));
+    EXPECT_FALSE(on_other_thread([&] { return lock.is_held(); }));
+    EXPECT_TRUE(lock.is_held());  // the failed attempt changed nothing
+  }
+  EXPECT_FALSE(lock.is_locked());
+  // Free again: the other thread gets it now.
+  EXPECT_TRUE(on_other_thread([&] {
+    const bool got = lock.try_lock();
+    if (got) lock.unlock();
+    return got;
+  }));
+}
+
+TEST(blocking, reentrant_in_one_thread) {
+  rlock::blocking::client redis(make_config());
+  auto lock = redis.get_lock("account");
+  lock.lock();
+  lock.lock();
+  EXPECT_EQ(lock.hold_count(), 2);
+  EXPECT_TRUE(lock.try_lock());
+  EXPECT_EQ(lock.hold_count(), 3);
+  EXPECT_EQ(on_other_thread([&] { return lock.hold_count(); }), 0);
+  lock.unlock();
+  lock.unlock();
+  EXPECT_EQ(lock.hold_count(), 1);
+  EXPECT_TRUE(lock.is_locked());
+  lock.unlock();
+  EXPECT_EQ(lock.hold_count(), 0);
+  EXPECT_FALSE(lock.is_locked());
+}
+
+TEST(blocking, try_lock_for_times_out_while_another_thread_holds) {
+  rlock::blocking::client redis(make_config());
+  auto lock = redis.get_lock("account");
+  lock.lock();
+  const auto [got, waited] = on_other_thread([&] {
+    const auto start = clock_type::now();
+    const bool ok = lock.try_lock_for(300ms);
+    return std::pair{ok, clock_type::now() - start};
+  });
+  EXPECT_FALSE(got);
+  EXPECT_GE(waited, 250ms);
+  EXPECT_LT(waited, 5s);
+  lock.unlock();
+  // Free: the timed form succeeds at once.
+  EXPECT_TRUE(on_other_thread([&] {
+    const bool ok = lock.try_lock_for(300ms);
+    if (ok) lock.unlock();
+    return ok;
+  }));
+}
+
+TEST(blocking, try_lock_until_times_out_while_another_thread_holds) {
+  rlock::blocking::client redis(make_config());
+  auto lock = redis.get_lock("account");
+  lock.lock();
+  const auto [got, waited] = on_other_thread([&] {
+    const auto start = clock_type::now();
+    const bool ok = lock.try_lock_until(start + 300ms);
+    return std::pair{ok, clock_type::now() - start};
+  });
+  EXPECT_FALSE(got);
+  EXPECT_GE(waited, 250ms);
+  EXPECT_LT(waited, 5s);
+  // A deadline already past is one attempt, as for std::timed_mutex.
+  EXPECT_FALSE(on_other_thread([&] { return lock.try_lock_until(clock_type::now() - 1s); }));
+  // Another clock works too.
+  EXPECT_FALSE(on_other_thread(
+      [&] { return lock.try_lock_until(std::chrono::system_clock::now() + 50ms); }));
+  lock.unlock();
+  EXPECT_TRUE(on_other_thread([&] {
+    const bool ok = lock.try_lock_until(clock_type::now() + 300ms);
+    if (ok) lock.unlock();
+    return ok;
+  }));
+}
+
+TEST(blocking, unlock_from_another_thread_is_not_owner) {
+  rlock::blocking::client redis(make_config());
+  auto lock = redis.get_lock("account");
+  lock.lock();
+  EXPECT_EQ(on_other_thread([&] { return thrown_by([&] { lock.unlock(); }); }),
+            rlock::errc::not_owner);
+  EXPECT_EQ(lock.hold_count(), 1);  // the refused unlock changed nothing
+  lock.unlock();
+  EXPECT_EQ(thrown_by([&] { lock.unlock(); }), rlock::errc::not_owner);  // not held any more
+}
+
+TEST(blocking, condition_variable_any_round_trip) {
+  rlock::blocking::client redis(make_config());
+  auto lock = redis.get_lock("account");
+  std::condition_variable_any cv;
+  // Only read and written under `lock` (atomic only so a broken lock cannot be UB).
+  std::atomic<bool> ping{false};
+  std::atomic<bool> pong{false};
+
+  auto other = std::async(std::launch::async, [&] {
+    std::unique_lock guard(lock);
+    const bool got_ping = cv.wait_for(guard, 20s, [&] { return ping.load(); });
+    EXPECT_TRUE(lock.is_held());  // re-acquired by this thread on wake-up
+    pong = true;
+    cv.notify_all();
+    return got_ping;
+  });
+
+  bool got_pong = false;
+  {
+    std::unique_lock guard(lock);
+    ping = true;
+    cv.notify_all();
+    got_pong = cv.wait_for(guard, 20s, [&] { return pong.load(); });
+    EXPECT_TRUE(lock.is_held());
+  }
+  ASSERT_EQ(other.wait_for(30s), std::future_status::ready);
+  EXPECT_TRUE(other.get());
+  EXPECT_TRUE(got_pong);
+  EXPECT_FALSE(lock.is_locked());
+}
+
+TEST(blocking, call_from_own_io_thread_is_would_deadlock) {
+  rlock::blocking::client redis(make_config());
+  auto lock = redis.get_lock("account");
+  std::promise<std::error_code> outcome;
+  auto result = outcome.get_future();
+  asio::post(redis.async_client().get_executor(), [&] {
+    try {
+      (void)lock.try_lock();
+      outcome.set_value({});
+    } catch (const std::system_error& e) {
+      outcome.set_value(e.code());
+    } catch (...) {
+      outcome.set_exception(std::current_exception());
+    }
+  });
+  ASSERT_EQ(result.wait_for(10s), std::future_status::ready) << "the blocking call hung";
+  EXPECT_EQ(result.get(), rlock::errc::would_deadlock);
+  // The client still works from an ordinary thread.
+  EXPECT_TRUE(lock.try_lock());
+  lock.unlock();
+}
+
+TEST(blocking, destruction_is_prompt_and_joins_the_io_thread) {
+  const int before = thread_count();
+  ASSERT_GT(before, 0);
+  auto redis = std::make_unique<rlock::blocking::client>(make_config());
+  EXPECT_GT(thread_count(), before);  // its io thread (and Asio's resolver thread)
+  {
+    // Lock handles share the client's machinery: let them go first, holding a watchdog lease
+    // (a renewal timer is pending) and a plain one.
+    auto lock = redis->get_lock("account");
+    lock.lock();
+    auto other = redis->get_lock("other");
+    EXPECT_TRUE(other.try_lock(10s, 30s));
+  }
+  const auto start = clock_type::now();
+  redis.reset();
+  EXPECT_LT(clock_type::now() - start, 5s);
+  EXPECT_EQ(thread_count(), before);
+}
+
+}  // namespace
