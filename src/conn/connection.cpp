@@ -51,14 +51,15 @@ asio::awaitable<void> connection::connect() {
     resolver_.cancel();
     close(make_error_code(errc::timeout));
   });
+  std::exception_ptr failure;
   try {
     co_await connect_and_handshake();
   } catch (...) {
-    deadline.cancel();
-    close(make_error_code(errc::connection_lost));
-    if (!*timed_out) throw;
+    failure = std::current_exception();
   }
   deadline.cancel();
+  if (failure) close(make_error_code(errc::connection_lost));
+  if (failure && !*timed_out) std::rethrow_exception(failure);
   if (*timed_out) {
     throw_error(errc::timeout, fmt::format("connecting to {}:{} took longer than {} ms", cfg_.host,
                                            cfg_.port, cfg_.connect_timeout.count()));
@@ -88,7 +89,9 @@ asio::awaitable<void> connection::connect_and_handshake() {
 
   std::string hello;
   if (!cfg_.password.empty()) {
-    const std::string_view user = cfg_.username.empty() ? "default" : cfg_.username;
+    // Both arms must be string_views: a "default" : std::string ternary yields a temporary string.
+    const std::string_view user =
+        cfg_.username.empty() ? std::string_view("default") : std::string_view(cfg_.username);
     resp3::append_command(hello, {"HELLO", "3", "AUTH", user, cfg_.password});
   } else {
     resp3::append_command(hello, {"HELLO", "3"});

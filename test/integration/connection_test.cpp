@@ -67,7 +67,8 @@ TEST(connection, authenticates_with_username_and_password) {
   cfg.password = "s3cret";
   rlock::client good(io.get_executor(), cfg);
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
-    EXPECT_EQ(co_await error_of(bad.connect()), rlock::errc::server_error);
+    const auto bad_result = co_await error_of(bad.connect());
+    EXPECT_EQ(bad_result, rlock::errc::server_error);
     co_await good.connect();
     auto lock = good.get_lock("account");
     EXPECT_TRUE(co_await lock.try_lock());
