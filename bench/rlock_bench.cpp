@@ -1,0 +1,596 @@
+// rlock's benchmark driver: the modes of bench/DRIVERS.md plus rlock-only scenarios.
+//   s1, s2, s3-worker            as every peer (library "rlock")
+//   s1-blocking, s3-worker-blocking   the blocking facade through std::unique_lock
+//   s4 --waiters W               fan-out: Redis commands per handoff with W local waiters
+//   s5 --locks N                 watchdog scale: renewal calls per period, CPU, RSS per lock
+//   s6 --waiters N --names K     waiter scale: RSS per waiter, subscriptions
+//   print-acquire-script         the acquire Lua, for the EVALSHA reference
+// Results: one JSON line on stdout; progress on stderr. Only 127.0.0.1 is contacted.
+#include "conn/connection.hpp"
+#include "resp3/request.hpp"
+#include "rlock/rlock.hpp"
+#include "script/scripts.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <string>
+#include <sys/resource.h>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+struct options {
+  std::string mode;
+  std::uint16_t port = 6379;
+  double seconds = 3;
+  int concurrency = 1;
+  int waiters = 10;
+  int locks = 10'000;
+  int names = 1'000;
+  int threads = 1;
+  std::string key = "bench:s3";
+  std::string out;
+  std::string prefix = "bench:";
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  fmt::print(stderr,
+             "rlock_bench: {}\nusage: rlock_bench <mode> --port P [--seconds S] "
+             "[--concurrency C] [--waiters W] [--locks N] [--names K] [--threads T] "
+             "[--key K] [--out FILE] [--prefix P]\n",
+             why);
+  std::exit(2);
+}
+
+options parse(int argc, char** argv) {
+  if (argc < 2) usage("no mode");
+  options o;
+  o.mode = argv[1];
+  if (o.mode == "print-acquire-script") return o;
+  for (int i = 2; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) usage("missing value for " + flag);
+    const std::string value = argv[++i];
+    auto integer = [&] {
+      int v = 0;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+      if (ec != std::errc{} || p != value.data() + value.size() || v < 0) usage("bad " + flag);
+      return v;
+    };
+    if (flag == "--port")
+      o.port = static_cast<std::uint16_t>(integer());
+    else if (flag == "--seconds")
+      o.seconds = std::stod(value);
+    else if (flag == "--concurrency")
+      o.concurrency = integer();
+    else if (flag == "--waiters")
+      o.waiters = integer();
+    else if (flag == "--locks")
+      o.locks = integer();
+    else if (flag == "--names")
+      o.names = integer();
+    else if (flag == "--threads")
+      o.threads = integer();
+    else if (flag == "--key")
+      o.key = value;
+    else if (flag == "--out")
+      o.out = value;
+    else if (flag == "--prefix")
+      o.prefix = value;
+    else
+      usage("unknown flag " + flag);
+  }
+  if (o.seconds <= 0 || o.seconds > 600) usage("--seconds must be in (0, 600]");
+  return o;
+}
+
+rlock::config config_for(const options& o) {
+  rlock::config cfg;
+  cfg.port = o.port;
+  cfg.key_prefix = o.prefix;
+  cfg.command_timeout = 30s;
+  return cfg;
+}
+
+void progress(const std::string& what) { fmt::print(stderr, "rlock_bench: {}\n", what); }
+
+struct latency_summary {
+  std::size_t count = 0;
+  double p50 = 0, p90 = 0, p99 = 0, max = 0, mean = 0;
+};
+
+latency_summary summarize(std::vector<double> us) {
+  latency_summary s;
+  if (us.empty()) return s;
+  std::sort(us.begin(), us.end());
+  auto rank = [&](double q) {
+    const auto i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(us.size())));
+    return us[std::min(us.size() - 1, i == 0 ? 0 : i - 1)];
+  };
+  s.count = us.size();
+  s.p50 = rank(0.50);
+  s.p90 = rank(0.90);
+  s.p99 = rank(0.99);
+  s.max = us.back();
+  s.mean = std::accumulate(us.begin(), us.end(), 0.0) / static_cast<double>(us.size());
+  return s;
+}
+
+double micros(clock_type::duration d) {
+  return std::chrono::duration<double, std::micro>(d).count();
+}
+
+std::int64_t nanos_now() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch())
+      .count();
+}
+
+std::string s1_json(const std::string& library, const options& o, const latency_summary& s) {
+  return fmt::format(
+      R"({{"library": "{}", "mode": "s1", "params": {{"seconds": {}}}, "metrics": {{"pairs": {}, )"
+      R"("p50_us": {:.2f}, "p90_us": {:.2f}, "p99_us": {:.2f}, "max_us": {:.2f}, "mean_us": {:.2f}}}}})",
+      library, o.seconds, s.count, s.p50, s.p90, s.p99, s.max, s.mean);
+}
+
+/// Runs `body` on a fresh io_context with a connected client, then closes it.
+template <typename Body>
+void with_client(const options& o, Body body, rlock::config cfg) {
+  asio::io_context io(1);
+  rlock::client redis(io.get_executor(), cfg);
+  auto done = asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await redis.connect();
+        co_await body(io, redis);
+        co_await redis.close();
+      },
+      asio::use_future);
+  io.run_for(std::chrono::duration_cast<clock_type::duration>(
+      std::chrono::duration<double>(o.seconds + 120)));
+  done.get();
+}
+
+asio::awaitable<void> sleep_for(clock_type::duration d) {
+  asio::steady_timer t(co_await asio::this_coro::executor, d);
+  co_await t.async_wait(asio::use_awaitable);
+}
+
+const auto warmup = 500ms;
+
+// --- s1: one coroutine, one key -------------------------------------------------------------
+
+void run_s1(const options& o) {
+  std::vector<double> us;
+  with_client(
+      o,
+      [&](asio::io_context&, rlock::client& redis) -> asio::awaitable<void> {
+        auto lock = redis.get_lock("s1");
+        const auto warm_end = clock_type::now() + warmup;
+        const auto end = warm_end + std::chrono::duration_cast<clock_type::duration>(
+                                        std::chrono::duration<double>(o.seconds));
+        us.reserve(1'000'000);
+        for (std::size_t i = 0; i < 2'000'000; ++i) {
+          const auto t0 = clock_type::now();
+          if (t0 >= end) break;
+          co_await lock.lock();
+          co_await lock.unlock();
+          if (t0 >= warm_end) us.push_back(micros(clock_type::now() - t0));
+        }
+      },
+      config_for(o));
+  fmt::print("{}\n", s1_json("rlock", o, summarize(std::move(us))));
+}
+
+// --- s2: C coroutines on one client, each its own key ----------------------------------------
+
+void run_s2(const options& o) {
+  std::size_t pairs = 0;
+  double elapsed = 0;
+  with_client(
+      o,
+      [&](asio::io_context& io, rlock::client& redis) -> asio::awaitable<void> {
+        const auto start = clock_type::now() + warmup;
+        const auto end = start + std::chrono::duration_cast<clock_type::duration>(
+                                     std::chrono::duration<double>(o.seconds));
+        int running = o.concurrency;
+        asio::steady_timer all_done(io, clock_type::time_point::max());
+        for (int c = 0; c < o.concurrency; ++c) {
+          asio::co_spawn(
+              io,
+              [&, c]() -> asio::awaitable<void> {
+                auto lock = redis.get_lock(fmt::format("s2:{}", c));
+                for (std::size_t i = 0; i < 50'000'000; ++i) {
+                  const auto now = clock_type::now();
+                  if (now >= end) break;
+                  co_await lock.lock();
+                  co_await lock.unlock();
+                  if (now >= start) ++pairs;
+                }
+                if (--running == 0) all_done.cancel();
+              },
+              asio::detached);
+        }
+        co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
+        elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
+      },
+      config_for(o));
+  fmt::print(
+      R"({{"library": "rlock", "mode": "s2", "params": {{"seconds": {}, "concurrency": {}}}, )"
+      R"("metrics": {{"pairs": {}, "pairs_per_s": {:.1f}, "concurrency": {}}}}})"
+      "\n",
+      o.seconds, o.concurrency, pairs, static_cast<double>(pairs) / elapsed, o.concurrency);
+}
+
+// --- s3-worker: one process of the handoff scenario -------------------------------------------
+
+void write_events(const options& o, const std::vector<std::pair<std::int64_t, std::int64_t>>& ev) {
+  std::ofstream out(o.out);
+  for (auto [a, r] : ev) out << a << ' ' << r << '\n';
+  if (!out) usage("cannot write " + o.out);
+}
+
+void run_s3_worker(const options& o) {
+  if (o.out.empty()) usage("s3-worker needs --out");
+  std::vector<std::pair<std::int64_t, std::int64_t>> events;
+  auto cfg = config_for(o);
+  cfg.key_prefix.clear();  // --key is the full key, shared with the other processes
+  with_client(
+      o,
+      [&](asio::io_context&, rlock::client& redis) -> asio::awaitable<void> {
+        auto lock = redis.get_lock(o.key);
+        const auto end = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
+                                                 std::chrono::duration<double>(o.seconds));
+        for (std::size_t i = 0; i < 1'000'000 && clock_type::now() < end; ++i) {
+          co_await lock.lock(10s);
+          const auto acquired = nanos_now();
+          co_await sleep_for(1ms);
+          const auto releasing = nanos_now();
+          co_await lock.unlock();
+          events.emplace_back(acquired, releasing);
+          co_await sleep_for(1ms);
+        }
+      },
+      cfg);
+  write_events(o, events);
+  fmt::print(R"({{"library": "rlock", "mode": "s3-worker", "params": {{"seconds": {}}}, )"
+             R"("metrics": {{"acquisitions": {}}}}})"
+             "\n",
+             o.seconds, events.size());
+}
+
+// --- the blocking facade ----------------------------------------------------------------------
+
+void run_s1_blocking(const options& o) {
+  rlock::blocking::client redis(config_for(o));
+  const int threads = std::max(1, o.threads);
+  std::vector<std::vector<double>> per_thread(static_cast<std::size_t>(threads));
+  const auto warm_end = clock_type::now() + warmup;
+  const auto end = warm_end + std::chrono::duration_cast<clock_type::duration>(
+                                  std::chrono::duration<double>(o.seconds));
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      auto lock = redis.get_lock(fmt::format("s1-blocking:{}", t));
+      auto& us = per_thread[static_cast<std::size_t>(t)];
+      us.reserve(500'000);
+      for (std::size_t i = 0; i < 2'000'000; ++i) {
+        const auto t0 = clock_type::now();
+        if (t0 >= end) break;
+        { std::unique_lock guard(lock); }
+        if (t0 >= warm_end) us.push_back(micros(clock_type::now() - t0));
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  std::vector<double> all;
+  for (auto& us : per_thread) all.insert(all.end(), us.begin(), us.end());
+  auto json = s1_json("rlock-blocking", o, summarize(std::move(all)));
+  json.insert(json.find(R"("seconds")"), fmt::format(R"("threads": {}, )", threads));
+  fmt::print("{}\n", json);
+}
+
+void run_s3_worker_blocking(const options& o) {
+  if (o.out.empty()) usage("s3-worker-blocking needs --out");
+  auto cfg = config_for(o);
+  cfg.key_prefix.clear();
+  rlock::blocking::client redis(cfg);
+  auto lock = redis.get_lock(o.key);
+  std::vector<std::pair<std::int64_t, std::int64_t>> events;
+  const auto end = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
+                                           std::chrono::duration<double>(o.seconds));
+  for (std::size_t i = 0; i < 1'000'000 && clock_type::now() < end; ++i) {
+    std::int64_t acquired = 0;
+    std::int64_t releasing = 0;
+    {
+      std::unique_lock guard(lock);
+      acquired = nanos_now();
+      std::this_thread::sleep_for(1ms);
+      releasing = nanos_now();
+    }
+    events.emplace_back(acquired, releasing);
+    std::this_thread::sleep_for(1ms);
+  }
+  write_events(o, events);
+  fmt::print(R"({{"library": "rlock-blocking", "mode": "s3-worker", "params": {{"seconds": {}}}, )"
+             R"("metrics": {{"acquisitions": {}}}}})"
+             "\n",
+             o.seconds, events.size());
+}
+
+// --- helpers for server-side counters and process resources -----------------------------------
+
+/// A raw connection for INFO / PUBSUB, apart from the client under test.
+struct inspector {
+  explicit inspector(asio::io_context& io, std::uint16_t port)
+      : conn(std::make_shared<rlock::detail::connection>(io.get_executor(), [port] {
+          rlock::config c;
+          c.port = port;
+          return c;
+        }())) {}
+
+  // A vector, not an initializer_list: g++ 12 cannot copy the latter into a coroutine frame.
+  asio::awaitable<rlock::detail::resp3::value> command(std::vector<std::string_view> args) {
+    std::string cmd;
+    rlock::detail::resp3::append_command(cmd, std::span<const std::string_view>(args));
+    co_return co_await conn->exec(cmd);
+  }
+
+  /// calls per command name, from INFO commandstats.
+  asio::awaitable<std::map<std::string, long>> commandstats() {
+    std::vector<std::string_view> info{"INFO", "commandstats"};
+    auto v = co_await command(std::move(info));
+    std::map<std::string, long> calls;
+    std::size_t pos = 0;
+    while ((pos = v.str.find("cmdstat_", pos)) != std::string::npos) {
+      const auto colon = v.str.find(':', pos);
+      const auto c = v.str.find("calls=", colon);
+      calls[v.str.substr(pos + 8, colon - pos - 8)] = std::stol(v.str.substr(c + 6));
+      pos = colon;
+    }
+    co_return calls;
+  }
+
+  std::shared_ptr<rlock::detail::connection> conn;
+};
+
+long rss_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("VmRSS:")) return std::stol(line.substr(6));
+  }
+  return 0;
+}
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// --- s4: fan-out, commands per handoff ----------------------------------------------------------
+
+void run_s4(const options& o) {
+  const int w = std::max(1, o.waiters);
+  long commands = 0;
+  long handoffs = 0;
+  std::map<std::string, long> per_command;
+  with_client(
+      o,
+      [&](asio::io_context& io, rlock::client& redis) -> asio::awaitable<void> {
+        inspector inspect(io, o.port);
+        co_await inspect.conn->connect();
+        auto holder = redis.get_lock("s4");
+        co_await holder.lock(60s);
+        // W waiters queue behind the holder; each, once it has the lock, releases it at once.
+        int acquired = 0;
+        asio::steady_timer bell(io, clock_type::time_point::max());
+        std::vector<rlock::reentrant_lock> locks;
+        for (int i = 0; i < w; ++i) locks.push_back(redis.get_lock("s4"));
+        for (auto& l : locks) {
+          asio::co_spawn(
+              io,
+              [&]() -> asio::awaitable<void> {
+                co_await l.lock(60s);
+                ++acquired;
+                co_await l.unlock();
+                bell.cancel();
+              },
+              asio::detached);
+        }
+        // Everybody asleep: each made its first attempt and its retry after subscribing.
+        for (int i = 0; i < 3000 && redis.stats().acquire_attempts < 2ull * w + 1; ++i) {
+          co_await sleep_for(10ms);
+        }
+        const auto before = co_await inspect.commandstats();
+        co_await holder.unlock();
+        for (int i = 0; i < 100'000 && acquired < w; ++i) {
+          bell.expires_after(10s);
+          co_await bell.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+        const auto after = co_await inspect.commandstats();
+        handoffs = acquired;
+        // Commands the clients sent (not those a script ran inside Redis, nor our INFO).
+        static constexpr std::array<const char*, 5> sent_by_clients{"evalsha", "eval", "subscribe",
+                                                                    "unsubscribe", "script|load"};
+        for (const char* name : sent_by_clients) {
+          const long n = (after.contains(name) ? after.at(name) : 0) -
+                         (before.contains(name) ? before.at(name) : 0);
+          per_command[name] = n;
+          commands += n;
+        }
+        inspect.conn->close(std::make_error_code(std::errc::operation_canceled));
+      },
+      config_for(o));
+  fmt::print(R"({{"library": "rlock", "mode": "s4", "params": {{"waiters": {}}}, "metrics": )"
+             R"({{"handoffs": {}, "commands": {}, "commands_per_handoff": {:.3f}, )"
+             R"("evalsha": {}, "subscribe": {}, "unsubscribe": {}}}}})"
+             "\n",
+             w, handoffs, commands,
+             handoffs > 0 ? static_cast<double>(commands) / static_cast<double>(handoffs) : 0.0,
+             per_command["evalsha"], per_command["subscribe"], per_command["unsubscribe"]);
+}
+
+// --- s5: watchdog scale -------------------------------------------------------------------------
+
+void run_s5(const options& o) {
+  const int n = std::max(1, o.locks);
+  auto cfg = config_for(o);
+  cfg.watchdog_timeout = 3s;
+  long rss_before = 0, rss_held = 0;
+  std::uint64_t calls = 0;
+  double periods = 0, cpu = 0, wall = 0;
+  with_client(
+      o,
+      [&](asio::io_context& io, rlock::client& redis) -> asio::awaitable<void> {
+        std::vector<rlock::reentrant_lock> locks;
+        locks.reserve(static_cast<std::size_t>(n));
+        rss_before = rss_kib();
+        for (int i = 0; i < n; ++i) locks.push_back(redis.get_lock(fmt::format("s5:{}", i)));
+        // Acquire in waves of 1000 concurrent coroutines: pipelined, bounded.
+        for (int base = 0; base < n; base += 1000) {
+          int pending = std::min(1000, n - base);
+          asio::steady_timer bell(io, clock_type::time_point::max());
+          for (int i = base; i < base + pending; ++i) {
+            asio::co_spawn(
+                io,
+                [&, i]() -> asio::awaitable<void> {
+                  co_await locks[static_cast<std::size_t>(i)].lock();
+                  if (--pending == 0) bell.cancel();
+                },
+                asio::detached);
+          }
+          co_await bell.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+        rss_held = rss_kib();
+        progress(fmt::format("s5: holding {} watchdog locks", n));
+        const auto calls0 = redis.stats().renewal_calls;
+        const auto cpu0 = cpu_seconds();
+        const auto t0 = clock_type::now();
+        co_await sleep_for(3 * (cfg.watchdog_timeout / 3) + 100ms);
+        wall = std::chrono::duration<double>(clock_type::now() - t0).count();
+        cpu = cpu_seconds() - cpu0;
+        calls = redis.stats().renewal_calls - calls0;
+        periods = wall / std::chrono::duration<double>(cfg.watchdog_timeout / 3).count();
+        if (redis.stats().lost_locks != 0) progress("s5: LOST LOCKS during the run");
+        for (auto& l : locks) co_await l.unlock();
+      },
+      cfg);
+  const double per_lock = static_cast<double>(rss_held - rss_before) * 1024.0 / n;
+  fmt::print(
+      R"({{"library": "rlock", "mode": "s5", "params": {{"locks": {}, "watchdog_timeout_ms": 3000}}, )"
+      R"("metrics": {{"renewal_calls": {}, "periods": {:.2f}, "calls_per_period": {:.1f}, )"
+      R"("calls_per_period_goal": {:.1f}, "cpu_percent": {:.2f}, "rss_bytes_per_lock": {:.0f}}}}})"
+      "\n",
+      n, calls, periods, static_cast<double>(calls) / std::max(1.0, std::floor(periods)), n / 100.0,
+      100.0 * cpu / wall, per_lock);
+}
+
+// --- s6: waiter scale -------------------------------------------------------------------------
+
+void run_s6(const options& o) {
+  const int n = std::max(1, o.waiters);
+  const int k = std::max(1, o.names);
+  long rss_before = 0, rss_waiting = 0, subscriptions = 0;
+  int acquired = 0;
+  with_client(
+      o,
+      [&](asio::io_context& io, rlock::client& redis) -> asio::awaitable<void> {
+        inspector inspect(io, o.port);
+        co_await inspect.conn->connect();
+        std::vector<rlock::reentrant_lock> holders;
+        for (int j = 0; j < k; ++j) {
+          holders.push_back(redis.get_lock(fmt::format("s6:{}", j)));
+          co_await holders.back().lock(120s);
+        }
+        std::vector<rlock::reentrant_lock> waiters;
+        waiters.reserve(static_cast<std::size_t>(n));
+        rss_before = rss_kib();
+        asio::steady_timer bell(io, clock_type::time_point::max());
+        for (int i = 0; i < n; ++i) {
+          waiters.push_back(redis.get_lock(fmt::format("s6:{}", i % k)));
+          asio::co_spawn(
+              io,
+              [&, i]() -> asio::awaitable<void> {
+                auto& l = waiters[static_cast<std::size_t>(i)];
+                co_await l.lock(120s);
+                co_await l.unlock();
+                if (++acquired == n) bell.cancel();
+              },
+              asio::detached);
+        }
+        for (int i = 0; i < 6000 && redis.stats().acquire_attempts < 2ull * n + k; ++i) {
+          co_await sleep_for(10ms);
+        }
+        rss_waiting = rss_kib();
+        std::vector<std::string_view> pubsub{"PUBSUB", "CHANNELS", "redisson_lock__channel:*"};
+        auto channels = co_await inspect.command(std::move(pubsub));
+        subscriptions = static_cast<long>(channels.elements.size());
+        progress(fmt::format("s6: {} waiters asleep on {} names", n, k));
+        for (auto& h : holders) co_await h.unlock();
+        for (int i = 0; i < 100'000 && acquired < n; ++i) {
+          bell.expires_after(10s);
+          co_await bell.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+        inspect.conn->close(std::make_error_code(std::errc::operation_canceled));
+      },
+      config_for(o));
+  fmt::print(
+      R"({{"library": "rlock", "mode": "s6", "params": {{"waiters": {}, "names": {}}}, )"
+      R"("metrics": {{"rss_bytes_per_waiter": {:.0f}, "subscriptions": {}, "acquired": {}}}}})"
+      "\n",
+      n, k, static_cast<double>(rss_waiting - rss_before) * 1024.0 / n, subscriptions, acquired);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto o = parse(argc, argv);
+  try {
+    if (o.mode == "s1")
+      run_s1(o);
+    else if (o.mode == "s2")
+      run_s2(o);
+    else if (o.mode == "s3-worker")
+      run_s3_worker(o);
+    else if (o.mode == "s1-blocking")
+      run_s1_blocking(o);
+    else if (o.mode == "s3-worker-blocking")
+      run_s3_worker_blocking(o);
+    else if (o.mode == "s4")
+      run_s4(o);
+    else if (o.mode == "s5")
+      run_s5(o);
+    else if (o.mode == "s6")
+      run_s6(o);
+    else
+      usage("unknown mode " + o.mode);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "rlock_bench {}: {}\n", o.mode, e.what());
+    return 1;
+  }
+  return 0;
+}
