@@ -570,7 +570,10 @@ void run_s6(const options& o) {
 int main(int argc, char** argv) {
   const auto o = parse(argc, argv);
   try {
-    if (o.mode == "s1")
+    if (o.mode == "print-acquire-script")
+      // For redis-benchmark's EVALSHA reference: exactly the script rlock runs.
+      fmt::print("{}\n", rlock::detail::script_sources[0]);
+    else if (o.mode == "s1")
       run_s1(o);
     else if (o.mode == "s2")
       run_s2(o);

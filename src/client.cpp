@@ -5,7 +5,6 @@
 #include "rlock/error.hpp"
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/uuid/random_generator.hpp>
@@ -54,7 +53,7 @@ boost::system::error_code to_error_code(const std::exception_ptr& e) {
 }
 
 client_impl::client_impl(const asio::any_io_executor& ex, config c)
-    : executor(asio::make_strand(ex)),
+    : executor(ex),
       cfg(std::move(c)),
       uuid(random_uuid()),
       conn(std::make_shared<connection>(executor, cfg)),

@@ -21,7 +21,7 @@ namespace rlock::detail {
 
 struct lock_state;
 
-/// What a client owns. Everything but `states_` is touched only on `executor` (a strand).
+/// What a client owns. Everything but `states_` and the counters is touched only on `executor`.
 class client_impl : public std::enable_shared_from_this<client_impl> {
  public:
   client_impl(const boost::asio::any_io_executor& ex, config c);

@@ -39,9 +39,12 @@ struct client_stats {
 /// script registry, the pub/sub wait hub and the lease watchdog. One TCP connection carries all
 /// commands of all coroutines, pipelined, and the unlock notifications (RESP3 pushes).
 ///
-/// The client runs its state on a strand of the executor it is given, so its operations may be
-/// started from any thread. Destroy it where no other thread runs that executor (or after the
-/// io_context stopped); destruction closes the connection like `close()`.
+/// Like an Asio I/O object, a client is not thread-safe: its state lives on the executor it is
+/// given, and operations run there (each one co_spawned onto it) and complete on the caller's
+/// executor. Use it from one thread, or give it a strand when the io_context runs on several
+/// threads: `rlock::client redis(asio::make_strand(io), cfg)`. Destroy it where no other thread
+/// runs that executor (or after the io_context stopped); destruction closes the connection like
+/// `close()`.
 class client {
  public:
   using executor_type = boost::asio::any_io_executor;
@@ -53,7 +56,7 @@ class client {
   client& operator=(client&&) noexcept = default;
   ~client();
 
-  /// The client's strand.
+  /// The executor the client's state lives on.
   executor_type get_executor() const noexcept;
   const rlock::config& get_config() const noexcept;
   /// The client's random v4 UUID, the first half of every owner field.

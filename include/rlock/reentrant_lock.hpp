@@ -50,7 +50,7 @@ const boost::asio::any_io_executor& executor_of(const lock_state& s) noexcept;
 /// every third of that until the final unlock; if a renewal finds the lock gone, `lost()`
 /// completes.
 ///
-/// **Execution.** Every operation runs on the client's strand and completes on the caller's
+/// **Execution.** Every operation runs on the client's executor and completes on the caller's
 /// executor, never inline. Errors: awaitables throw `std::system_error` carrying `rlock::errc`
 /// (with Redis's text in `what()` for server errors); the `async_*` forms complete with
 /// `void(std::error_code[, T])` and take any Asio completion token.

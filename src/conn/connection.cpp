@@ -4,10 +4,10 @@
 #include "rlock/error.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
@@ -20,22 +20,12 @@ namespace rlock::detail {
 namespace asio = boost::asio;
 using asio::use_awaitable;
 
-/// One command awaiting its reply. Shared between the awaiting coroutine and the FIFO so that a
-/// command that timed out still consumes its reply when it finally arrives.
-struct connection::pending {
-  explicit pending(const asio::any_io_executor& ex) : wake(ex) {}
-  asio::steady_timer wake;  // cancelled when the reply (or a failure) is in
-  resp3::value reply;
-  std::error_code ec;
-  bool done = false;
-};
-
 connection::connection(asio::any_io_executor ex, config cfg)
     : executor_(std::move(ex)),
       cfg_(std::move(cfg)),
       resolver_(executor_),
       socket_(executor_),
-      writer_wake_(executor_, asio::steady_timer::time_point::max()) {}
+      timeout_(executor_) {}
 
 connection::~connection() = default;
 
@@ -84,8 +74,6 @@ asio::awaitable<void> connection::connect_and_handshake() {
   auto self = shared_from_this();
   asio::co_spawn(
       executor_, [self]() { return self->reader(); }, asio::detached);
-  asio::co_spawn(
-      executor_, [self]() { return self->writer(); }, asio::detached);
 
   std::string hello;
   if (!cfg_.password.empty()) {
@@ -114,48 +102,84 @@ asio::awaitable<void> connection::connect_and_handshake() {
 }
 
 asio::awaitable<resp3::value> connection::exec(std::string_view command) {
-  if (!open_) throw_error(errc::connection_lost, "not connected");
-  auto p = std::make_shared<pending>(executor_);
-  p->wake.expires_after(cfg_.command_timeout);
-  write_buffer_.append(command);
-  pending_.push_back(p);
-  writer_wake_.cancel();
-  // An empty slot shields the wait from the caller's cancellation (see the header).
-  co_await p->wake.async_wait(
-      asio::bind_cancellation_slot(asio::cancellation_slot(), asio::as_tuple(use_awaitable)));
-  if (!p->done) {
+  // The handler is never connected to the caller's cancellation slot: see the header.
+  // std::error_code is not thrown by use_awaitable: it comes back beside the reply.
+  auto [ec, reply] = co_await async_exec(command, use_awaitable);
+  if (ec == make_error_code(errc::timeout)) {
     throw_error(errc::timeout, fmt::format("no reply within {} ms", cfg_.command_timeout.count()));
   }
-  if (p->ec) throw std::system_error(p->ec);
-  co_return std::move(p->reply);
+  if (ec) throw std::system_error(ec);
+  co_return std::move(reply);
+}
+
+void connection::start_exec(std::string_view command, exec_handler handler) {
+  if (!open_) {
+    complete(std::move(handler), make_error_code(errc::connection_lost), {});
+    return;
+  }
+  write_buffer_.append(command);
+  pending_.push_back({std::move(handler), std::chrono::steady_clock::now() + cfg_.command_timeout});
+  start_write();
+  arm_timeout();
+}
+
+void connection::complete(exec_handler handler, std::error_code ec, resp3::value reply) {
+  // Posted, never run inline: close() and exec's initiation may be inside a caller's frame.
+  // Every caller is a coroutine on this executor, so running the handler from a posted function
+  // is running it on its own executor.
+  asio::post(executor_, [h = std::move(handler), ec, r = std::move(reply)]() mutable {
+    std::move(h)(ec, std::move(r));
+  });
+}
+
+void connection::arm_timeout() {
+  if (timeout_armed_) return;
+  for (const auto& p : pending_) {
+    if (!p.handler) continue;  // timed out already, waiting for its late reply
+    timeout_armed_ = true;
+    timeout_.expires_at(p.deadline);
+    timeout_.async_wait([this, self = shared_from_this()](boost::system::error_code ec) {
+      timeout_armed_ = false;
+      if (!ec) on_timeout();
+    });
+    return;
+  }
+}
+
+void connection::on_timeout() {
+  // Every command has the same timeout and they complete in order: the expired ones lead.
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& p : pending_) {
+    if (p.deadline > now) break;
+    if (p.handler) complete(std::exchange(p.handler, nullptr), make_error_code(errc::timeout), {});
+  }
+  arm_timeout();
 }
 
 void connection::send(std::string_view command) {
   if (!open_) return;
   write_buffer_.append(command);
-  writer_wake_.cancel();
+  start_write();
 }
 
-asio::awaitable<void> connection::writer() {
-  auto self = shared_from_this();
-  while (open_) {
-    if (write_buffer_.empty()) {
-      writer_wake_.expires_at(asio::steady_timer::time_point::max());
-      co_await writer_wake_.async_wait(asio::as_tuple(use_awaitable));
-      continue;
-    }
-    // Everything queued since the last write goes out in one write: natural pipelining.
-    std::swap(write_buffer_, writing_);
-    auto [ec, n] =
-        co_await asio::async_write(socket_, asio::buffer(writing_), asio::as_tuple(use_awaitable));
-    writing_.clear();
-    if (ec) {
-      close(ec == asio::error::operation_aborted
-                ? std::make_error_code(std::errc::operation_canceled)
-                : make_error_code(errc::connection_lost));
-      co_return;
-    }
-  }
+void connection::start_write() {
+  if (writing_in_flight_ || write_buffer_.empty() || !open_) return;
+  // Everything queued since the last write goes out in one write: natural pipelining. Started
+  // from the request itself, so an idle connection sends at once (Asio tries the send inline).
+  writing_in_flight_ = true;
+  std::swap(write_buffer_, writing_);
+  asio::async_write(socket_, asio::buffer(writing_),
+                    [this, self = shared_from_this()](boost::system::error_code ec, std::size_t) {
+                      writing_in_flight_ = false;
+                      writing_.clear();
+                      if (ec) {
+                        close(ec == asio::error::operation_aborted
+                                  ? std::make_error_code(std::errc::operation_canceled)
+                                  : make_error_code(errc::connection_lost));
+                        return;
+                      }
+                      start_write();
+                    });
 }
 
 asio::awaitable<void> connection::reader() {
@@ -193,11 +217,12 @@ void connection::on_value(resp3::value& v) {
     close(make_error_code(errc::protocol_error));
     return;
   }
-  auto p = std::move(pending_.front());
+  auto handler = std::move(pending_.front().handler);
   pending_.pop_front();
-  p->reply = std::move(v);
-  p->done = true;
-  p->wake.cancel();
+  // Run at once rather than posted: this is the reader's own completion, not an initiating
+  // function, and every exec caller is a coroutine on this executor. The parse loop re-checks
+  // open_ after each value, so a handler that closes the connection ends it cleanly.
+  if (handler) std::move(handler)(std::error_code{}, std::move(v));
 }
 
 void connection::close(std::error_code reason) {
@@ -212,13 +237,11 @@ void connection::close(std::error_code reason) {
   boost::system::error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
-  writer_wake_.cancel();
   write_buffer_.clear();
+  timeout_.cancel();
   auto failed = std::exchange(pending_, {});
   for (auto& p : failed) {
-    p->ec = reason;
-    p->done = true;
-    p->wake.cancel();
+    if (p.handler) complete(std::move(p.handler), reason, {});
   }
   if (on_lost_) on_lost_(reason);
 }

@@ -22,7 +22,7 @@ class client_impl;
 std::string unlock_channel(std::string_view key);
 
 /// One owner of one lock, shared by the handles of that owner. Mutable members are touched on
-/// the client's strand only.
+/// the client's executor only.
 struct lock_state : std::enable_shared_from_this<lock_state> {
   lock_state(std::shared_ptr<client_impl> c, std::string name, std::uint64_t owner);
   ~lock_state();

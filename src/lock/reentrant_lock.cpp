@@ -58,7 +58,7 @@ const std::string& reentrant_lock::owner_field() const noexcept { return state_-
 
 template <typename T>
 asio::awaitable<T> reentrant_lock::spawn(asio::awaitable<T> op) {
-  // co_spawn onto the client's strand; use_awaitable rethrows the operation's own exception,
+  // co_spawn onto the client's executor; use_awaitable rethrows the operation's own exception,
   // so Redis's error text survives, and forwards the caller's cancellation slot.
   return asio::co_spawn(get_executor(), std::move(op), asio::use_awaitable);
 }

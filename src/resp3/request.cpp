@@ -49,4 +49,12 @@ void append_command(std::string& out, std::span<const std::string_view> args) {
 
 void append_command(std::string& out, std::span<const std::string> args) { append_all(out, args); }
 
+void append_array_header(std::string& out, std::size_t n) { append_header(out, '*', n); }
+
+void append_bulk(std::string& out, std::string_view arg) {
+  append_header(out, '$', arg.size());
+  out.append(arg);
+  out.append("\r\n");
+}
+
 }  // namespace rlock::detail::resp3

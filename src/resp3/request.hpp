@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <initializer_list>
 #include <span>
 #include <string>
@@ -12,5 +13,10 @@ namespace rlock::detail::resp3 {
 void append_command(std::string& out, std::initializer_list<std::string_view> args);
 void append_command(std::string& out, std::span<const std::string_view> args);
 void append_command(std::string& out, std::span<const std::string> args);
+
+/// The pieces of append_command, for callers that assemble a command from several ranges
+/// without gathering them first: "*N\r\n", then N bulk strings "$len\r\narg\r\n".
+void append_array_header(std::string& out, std::size_t n);
+void append_bulk(std::string& out, std::string_view arg);
 
 }  // namespace rlock::detail::resp3

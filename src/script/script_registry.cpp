@@ -8,7 +8,8 @@
 
 #include <fmt/format.h>
 
-#include <vector>
+#include <charconv>
+#include <iterator>
 
 namespace rlock::detail {
 
@@ -39,19 +40,21 @@ asio::awaitable<void> script_registry::load_all() {
             load(script::force_unlock));
 }
 
-std::string script_registry::evalsha(script s, std::span<const std::string_view> keys,
-                                     std::span<const std::string_view> args) const {
-  std::vector<std::string_view> argv;
-  argv.reserve(3 + keys.size() + args.size());
-  const std::string numkeys = std::to_string(keys.size());
-  argv.push_back("EVALSHA");
-  argv.push_back(sha_[static_cast<std::size_t>(s)]);
-  argv.push_back(numkeys);
-  argv.insert(argv.end(), keys.begin(), keys.end());
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::string cmd;
-  resp3::append_command(cmd, std::span<const std::string_view>(argv));
-  return cmd;
+std::string_view script_registry::evalsha(script s, std::span<const std::string_view> keys,
+                                          std::span<const std::string_view> args) {
+  // Serialized straight into a reused buffer: this is the hot path of every lock operation.
+  // The connection copies the bytes when the command is queued, before anybody can reuse it.
+  scratch_.clear();
+  resp3::append_array_header(scratch_, 3 + keys.size() + args.size());
+  resp3::append_bulk(scratch_, "EVALSHA");
+  resp3::append_bulk(scratch_, sha_[static_cast<std::size_t>(s)]);
+  char digits[24];
+  const auto [end, ec] = std::to_chars(std::begin(digits), std::end(digits), keys.size());
+  static_cast<void>(ec);  // cannot fail: the buffer fits every size_t
+  resp3::append_bulk(scratch_, std::string_view(digits, static_cast<std::size_t>(end - digits)));
+  for (auto k : keys) resp3::append_bulk(scratch_, k);
+  for (auto a : args) resp3::append_bulk(scratch_, a);
+  return scratch_;
 }
 
 asio::awaitable<resp3::value> script_registry::run(script s, std::span<const std::string_view> keys,

@@ -29,11 +29,12 @@ class script_registry {
 
  private:
   boost::asio::awaitable<void> load(script s);
-  std::string evalsha(script s, std::span<const std::string_view> keys,
-                      std::span<const std::string_view> args) const;
+  std::string_view evalsha(script s, std::span<const std::string_view> keys,
+                           std::span<const std::string_view> args);
 
   connection& conn_;
   std::array<std::string, script_count> sha_;
+  std::string scratch_;
 };
 
 }  // namespace rlock::detail

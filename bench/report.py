@@ -1,0 +1,776 @@
+#!/usr/bin/python3
+"""Turns a directory of raw benchmark results into bench/results/latest.{json,md} and the data
+files bench/plot.gp draws (issue #3). Python 3 standard library only.
+
+    /usr/bin/python3 bench/report.py RAW_DIR [--out DIR]
+
+RAW_DIR is what scripts/bench leaves in bench/results/raw/:
+
+  runs.jsonl      one JSON object per line, one per driver process or reference run:
+                  {"id", "scenario" (REF, S1 ... S7), "library", "mode", "params": {...},
+                   "exit", "elapsed_s", "stdout", "stderr", "command",
+                   S3 workers also "group", "worker", "events";
+                   a library that could not run: {"status": "unavailable", "library", "reason"}}
+  <id>.out        the driver's stdout (its one JSON line) or redis-benchmark's --csv output
+  <id>.err        its stderr
+  <id>.events     an s3 worker's acquisitions: "<t_acq_ns> <t_rel_ns>" per line
+  machine.txt     key=value lines (nproc, cpu_model, kernel, redis_version, date, command, ...)
+
+Every file is optional: a missing scenario is reported as "not run". Goals are evaluated as a
+ratio to a reference measured in the same run and reported PASS / FAIL / n/a; they never change
+the exit status. Exit status: 0, or 3 when a driver crashed (a run that did not exit 0 or printed
+no JSON) or an S3 run saw two holders at once (an overlap); 2 on bad usage.
+"""
+
+import argparse
+import csv
+import json
+import math
+import os
+import platform
+import sys
+
+LIBRARIES = ["rlock", "rlock-blocking", "redis-py", "redis-py-tuned", "redlock", "redis-semaphore"]
+PEERS = ["redis-py", "redis-py-tuned", "redlock", "redis-semaphore"]
+SCENARIOS = {
+    "S1": "S1: uncontended lock+unlock latency (one task, one key)",
+    "S2": "S2: throughput, C concurrent tasks on their own keys",
+    "S3": "S3: handoff between P processes contending for one key (hold 1 ms, 1 ms outside)",
+    "S4": "S4: fan-out, Redis commands per handoff with W local waiters (rlock)",
+    "S5": "S5: watchdog scale, N held locks (rlock)",
+    "S6": "S6: waiter scale, N waiters on K names (rlock)",
+    "S7": "S7: blocking facade vs coroutines (rlock-blocking)",
+}
+PLOT_P = 4  # handoff_latency.png shows S3 at this P (or the nearest one that ran)
+CDF_POINTS = 400
+
+
+# --- small helpers ------------------------------------------------------------------------------
+
+
+def percentile(sorted_vals, p):
+    """Nearest-rank percentile of an ascending list (as the drivers compute theirs)."""
+    n = len(sorted_vals)
+    if n == 0:
+        return None
+    rank = max(1, int(math.ceil(p / 100.0 * n)))
+    return sorted_vals[min(rank, n) - 1]
+
+
+def num(v, digits=3):
+    """A number for a table: a few significant digits, no exponent for everyday sizes."""
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return "{:,}".format(v).replace(",", " ")
+    if not isinstance(v, float):
+        return str(v)
+    if math.isnan(v) or math.isinf(v):
+        return str(v)
+    if v == 0:
+        return "0"
+    mag = abs(v)
+    if mag >= 10 ** digits:
+        return "{:,.0f}".format(v).replace(",", " ")
+    decimals = max(0, digits - 1 - int(math.floor(math.log10(mag))))
+    return "{:.{}f}".format(v, decimals)
+
+
+def read_text(path, limit=None):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read() if limit is None else f.read(limit)
+    except OSError:
+        return None
+
+
+def last_line(text):
+    lines = [l.strip() for l in (text or "").splitlines() if l.strip()]
+    return lines[-1] if lines else ""
+
+
+def md_escape(s):
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(md_escape(c) for c in r) + " |")
+    return "\n".join(out)
+
+
+# --- loading ------------------------------------------------------------------------------------
+
+
+def load_manifest(raw):
+    entries = []
+    path = os.path.join(raw, "runs.jsonl")
+    text = read_text(path)
+    if text is None:
+        return entries
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            entries.append(json.loads(line))
+        except ValueError as exc:
+            sys.stderr.write("report: %s:%d: bad JSON (%s), line ignored\n" % (path, n, exc))
+    return entries
+
+
+def load_machine(raw):
+    info = {}
+    text = read_text(os.path.join(raw, "machine.txt")) or ""
+    for line in text.splitlines():
+        if "=" in line:
+            k, v = line.split("=", 1)
+            info[k.strip()] = v.strip()
+    # Fill what the orchestrator did not write (e.g. a hand-made raw directory).
+    info.setdefault("nproc", str(os.cpu_count()))
+    if "cpu_model" not in info:
+        for line in (read_text("/proc/cpuinfo") or "").splitlines():
+            if line.startswith("model name"):
+                info["cpu_model"] = line.split(":", 1)[1].strip()
+                break
+    info.setdefault("kernel", platform.release())
+    return info
+
+
+def driver_output(raw, entry):
+    """(json object or None, failure reason or None) for one driver run."""
+    out_text = read_text(os.path.join(raw, entry.get("stdout", ""))) if entry.get("stdout") else None
+    obj = None
+    for line in reversed((out_text or "").splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                obj = json.loads(line)
+                break
+            except ValueError:
+                continue
+    code = entry.get("exit")
+    if code not in (0, None) or obj is None or not isinstance(obj.get("metrics"), dict):
+        err = read_text(os.path.join(raw, entry.get("stderr", "")), 200000) if entry.get("stderr") else ""
+        why = "exit %s" % code if code not in (0, None) else "no JSON result on stdout"
+        if code == 124 or code == 137:
+            why += " (killed by the orchestrator's time limit)"
+        tail = last_line(err)
+        if tail:
+            why += ": " + tail[:300]
+        return obj, why
+    return obj, None
+
+
+def read_benchmark_csv(raw, entry):
+    """redis-benchmark --csv: a header row and one data row. Returns (row dict, failure)."""
+    text = read_text(os.path.join(raw, entry.get("stdout", ""))) if entry.get("stdout") else None
+    if entry.get("exit") not in (0, None) or not text:
+        err = read_text(os.path.join(raw, entry.get("stderr", ""))) if entry.get("stderr") else ""
+        return None, "exit %s: %s" % (entry.get("exit"), last_line(err)[:300])
+    rows = list(csv.reader(text.splitlines()))
+    rows = [r for r in rows if r]
+    if len(rows) < 2:
+        return None, "no CSV data row"
+    header = rows[0]
+    data = rows[-1]
+    row = dict(zip(header, data))
+    out = {"test": row.get("test")}
+    for k, v in row.items():
+        if k == "test":
+            continue
+        try:
+            out[k] = float(v)
+        except ValueError:
+            out[k] = v
+    if "p50_latency_ms" not in out or "rps" not in out:
+        return None, "CSV lacks rps/p50_latency_ms (redis-benchmark older than 7?)"
+    return out, None
+
+
+def read_events(path):
+    events = []
+    text = read_text(path)
+    if text is None:
+        return None
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) != 2:
+            continue
+        try:
+            events.append((int(parts[0]), int(parts[1])))
+        except ValueError:
+            continue
+    return events
+
+
+# --- S3 statistics ------------------------------------------------------------------------------
+
+
+def s3_stats(per_worker):
+    """per_worker: list of event lists [(t_acq_ns, t_rel_ns)], one per process."""
+    events = []
+    for w, evs in enumerate(per_worker):
+        for a, r in evs:
+            events.append((a, r, w))
+    events.sort()
+    n = len(events)
+    gaps_us = []
+    overlaps = 0
+    max_overlap_us = 0.0
+    max_rel = None
+    prev = None
+    for a, r, w in events:
+        if prev is not None:
+            if a < max_rel:  # acquired while an earlier holder had not released yet
+                overlaps += 1
+                max_overlap_us = max(max_overlap_us, (max_rel - a) / 1000.0)
+            if w != prev[2]:  # a handoff: another process takes the lock after a release
+                gaps_us.append((a - prev[1]) / 1000.0)
+        max_rel = r if max_rel is None else max(max_rel, r)
+        prev = (a, r, w)
+    # Acquisitions per second over the window in which every process was running, if it is
+    # long enough; otherwise over the whole span.
+    rate = None
+    window_s = None
+    active = [evs for evs in per_worker if evs]
+    if n:
+        lo = max(min(a for a, _ in evs) for evs in active)
+        hi = min(max(r for _, r in evs) for evs in active)
+        if hi - lo > 200_000_000:
+            window_s = (hi - lo) / 1e9
+            rate = sum(1 for a, _, _ in events if lo <= a <= hi) / window_s
+        else:
+            span = (max(r for _, r, _ in events) - events[0][0]) / 1e9
+            if span > 0:
+                window_s = span
+                rate = n / span
+    gaps_sorted = sorted(gaps_us)
+    return {
+        "processes": len(per_worker),
+        "processes_with_acquisitions": len(active),
+        "acquisitions": n,
+        "acquisitions_per_s": rate,
+        "rate_window_s": window_s,
+        "handoffs": len(gaps_us),
+        "handoff_share": (len(gaps_us) / (n - 1)) if n > 1 else None,
+        "gap_p50_us": percentile(gaps_sorted, 50),
+        "gap_p90_us": percentile(gaps_sorted, 90),
+        "gap_p99_us": percentile(gaps_sorted, 99),
+        "gap_max_us": gaps_sorted[-1] if gaps_sorted else None,
+        "gap_mean_us": (sum(gaps_sorted) / len(gaps_sorted)) if gaps_sorted else None,
+        "overlaps": overlaps,
+        "max_overlap_us": max_overlap_us,
+    }, gaps_sorted
+
+
+# --- goals --------------------------------------------------------------------------------------
+
+
+def compare(value, op, limit):
+    if op == "<=":
+        return value <= limit
+    if op == "<":
+        return value < limit
+    if op == ">=":
+        return value >= limit
+    if op == "==":
+        return value == limit
+    raise ValueError(op)
+
+
+def goal(scenario, what, figure, value, reference, ref_value, op, limit):
+    """figure op limit x reference (or figure op limit when reference is None)."""
+    g = {
+        "scenario": scenario,
+        "goal": what,
+        "figure": figure,
+        "value": value,
+        "reference": reference,
+        "reference_value": ref_value,
+        "ratio": None,
+        "op": op,
+        "limit": limit,
+        "verdict": "n/a",
+    }
+    if value is None or (reference is not None and not ref_value):
+        return g
+    if reference is None:
+        g["verdict"] = "PASS" if compare(value, op, limit) else "FAIL"
+    else:
+        g["ratio"] = value / ref_value
+        g["verdict"] = "PASS" if compare(g["ratio"], op, limit) else "FAIL"
+    return g
+
+
+# --- the report ---------------------------------------------------------------------------------
+
+
+class Report:
+    def __init__(self, raw):
+        self.raw = raw
+        self.machine = load_machine(raw)
+        self.manifest = load_manifest(raw)
+        self.unavailable = {}  # library -> reason
+        self.failures = []  # crashed drivers / references
+        self.notes = []
+        self.refs = {}  # mode -> {"row", "command", "failure"}
+        self.runs = {s: [] for s in SCENARIOS}  # scenario -> [run dict]
+        self.s3 = {}  # (scenario, library, P) -> {"stats", "gaps", "workers", ...}
+        self.goals = []
+        self.raw_outputs = []
+        self._load()
+
+    def _load(self):
+        groups = {}
+        for e in self.manifest:
+            if e.get("status") == "unavailable":
+                self.unavailable[e.get("library", "?")] = e.get("reason", "")
+                continue
+            scenario = e.get("scenario")
+            if scenario == "REF":
+                row, why = read_benchmark_csv(self.raw, e)
+                self.refs[e.get("mode")] = {"row": row, "failure": why, "command": e.get("command"),
+                                            "requests": e.get("params", {}).get("requests")}
+                self.raw_outputs.append(dict(e, csv_row=row, failure=why))
+                if why:
+                    self.failures.append("reference %s: %s" % (e.get("mode"), why))
+                continue
+            obj, why = driver_output(self.raw, e)
+            self.raw_outputs.append(dict(e, output=obj, failure=why))
+            if why:
+                self.failures.append("%s %s (%s): %s" % (scenario, e.get("library"), e.get("id"), why))
+            if e.get("group"):
+                groups.setdefault(e["group"], []).append((e, obj, why))
+            elif scenario in self.runs:
+                self.runs[scenario].append({"entry": e, "output": obj, "failure": why})
+            err = read_text(os.path.join(self.raw, e.get("stderr", "")), 2_000_000) if e.get("stderr") else ""
+            if err and "LOST LOCKS" in err:
+                self.notes.append("%s (%s): the driver reported lost locks" % (scenario, e.get("id")))
+        for gid, workers in sorted(groups.items()):
+            e0 = workers[0][0]
+            scenario = e0.get("scenario")
+            library = e0.get("library")
+            p = int(e0.get("params", {}).get("processes", len(workers)))
+            per_worker = []
+            missing = []
+            for e, _, why in sorted(workers, key=lambda t: t[0].get("worker", 0)):
+                evs = read_events(os.path.join(self.raw, e.get("events", ""))) if e.get("events") else None
+                if evs is None:
+                    missing.append(e.get("id"))
+                    evs = []
+                per_worker.append(evs)
+            stats, gaps = s3_stats(per_worker)
+            failure = "; ".join(w[2] for w in workers if w[2]) or None
+            if missing and not failure:
+                failure = "missing event files: " + ", ".join(missing)
+                self.failures.append("%s %s P=%d: %s" % (scenario, library, p, failure))
+            self.s3[(scenario, library, p)] = {"group": gid, "stats": stats, "gaps": gaps,
+                                               "failure": failure,
+                                               "seconds": e0.get("params", {}).get("seconds")}
+
+    # -- references --
+    def ref(self, mode, field):
+        r = self.refs.get(mode)
+        if not r or not r["row"]:
+            return None
+        v = r["row"].get(field)
+        return v if isinstance(v, float) else None
+
+    def ping_p50_us(self):
+        v = self.ref("ping", "p50_latency_ms")
+        return v * 1000.0 if v is not None else None
+
+    # -- lookups --
+    def metric(self, scenario, library, mode=None, **params):
+        for run in self.runs[scenario]:
+            e = run["entry"]
+            if e.get("library") != library or (mode and e.get("mode") != mode):
+                continue
+            if any(e.get("params", {}).get(k) != v for k, v in params.items()):
+                continue
+            return run["output"]["metrics"] if run["output"] and not run["failure"] else None
+        return None
+
+    def status(self, library):
+        if library in self.unavailable:
+            return "unavailable: " + self.unavailable[library]
+        return None
+
+    # -- scenario sections: each returns (markdown, json dict) and appends goals --
+    def section_refs(self):
+        rows = []
+        out = {}
+        names = {"ping": "PING round trip (-c 1 -P 1)",
+                 "evalsha_c1": "EVALSHA acquire script (-c 1 -P 1)",
+                 "evalsha_c50": "EVALSHA acquire script (-c 50 -P 16)"}
+        for mode in ("ping", "evalsha_c1", "evalsha_c50"):
+            r = self.refs.get(mode)
+            if not r:
+                rows.append([names[mode], "—", "—", "—", "—", "not run"])
+                continue
+            row = r["row"] or {}
+            p50 = row.get("p50_latency_ms")
+            p99 = row.get("p99_latency_ms")
+            rows.append([names[mode], num(r.get("requests")), num(row.get("rps")),
+                         num(p50 * 1000 if isinstance(p50, float) else None),
+                         num(p99 * 1000 if isinstance(p99, float) else None),
+                         "failed: " + r["failure"] if r["failure"] else "ok"])
+            out[mode] = {"command": r["command"], "requests": r.get("requests"), "csv": r["row"],
+                         "failure": r["failure"]}
+        md = "## References (redis-benchmark, same server, same run)\n\n" + table(
+            ["reference", "requests", "ops/s", "p50 µs", "p99 µs", "status"], rows)
+        return md, out
+
+    def section_s1(self):
+        rows, data = [], {}
+        for lib in LIBRARIES:
+            if lib == "rlock-blocking":
+                continue
+            m = self.metric("S1", lib, "s1")
+            run = self._find("S1", lib)
+            st = self.status(lib) or (("failed: " + run["failure"]) if run and run["failure"] else
+                                      ("ok" if m else "not run"))
+            data[lib] = m if m else {"status": st}
+            rows.append([lib, num(m and m.get("pairs")), num(m and m.get("p50_us")),
+                         num(m and m.get("p90_us")), num(m and m.get("p99_us")),
+                         num(m and m.get("max_us")), num(m and m.get("mean_us")), st])
+        md = table(["library", "pairs", "p50 µs", "p90 µs", "p99 µs", "max µs", "mean µs", "status"], rows)
+        r = data.get("rlock", {})
+        ev = self.ref("evalsha_c1", "p50_latency_ms")
+        self.goals.append(goal("S1", "rlock p50 ≤ 2.0 × EVALSHA(-c1 -P1) p50", "rlock p50 µs",
+                               r.get("p50_us"), "EVALSHA -c1 p50 µs", ev * 1000 if ev else None, "<=", 2.0))
+        peers = [(data[p]["p50_us"], p) for p in PEERS if data.get(p, {}).get("p50_us")]
+        if peers:
+            best, name = min(peers)
+            self.goals.append(goal("S1", "rlock p50 below every peer's", "rlock p50 µs", r.get("p50_us"),
+                                   "fastest peer p50 µs (%s)" % name, best, "<", 1.0))
+        else:
+            self.goals.append(goal("S1", "rlock p50 below every peer's", "rlock p50 µs", r.get("p50_us"),
+                                   "fastest peer p50 µs (none ran)", None, "<", 1.0))
+        return md, data
+
+    def _find(self, scenario, library, **params):
+        for run in self.runs[scenario]:
+            e = run["entry"]
+            if e.get("library") == library and all(e.get("params", {}).get(k) == v for k, v in params.items()):
+                return run
+        return None
+
+    def section_s2(self):
+        cs = sorted({run["entry"].get("params", {}).get("concurrency") for run in self.runs["S2"]
+                     if isinstance(run["entry"].get("params", {}).get("concurrency"), int)})
+        rows, data = [], {}
+        for lib in LIBRARIES:
+            if lib == "rlock-blocking":
+                continue
+            row = [lib]
+            data[lib] = {}
+            notes = []
+            for c in cs:
+                m = self.metric("S2", lib, "s2", concurrency=c)
+                run = self._find("S2", lib, concurrency=c)
+                if m:
+                    data[lib][str(c)] = m.get("pairs_per_s")
+                elif run and run["failure"]:
+                    notes.append("C=%d failed: %s" % (c, run["failure"]))
+                row.append(num(m and m.get("pairs_per_s")))
+            st = self.status(lib) or ("; ".join(notes) if notes else ("ok" if data[lib] else "not run"))
+            row.append(st)
+            rows.append(row)
+        md = table(["library"] + ["C=%d pairs/s" % c for c in cs] + ["status"], rows)
+        top = max(cs) if cs else 256
+        r = data.get("rlock", {}).get(str(top))
+        ev = self.ref("evalsha_c50", "rps")
+        self.goals.append(goal("S2", "rlock pairs/s at C=%d ≥ 0.4 × EVALSHA(-c50 -P16) ops/s" % top,
+                               "rlock C=%d pairs/s" % top, r, "EVALSHA -c50 -P16 ops/s", ev, ">=", 0.4))
+        peers = [(v, "%s C=%s" % (p, c)) for p in PEERS for c, v in data.get(p, {}).items() if v]
+        best = max(peers) if peers else (None, "none ran")
+        self.goals.append(goal("S2", "rlock pairs/s at C=%d ≥ 1.5 × best peer (best C)" % top,
+                               "rlock C=%d pairs/s" % top, r, "best peer pairs/s (%s)" % best[1], best[0],
+                               ">=", 1.5))
+        return md, {"concurrency": cs, "pairs_per_s": data}
+
+    def s3_rows(self, scenario, libs):
+        rows, data = [], {}
+        ps = sorted({p for (s, _, p) in self.s3 if s == scenario})
+        for lib in libs:
+            for p in ps:
+                g = self.s3.get((scenario, lib, p))
+                if not g:
+                    continue
+                s = g["stats"]
+                st = ("failed: " + g["failure"]) if g["failure"] else "ok"
+                rows.append([lib, p, num(s["acquisitions"]), num(s["acquisitions_per_s"]),
+                             num(s["handoffs"]),
+                             num(100 * s["handoff_share"] if s["handoff_share"] is not None else None) + " %",
+                             num(s["gap_p50_us"]), num(s["gap_p99_us"]), num(s["gap_max_us"]),
+                             num(s["overlaps"]), st])
+                data.setdefault(lib, {})[str(p)] = dict(s, failure=g["failure"], seconds=g["seconds"])
+            if lib not in data and self.status(lib):
+                rows.append([lib, "—", "—", "—", "—", "—", "—", "—", "—", "—", self.status(lib)])
+        md = table(["library", "P", "acquisitions", "acq/s", "handoffs", "handoff share", "gap p50 µs",
+                    "gap p99 µs", "gap max µs", "overlaps", "status"], rows)
+        return md, data, ps
+
+    def section_s3(self):
+        libs = [l for l in LIBRARIES if l != "rlock-blocking"]
+        md, data, ps = self.s3_rows("S3", libs)
+        ping = self.ping_p50_us()
+        for p in ps:
+            r = data.get("rlock", {}).get(str(p), {})
+            self.goals.append(goal("S3", "P=%d: handoff p50 ≤ 2.5 × PING p50" % p, "rlock gap p50 µs",
+                                   r.get("gap_p50_us"), "PING p50 µs", ping, "<=", 2.5))
+            self.goals.append(goal("S3", "P=%d: handoff p99 ≤ 10 × PING p50" % p, "rlock gap p99 µs",
+                                   r.get("gap_p99_us"), "PING p50 µs", ping, "<=", 10.0))
+            self.goals.append(goal("S3", "P=%d: zero overlaps" % p, "rlock overlaps", r.get("overlaps"),
+                                   None, None, "==", 0))
+            peers = [(data[l][str(p)]["gap_p50_us"], l) for l in PEERS
+                     if data.get(l, {}).get(str(p), {}).get("gap_p50_us") is not None]
+            best = min(peers) if peers else (None, "none ran")
+            self.goals.append(goal("S3", "P=%d: handoff p50 below half of every peer's" % p,
+                                   "rlock gap p50 µs", r.get("gap_p50_us"),
+                                   "fastest peer gap p50 µs (%s)" % best[1], best[0], "<=", 0.5))
+        return md, data
+
+    def section_s4(self):
+        rows, data = [], {}
+        runs = sorted(self.runs["S4"], key=lambda r: r["entry"].get("params", {}).get("waiters", 0))
+        for run in runs:
+            w = run["entry"].get("params", {}).get("waiters")
+            m = run["output"]["metrics"] if run["output"] and not run["failure"] else {}
+            rows.append([w, num(m.get("handoffs")), num(m.get("commands")), num(m.get("commands_per_handoff")),
+                         num(m.get("evalsha")), num(m.get("subscribe")), num(m.get("unsubscribe")),
+                         ("failed: " + run["failure"]) if run["failure"] else "ok"])
+            data[str(w)] = m or {"failure": run["failure"]}
+            self.goals.append(goal("S4", "W=%s: commands per handoff ≤ 3" % w, "commands/handoff",
+                                   m.get("commands_per_handoff"), None, None, "<=", 3.0))
+            if m and m.get("handoffs") != w:
+                self.notes.append("S4 W=%s: only %s of %s waiters got the lock" % (w, m.get("handoffs"), w))
+        md = table(["waiters W", "handoffs", "commands", "commands/handoff", "evalsha", "subscribe",
+                    "unsubscribe", "status"], rows)
+        return md, data
+
+    def section_s5(self):
+        rows, data = [], {}
+        runs = sorted(self.runs["S5"], key=lambda r: r["entry"].get("params", {}).get("locks", 0))
+        for run in runs:
+            n = run["entry"].get("params", {}).get("locks")
+            m = run["output"]["metrics"] if run["output"] and not run["failure"] else {}
+            rows.append([n, num(m.get("renewal_calls")), num(m.get("periods")), num(m.get("calls_per_period")),
+                         num(n / 100.0 if n else None), num(m.get("cpu_percent")), num(m.get("rss_bytes_per_lock")),
+                         ("failed: " + run["failure"]) if run["failure"] else "ok"])
+            data[str(n)] = m or {"failure": run["failure"]}
+            self.goals.append(goal("S5", "N=%s: renewal calls per period ≤ N/100" % n, "calls/period",
+                                   m.get("calls_per_period"), "N/100", n / 100.0 if n else None, "<=", 1.0))
+            self.goals.append(goal("S5", "N=%s: RSS per lock ≤ 512 B" % n, "RSS B/lock",
+                                   m.get("rss_bytes_per_lock"), None, None, "<=", 512))
+        md = table(["locks N", "renewal calls", "periods", "calls/period", "N/100", "CPU %", "RSS B/lock",
+                    "status"], rows)
+        return md, data
+
+    def section_s6(self):
+        rows, data = [], {}
+        for run in self.runs["S6"]:
+            p = run["entry"].get("params", {})
+            n, k = p.get("waiters"), p.get("names")
+            m = run["output"]["metrics"] if run["output"] and not run["failure"] else {}
+            rows.append([n, k, num(m.get("rss_bytes_per_waiter")), num(m.get("subscriptions")),
+                         num(m.get("acquired")), ("failed: " + run["failure"]) if run["failure"] else "ok"])
+            data["%s/%s" % (n, k)] = m or {"failure": run["failure"]}
+            self.goals.append(goal("S6", "N=%s: RSS per waiter ≤ 1024 B" % n, "RSS B/waiter",
+                                   m.get("rss_bytes_per_waiter"), None, None, "<=", 1024))
+            self.goals.append(goal("S6", "K=%s names: exactly K subscriptions" % k, "subscriptions",
+                                   m.get("subscriptions"), None, None, "==", k))
+            if m and m.get("acquired") != n:
+                self.notes.append("S6: only %s of %s waiters got the lock" % (m.get("acquired"), n))
+        md = table(["waiters N", "names K", "RSS B/waiter", "subscriptions", "acquired", "status"], rows)
+        return md, data
+
+    def section_s7(self, s1, s3):
+        rows, data = [], {"s1": {}, "s3": {}}
+        coroutine_p50 = (s1.get("rlock") or {}).get("p50_us")
+        runs = sorted(self.runs["S7"], key=lambda r: r["entry"].get("params", {}).get("threads", 0))
+        for run in runs:
+            t = run["entry"].get("params", {}).get("threads")
+            m = run["output"]["metrics"] if run["output"] and not run["failure"] else {}
+            rows.append(["s1-blocking T=%s" % t, num(m.get("pairs")), num(m.get("p50_us")), num(m.get("p99_us")),
+                         num(coroutine_p50), num(m.get("p50_us") / coroutine_p50
+                                                 if m.get("p50_us") and coroutine_p50 else None),
+                         ("failed: " + run["failure"]) if run["failure"] else "ok"])
+            data["s1"][str(t)] = m or {"failure": run["failure"]}
+            if t == 1:
+                self.goals.append(goal("S7", "s1-blocking T=1 p50 within 1.2 × rlock s1 p50", "blocking p50 µs",
+                                       m.get("p50_us"), "rlock s1 p50 µs", coroutine_p50, "<=", 1.2))
+        md1 = table(["run", "pairs", "p50 µs", "p99 µs", "coroutine p50 µs", "ratio", "status"], rows)
+        md3, d3, ps = self.s3_rows("S7", ["rlock-blocking"])
+        data["s3"] = d3.get("rlock-blocking", {})
+        for p in ps:
+            b = data["s3"].get(str(p), {})
+            c = (s3.get("rlock") or {}).get(str(p), {})
+            self.goals.append(goal("S7", "S3 blocking P=%d handoff p50 within 1.2 × rlock's" % p,
+                                   "blocking gap p50 µs", b.get("gap_p50_us"), "rlock S3 P=%d gap p50 µs" % p,
+                                   c.get("gap_p50_us"), "<=", 1.2))
+            self.goals.append(goal("S7", "S3 blocking P=%d: zero overlaps" % p, "overlaps", b.get("overlaps"),
+                                   None, None, "==", 0))
+        return md1 + "\n\nS3 through `s3-worker-blocking`:\n\n" + md3, data
+
+    # -- plots --
+    def write_plot_data(self, out):
+        # handoff gaps: CDF per library at P=PLOT_P (or the nearest P that ran)
+        ps = sorted({p for (s, _, p) in self.s3 if s == "S3"})
+        plot_p = min(ps, key=lambda p: (abs(p - PLOT_P), p)) if ps else PLOT_P
+        blocks = []
+        for scenario, lib in [("S3", l) for l in LIBRARIES if l != "rlock-blocking"] + [("S7", "rlock-blocking")]:
+            g = self.s3.get((scenario, lib, plot_p))
+            if not g or not g["gaps"]:
+                continue
+            gaps = g["gaps"]
+            n = len(gaps)
+            idx = sorted({min(n - 1, int(round(i * (n - 1) / (CDF_POINTS - 1)))) for i in range(CDF_POINTS)}) \
+                if n > CDF_POINTS else range(n)
+            lines = ['"%s (p50 %s µs)" %d' % (lib, num(percentile(gaps, 50)), LIBRARIES.index(lib) + 1)]
+            for i in idx:
+                lines.append("%.3f %.6f" % (max(gaps[i], 0.001), (i + 1) / n))
+            blocks.append("\n".join(lines))
+        with open(os.path.join(out, "handoff_latency.dat"), "w") as f:
+            f.write("# S3 handoff gap (µs) and cumulative fraction, P=%d, one block per library\n" % plot_p)
+            f.write("# plot_p=%d\n" % plot_p)
+            if self.ping_p50_us():
+                f.write("# ping_p50_us=%.3f\n" % self.ping_p50_us())
+            f.write("\n\n\n".join(blocks) + "\n" if blocks else "")
+        # throughput: S2 pairs/s vs concurrency per library
+        blocks = []
+        for lib in LIBRARIES:
+            pts = []
+            for run in self.runs["S2"]:
+                e = run["entry"]
+                if e.get("library") == lib and run["output"] and not run["failure"]:
+                    pts.append((e.get("params", {}).get("concurrency"), run["output"]["metrics"].get("pairs_per_s")))
+            pts = sorted(p for p in pts if p[0] and p[1])
+            if pts:
+                blocks.append("\n".join(['"%s" %d' % (lib, LIBRARIES.index(lib) + 1)] +
+                                         ["%d %.1f" % p for p in pts]))
+        with open(os.path.join(out, "throughput.dat"), "w") as f:
+            f.write("# S2 concurrency and pairs/s, one block per library\n")
+            if self.ref("evalsha_c50", "rps"):
+                f.write("# evalsha_c50_rps=%.1f\n" % self.ref("evalsha_c50", "rps"))
+            f.write("\n\n\n".join(blocks) + "\n" if blocks else "")
+        return plot_p
+
+    # -- everything --
+    def build(self, out):
+        sections = []
+        data = {}
+        md, data["references"] = self.section_refs()
+        sections.append(md)
+        s1_md, s1 = self.section_s1()
+        s2_md, s2 = self.section_s2()
+        s3_md, s3 = self.section_s3()
+        s4_md, s4 = self.section_s4()
+        s5_md, s5 = self.section_s5()
+        s6_md, s6 = self.section_s6()
+        s7_md, s7 = self.section_s7(s1, s3)
+        bodies = {"S1": s1_md, "S2": s2_md, "S3": s3_md, "S4": s4_md, "S5": s5_md, "S6": s6_md, "S7": s7_md}
+        data.update({"S1": s1, "S2": s2, "S3": s3, "S4": s4, "S5": s5, "S6": s6, "S7": s7})
+        plot_p = self.write_plot_data(out)
+        overlaps = [(s, l, p, g["stats"]["overlaps"]) for (s, l, p), g in self.s3.items() if g["stats"]["overlaps"]]
+        for s, l, p, n in overlaps:
+            self.failures.append("%s %s P=%d: %d overlap violation(s)" % (s, l, p, n))
+        for sid, title in SCENARIOS.items():
+            goals = [g for g in self.goals if g["scenario"] == sid]
+            ran = bool(self.runs[sid]) or any(s == sid for (s, _, _) in self.s3)
+            text = "## %s\n\n" % title
+            text += bodies[sid] if ran else "_not run_"
+            if goals and ran:
+                text += "\n\nGoals:\n\n" + table(
+                    ["goal", "figure", "reference", "ratio", "limit", "verdict"],
+                    [[g["goal"], "%s = %s" % (g["figure"], num(g["value"])),
+                      "%s = %s" % (g["reference"], num(g["reference_value"])) if g["reference"] else "(absolute)",
+                      num(g["ratio"]), "%s %s%s" % ("ratio" if g["reference"] else "value", g["op"], " " + num(g["limit"])),
+                      g["verdict"]] for g in goals])
+            sections.append(text)
+        m = self.machine
+        verdicts = [g["verdict"] for g in self.goals]
+        header = "\n".join([
+            "# rlock benchmark results",
+            "",
+            "Generated by `bench/report.py` from the raw results of one `scripts/bench` run.",
+            "",
+            table(["", ""], [
+                ["command", "`%s`" % m.get("command", "?")],
+                ["date", m.get("date", "?")],
+                ["mode", m.get("mode", "?")],
+                ["CPU", "%s (nproc %s)" % (m.get("cpu_model", "?"), m.get("nproc", "?"))],
+                ["kernel", m.get("kernel", "?")],
+                ["redis-server", "%s (pinned to CPU %s; clients pinned to CPU %s)" % (
+                    m.get("redis_version", "?"), m.get("server_cpu", "?"), m.get("client_cpu", "?"))],
+                ["clients", "node %s, python %s, redis-py %s" % (m.get("node_version", "?"), m.get(
+                    "python_version", "?"), m.get("redis_py_version", "?"))],
+                ["acquire script", "%s, sha %s" % (m.get("acquire_script_source", "?"), m.get("acquire_sha", "?"))],
+                ["wall time", "%s s" % m.get("elapsed_s", "?")],
+                ["goals", "%d PASS, %d FAIL, %d n/a" % (verdicts.count("PASS"), verdicts.count("FAIL"),
+                                                          verdicts.count("n/a"))],
+            ]),
+        ])
+        extra = []
+        if self.unavailable:
+            extra.append("Unavailable libraries:\n\n" + "\n".join(
+                "- %s: %s" % (l, r) for l, r in sorted(self.unavailable.items())))
+        if self.failures:
+            extra.append("**Failures** (these make the run exit non-zero):\n\n" + "\n".join(
+                "- " + md_escape(f) for f in self.failures))
+        if self.notes:
+            extra.append("Notes:\n\n" + "\n".join("- " + md_escape(n) for n in self.notes))
+        plots = ("Plots: `handoff_latency.png` (S3 handoff gap CDF at P=%d) and `throughput.png` "
+                 "(S2 pairs/s vs concurrency)." % plot_p)
+        markdown = "\n\n".join([header] + extra + [plots] + sections) + "\n"
+        result = {
+            "machine": m,
+            "command": m.get("command"),
+            "date": m.get("date"),
+            "mode": m.get("mode"),
+            "unavailable": self.unavailable,
+            "failures": self.failures,
+            "notes": self.notes,
+            "goals": self.goals,
+            "results": data,
+            "plot_p": plot_p,
+            "raw": self.raw_outputs,
+        }
+        return markdown, result
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Summarize raw rlock benchmark results (issue #3).")
+    ap.add_argument("raw", help="directory of raw results (scripts/bench: bench/results/raw)")
+    ap.add_argument("--out", help="where latest.json, latest.md and *.dat go (default: RAW)")
+    args = ap.parse_args()
+    if not os.path.isdir(args.raw):
+        ap.error("%s is not a directory" % args.raw)
+    out = args.out or args.raw
+    os.makedirs(out, exist_ok=True)
+    report = Report(args.raw)
+    markdown, result = report.build(out)
+    for name, text in (("latest.md", markdown), ("latest.json", json.dumps(result, indent=1, sort_keys=False) + "\n")):
+        tmp = os.path.join(out, name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, os.path.join(out, name))
+    verdicts = [g["verdict"] for g in report.goals]
+    sys.stderr.write("report: wrote %s and %s: goals %d PASS, %d FAIL, %d n/a\n" % (
+        os.path.join(out, "latest.md"), os.path.join(out, "latest.json"),
+        verdicts.count("PASS"), verdicts.count("FAIL"), verdicts.count("n/a")))
+    if report.failures:
+        sys.stderr.write("report: %d failure(s):\n" % len(report.failures))
+        for f in report.failures:
+            sys.stderr.write("report:   %s\n" % f)
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
