@@ -80,18 +80,9 @@ asio::awaitable<void> client_impl::connect() {
 }
 
 void client_impl::shutdown(std::error_code reason) {
-  dog.stop();
+  dog.stop();  // pending lost() waiters complete with operation_aborted: nobody watches now
   conn->close(reason);
   hub.fail_all(reason);
-  // Pending lost() waiters complete with operation_aborted: nobody watches their leases now.
-  std::vector<std::shared_ptr<lock_state>> alive;
-  {
-    std::lock_guard guard(states_mutex_);
-    for (auto& [key, weak] : states_) {
-      if (auto s = weak.lock()) alive.push_back(std::move(s));
-    }
-  }
-  for (auto& s : alive) s->reset(false);
 }
 
 std::shared_ptr<lock_state> client_impl::state_for(std::string_view name, std::uint64_t owner) {
@@ -100,14 +91,20 @@ std::shared_ptr<lock_state> client_impl::state_for(std::string_view name, std::u
   std::lock_guard guard(states_mutex_);
   auto& slot = states_[k];
   if (auto existing = slot.lock()) return existing;
-  auto state = std::make_shared<lock_state>(shared_from_this(), std::string(name), owner);
+  auto state = std::make_shared<lock_state>(shared_from_this(), name, owner, true);
   slot = state;
   return state;
 }
 
+std::shared_ptr<lock_state> client_impl::new_owner(std::string_view name) {
+  if (name.empty()) throw_error(errc::invalid_argument, "lock name must not be empty");
+  // A fresh id nobody else can name: no entry in the owner table, which saves memory per lock.
+  return std::make_shared<lock_state>(shared_from_this(), name, next_owner_id(), false);
+}
+
 void client_impl::forget(const lock_state& s) {
   std::lock_guard guard(states_mutex_);
-  auto it = states_.find(state_key(s.name, s.owner));
+  auto it = states_.find(state_key(s.name(), s.owner));
   // A new state for the same owner may already have replaced this one.
   if (it != states_.end() && it->second.expired()) states_.erase(it);
 }
@@ -153,7 +150,7 @@ asio::awaitable<void> client::close() {
 }
 
 reentrant_lock client::get_lock(std::string_view name) {
-  return get_lock(name, detail::next_owner_id());
+  return reentrant_lock(impl_->new_owner(name));
 }
 
 reentrant_lock client::get_lock(std::string_view name, std::uint64_t owner_id) {

@@ -35,6 +35,8 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
 
   /// The state of (name, owner), shared by every handle of that owner. Thread-safe.
   std::shared_ptr<lock_state> state_for(std::string_view name, std::uint64_t owner);
+  /// The state of a new owner of `name`, with a fresh id. Thread-safe.
+  std::shared_ptr<lock_state> new_owner(std::string_view name);
   void forget(const lock_state& s);
 
   const boost::asio::any_io_executor executor;

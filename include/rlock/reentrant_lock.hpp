@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace rlock {
 
@@ -68,7 +69,7 @@ class reentrant_lock {
   explicit reentrant_lock(std::shared_ptr<detail::lock_state> state);
 
   /// The lock's name as given to get_lock (without the key prefix).
-  const std::string& name() const noexcept;
+  std::string_view name() const noexcept;
   /// The Redis key: key prefix + name.
   const std::string& key() const noexcept;
   /// This owner's 64-bit id, the second half of its hash field.

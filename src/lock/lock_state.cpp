@@ -23,16 +23,23 @@ std::string unlock_channel(std::string_view key) {
   return fmt::format("redisson_lock__channel:{{{}}}", key);
 }
 
-lock_state::lock_state(std::shared_ptr<client_impl> c, std::string n, std::uint64_t o)
+lock_state::lock_state(std::shared_ptr<client_impl> c, std::string_view n, std::uint64_t o,
+                       bool in_table)
     : client(std::move(c)),
-      name(std::move(n)),
-      key(client->cfg.key_prefix + name),
-      channel(unlock_channel(key)),
-      owner(o),
+      key(client->cfg.key_prefix + std::string(n)),
       field(fmt::format("{}:{}", client->uuid, o)),
-      lost_signal(client->executor, asio::steady_timer::time_point::max()) {}
+      owner(o),
+      prefix_size(static_cast<std::uint32_t>(client->cfg.key_prefix.size())),
+      registered(in_table) {}
 
-lock_state::~lock_state() { client->forget(*this); }
+lock_state::~lock_state() {
+  if (registered) client->forget(*this);
+}
+
+void lock_state::on_lease_lost() {
+  ++client->counters.lost_locks;
+  reset(true);
+}
 
 asio::awaitable<std::optional<std::chrono::milliseconds>> lock_state::try_acquire(
     std::chrono::milliseconds lease_ms, bool renew) {
@@ -46,13 +53,8 @@ asio::awaitable<std::optional<std::chrono::milliseconds>> lock_state::try_acquir
 
   if (local_holds++ == 0) lost = false;
   lease = lease_ms;
-  if (renew && !renewal) {
-    // The watchdog holds the state: a held lock stays renewed even if every handle is gone.
-    renewal = client->dog.add(key, field, [self = shared_from_this()] {
-      ++self->client->counters.lost_locks;
-      self->reset(true);
-    });
-  }
+  // The watchdog holds the state: a held lock stays renewed even if every handle is gone.
+  if (renew) client->dog.add(*this, shared_from_this());
   co_return std::nullopt;
 }
 
@@ -61,12 +63,13 @@ asio::awaitable<void> lock_state::release() {
   if (local_holds <= 1) reset(false);
   const std::string lease_arg =
       std::to_string(lease.count() > 0 ? lease.count() : client->cfg.watchdog_timeout.count());
-  const std::array<std::string_view, 2> keys{key, channel};
+  const std::string unlock_to = channel();
+  const std::array<std::string_view, 2> keys{key, unlock_to};
   const std::array<std::string_view, 3> args{"0", lease_arg, field};
   auto reply = co_await client->scripts.run(script::release, keys, args);
   if (reply.is_null()) {
     reset(false);
-    throw_error(errc::not_owner, fmt::format("lock '{}' is not held by {}", name, field));
+    throw_error(errc::not_owner, fmt::format("lock '{}' is not held by {}", name(), field));
   }
   if (reply.type != resp3::type::number) {
     throw_error(errc::protocol_error, "release script: unexpected reply");
@@ -80,9 +83,9 @@ asio::awaitable<void> lock_state::release() {
 
 void lock_state::reset(bool was_lost) {
   local_holds = 0;
-  if (renewal) client->dog.remove(*std::exchange(renewal, std::nullopt));
   lost = was_lost;
-  lost_signal.cancel();
+  if (lost_signal) lost_signal->cancel();
+  client->dog.remove(*this);  // last: it may drop the watchdog's reference to us
 }
 
 namespace {
@@ -135,7 +138,7 @@ asio::awaitable<bool> acquire_op(std::shared_ptr<lock_state> s,
   if (cancelled(cs)) throw std::system_error(std::make_error_code(std::errc::operation_canceled));
 
   notify_hub::waiter w(c.executor);
-  c.hub.add(s->channel, w);
+  c.hub.add(s->channel(), w);
   struct unlink {
     notify_hub& hub;
     notify_hub::waiter& w;
@@ -187,11 +190,15 @@ asio::awaitable<void> lost_op(std::shared_ptr<lock_state> s) {
   co_await asio::this_coro::throw_if_cancelled(false);
   co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
   if (s->lost) co_return;
-  if (!s->renewal) {
-    throw_error(errc::not_owner,
-                fmt::format("lock '{}' is not held through the watchdog by {}", s->name, s->field));
+  if (!s->renewing()) {
+    throw_error(errc::not_owner, fmt::format("lock '{}' is not held through the watchdog by {}",
+                                             s->name(), s->field));
   }
-  co_await s->lost_signal.async_wait(asio::as_tuple(asio::use_awaitable));
+  if (!s->lost_signal) {
+    s->lost_signal = std::make_unique<asio::steady_timer>(s->client->executor,
+                                                          asio::steady_timer::time_point::max());
+  }
+  co_await s->lost_signal->async_wait(asio::as_tuple(asio::use_awaitable));
   if (!s->lost) throw std::system_error(std::make_error_code(std::errc::operation_canceled));
 }
 

@@ -48,7 +48,7 @@ std::int64_t as_integer(const detail::resp3::value& v) {
 reentrant_lock::reentrant_lock(std::shared_ptr<detail::lock_state> state)
     : state_(std::move(state)) {}
 
-const std::string& reentrant_lock::name() const noexcept { return state_->name; }
+std::string_view reentrant_lock::name() const noexcept { return state_->name(); }
 const std::string& reentrant_lock::key() const noexcept { return state_->key; }
 std::uint64_t reentrant_lock::owner_id() const noexcept { return state_->owner; }
 wake_reason reentrant_lock::last_wake() const noexcept {
@@ -90,7 +90,8 @@ asio::awaitable<void> reentrant_lock::lost() { return spawn(detail::lost_op(stat
 asio::awaitable<bool> reentrant_lock::force_unlock() {
   return spawn([](std::shared_ptr<detail::lock_state> s) -> asio::awaitable<bool> {
     co_await asio::this_coro::throw_if_cancelled(false);
-    const std::array<std::string_view, 2> keys{s->key, s->channel};
+    const std::string unlock_to = s->channel();
+    const std::array<std::string_view, 2> keys{s->key, unlock_to};
     const std::array<std::string_view, 1> args{"0"};
     if (s->local_holds > 0) s->reset(false);
     auto reply = co_await s->client->scripts.run(detail::script::force_unlock, keys, args);
