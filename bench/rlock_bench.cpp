@@ -4,6 +4,7 @@
 //   s4 --waiters W               fan-out: Redis commands per handoff with W local waiters
 //   s5 --locks N                 watchdog scale: renewal calls per period, CPU, RSS per lock
 //   s6 --waiters N --names K     waiter scale: RSS per waiter, subscriptions
+//   s6-floor --waiters N         RSS of N bare parked Asio coroutines: the floor under S6
 //   print-acquire-script         the acquire Lua, for the EVALSHA reference
 // Results: one JSON line on stdout; progress on stderr. Only 127.0.0.1 is contacted.
 #include "conn/connection.hpp"
@@ -32,7 +33,9 @@
 #include <numeric>
 #include <string>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -580,6 +583,71 @@ void run_s6(const options& o) {
       n, k, static_cast<double>(rss_waiting - rss_before) * 1024.0 / n, subscriptions, acquired);
 }
 
+// --- s6-floor: what a waiting Asio coroutine costs before any lock logic ---------------------
+
+/// RSS per waiter of `n` coroutines parked on (preallocated) timers: `spawned` adds the shape of
+/// an rlock operation, a user coroutine awaiting a co_spawned one. The floor S6 is measured
+/// against: no coroutine-based waiter can cost less.
+double coroutine_floor(int n, bool spawned) {
+  asio::io_context io(1);
+  std::vector<std::unique_ptr<asio::steady_timer>> timers;
+  timers.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    timers.push_back(std::make_unique<asio::steady_timer>(io, clock_type::time_point::max()));
+  }
+  auto park = [](asio::steady_timer& t) -> asio::awaitable<void> {
+    co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+  };
+  const long before = rss_kib();
+  for (auto& t : timers) {
+    if (spawned) {
+      asio::co_spawn(
+          io,
+          [&io, &t, park]() -> asio::awaitable<void> {
+            co_await asio::co_spawn(io, park(*t), asio::use_awaitable);
+          },
+          asio::detached);
+    } else {
+      asio::co_spawn(io, park(*t), asio::detached);
+    }
+  }
+  io.poll();
+  const long after = rss_kib();
+  for (auto& t : timers) t->cancel();
+  io.poll();
+  return static_cast<double>(after - before) * 1024.0 / n;
+}
+
+/// Runs coroutine_floor in a child process: freed memory stays in a process's RSS, so each
+/// measurement needs a fresh one.
+double coroutine_floor_in_child(int n, bool spawned) {
+  int fds[2];
+  if (::pipe(fds) != 0) return -1;
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const double v = coroutine_floor(n, spawned);
+    [[maybe_unused]] auto w = ::write(fds[1], &v, sizeof v);
+    ::_exit(0);
+  }
+  double v = -1;
+  ::close(fds[1]);
+  if (child > 0 && ::read(fds[0], &v, sizeof v) != static_cast<ssize_t>(sizeof v)) v = -1;
+  ::close(fds[0]);
+  if (child > 0) ::waitpid(child, nullptr, 0);
+  return v;
+}
+
+void run_s6_floor(const options& o) {
+  const int n = std::max(1, o.waiters);
+  const double bare = coroutine_floor_in_child(n, false);
+  const double spawned = coroutine_floor_in_child(n, true);
+  fmt::print(R"({{"library": "asio", "mode": "s6-floor", "params": {{"waiters": {}}}, )"
+             R"("metrics": {{"rss_bytes_per_parked_coroutine": {:.0f}, )"
+             R"("rss_bytes_per_parked_spawned_op": {:.0f}}}}})"
+             "\n",
+             n, bare, spawned);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -604,6 +672,8 @@ int main(int argc, char** argv) {
       run_s5(o);
     else if (o.mode == "s6")
       run_s6(o);
+    else if (o.mode == "s6-floor")
+      run_s6_floor(o);
     else
       usage("unknown mode " + o.mode);
   } catch (const std::exception& e) {

@@ -82,6 +82,7 @@ class reentrant_lock {
 
  private:
   bool try_lock_wait(milliseconds wait);
+  std::shared_ptr<rlock::detail::lock_state> own_state() const;
 
   std::shared_ptr<detail::client_state> state_;
   std::string name_;

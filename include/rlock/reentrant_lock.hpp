@@ -24,6 +24,8 @@ enum class wake_reason {
   expiry,
 };
 
+class reentrant_lock;
+
 namespace detail {
 struct lock_state;
 boost::asio::awaitable<bool> acquire_op(std::shared_ptr<lock_state> s,
@@ -34,6 +36,7 @@ boost::asio::awaitable<void> acquire_void_op(std::shared_ptr<lock_state> s,
 boost::asio::awaitable<void> release_op(std::shared_ptr<lock_state> s);
 boost::asio::awaitable<void> lost_op(std::shared_ptr<lock_state> s);
 const boost::asio::any_io_executor& executor_of(const lock_state& s) noexcept;
+const std::shared_ptr<lock_state>& state_of(const reentrant_lock& l) noexcept;
 }  // namespace detail
 
 /// A Redisson-compatible reentrant distributed lock (Redisson's RLock) seen by one owner.
@@ -136,6 +139,8 @@ class reentrant_lock {
   template <typename T>
   boost::asio::awaitable<T> spawn(boost::asio::awaitable<T> op);
 
+  friend const std::shared_ptr<detail::lock_state>& detail::state_of(
+      const reentrant_lock& l) noexcept;
   std::shared_ptr<detail::lock_state> state_;
 };
 

@@ -9,8 +9,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <thread>
+#include <type_traits>
 
 namespace rlock::blocking {
 
@@ -37,13 +40,32 @@ struct client_state {
     }
   }
 
-  /// Runs `op` on the io thread and waits for it; rethrows its exception.
+  /// Runs `op` on the io thread and waits for it; rethrows its exception. A mutex and condition
+  /// variable on the caller's stack, not a std::future: no shared state to allocate.
   template <typename T>
   T run(asio::awaitable<T> op) {
     if (std::this_thread::get_id() == thread.get_id()) {
       throw_error(errc::would_deadlock, "blocking rlock call from the client's own io thread");
     }
-    return asio::co_spawn(async.get_executor(), std::move(op), asio::use_future).get();
+    struct outcome {
+      std::mutex m;
+      std::condition_variable cv;
+      bool done = false;
+      std::exception_ptr error;
+      std::optional<std::conditional_t<std::is_void_v<T>, char, T>> value;
+    } out;
+    auto finish = [&out](std::exception_ptr e, auto... v) {
+      std::lock_guard guard(out.m);
+      out.error = std::move(e);
+      if constexpr (sizeof...(v) > 0) out.value.emplace(std::move(v)...);
+      out.done = true;
+      out.cv.notify_one();
+    };
+    asio::co_spawn(async.get_executor(), std::move(op), finish);
+    std::unique_lock guard(out.m);
+    out.cv.wait(guard, [&out] { return out.done; });
+    if (out.error) std::rethrow_exception(out.error);
+    if constexpr (!std::is_void_v<T>) return std::move(*out.value);
   }
 
   /// One owner id per thread, from the same counter as get_lock(name): like Redisson's
@@ -82,11 +104,23 @@ rlock::reentrant_lock reentrant_lock::for_this_thread() const {
   return state_->async.get_lock(name_, detail::client_state::thread_owner());
 }
 
-void reentrant_lock::lock() { state_->run(for_this_thread().lock()); }
+std::shared_ptr<rlock::detail::lock_state> reentrant_lock::own_state() const {
+  return rlock::detail::state_of(for_this_thread());
+}
 
-void reentrant_lock::lock(milliseconds lease) { state_->run(for_this_thread().lock(lease)); }
+// The hot operations run their op coroutines directly on the io thread; the awaitable forms
+// would add a second co_spawn hop.
+void reentrant_lock::lock() {
+  state_->run(rlock::detail::acquire_void_op(own_state(), std::nullopt));
+}
 
-bool reentrant_lock::try_lock() { return state_->run(for_this_thread().try_lock()); }
+void reentrant_lock::lock(milliseconds lease) {
+  state_->run(rlock::detail::acquire_void_op(own_state(), lease));
+}
+
+bool reentrant_lock::try_lock() {
+  return state_->run(rlock::detail::acquire_op(own_state(), milliseconds::zero(), std::nullopt));
+}
 
 bool reentrant_lock::try_lock(milliseconds wait, milliseconds lease) {
   return state_->run(for_this_thread().try_lock(wait, lease));
@@ -97,7 +131,7 @@ bool reentrant_lock::try_lock_wait(milliseconds wait) {
   return state_->run(for_this_thread().try_lock(std::max(wait, milliseconds::zero())));
 }
 
-void reentrant_lock::unlock() { state_->run(for_this_thread().unlock()); }
+void reentrant_lock::unlock() { state_->run(rlock::detail::release_op(own_state())); }
 
 bool reentrant_lock::force_unlock() { return state_->run(for_this_thread().force_unlock()); }
 

@@ -45,6 +45,10 @@ std::int64_t as_integer(const detail::resp3::value& v) {
 
 }  // namespace
 
+const std::shared_ptr<detail::lock_state>& detail::state_of(const reentrant_lock& l) noexcept {
+  return l.state_;
+}
+
 reentrant_lock::reentrant_lock(std::shared_ptr<detail::lock_state> state)
     : state_(std::move(state)) {}
 
