@@ -364,7 +364,11 @@ class Report:
                     evs = []
                 per_worker.append(evs)
             stats, gaps = s3_stats(per_worker)
-            failure = "; ".join(w[2] for w in workers if w[2]) or None
+            reasons = [w[2] for w in workers if w[2]]
+            failure = None
+            if reasons:
+                failure = "%d of %d processes failed: %s" % (
+                    len(reasons), len(workers), "; ".join(sorted(set(reasons))))
             if missing and not failure:
                 failure = "missing event files: " + ", ".join(missing)
                 self.failures.append("%s %s P=%d: %s" % (scenario, library, p, failure))
@@ -432,13 +436,14 @@ class Report:
                 continue
             m = self.metric("S1", lib, "s1")
             run = self._find("S1", lib)
-            st = self.status(lib) or (("failed: " + run["failure"]) if run and run["failure"] else
-                                      ("ok" if m else "not run"))
+            st = "ok" if m else (("failed: " + run["failure"]) if run and run["failure"] else
+                                 (self.status(lib) or "not run"))
             data[lib] = m if m else {"status": st}
             rows.append([lib, num(m and m.get("pairs")), num(m and m.get("p50_us")),
                          num(m and m.get("p90_us")), num(m and m.get("p99_us")),
                          num(m and m.get("max_us")), num(m and m.get("mean_us")), st])
-        md = table(["library", "pairs", "p50 µs", "p90 µs", "p99 µs", "max µs", "mean µs", "status"], rows)
+        md = table(["library", "pairs", "p50 µs", "p90 µs", "p99 µs", "max µs", "mean µs", "status"],
+                   rows)
         r = data.get("rlock", {})
         ev = self.ref("evalsha_c1", "p50_latency_ms")
         self.goals.append(goal("S1", "rlock p50 ≤ 2.0 × EVALSHA(-c1 -P1) p50", "rlock p50 µs",
@@ -456,7 +461,8 @@ class Report:
     def _find(self, scenario, library, **params):
         for run in self.runs[scenario]:
             e = run["entry"]
-            if e.get("library") == library and all(e.get("params", {}).get(k) == v for k, v in params.items()):
+            p = e.get("params", {})
+            if e.get("library") == library and all(p.get(k) == v for k, v in params.items()):
                 return run
         return None
 
@@ -478,7 +484,7 @@ class Report:
                 elif run and run["failure"]:
                     notes.append("C=%d failed: %s" % (c, run["failure"]))
                 row.append(num(m and m.get("pairs_per_s")))
-            st = self.status(lib) or ("; ".join(notes) if notes else ("ok" if data[lib] else "not run"))
+            st = "; ".join(notes) if notes else ("ok" if data[lib] else (self.status(lib) or "not run"))
             row.append(st)
             rows.append(row)
         md = table(["library"] + ["C=%d pairs/s" % c for c in cs] + ["status"], rows)
@@ -506,12 +512,13 @@ class Report:
                 st = ("failed: " + g["failure"]) if g["failure"] else "ok"
                 rows.append([lib, p, num(s["acquisitions"]), num(s["acquisitions_per_s"]),
                              num(s["handoffs"]),
-                             num(100 * s["handoff_share"] if s["handoff_share"] is not None else None) + " %",
+                             (num(100 * s["handoff_share"]) + " %")
+                             if s["handoff_share"] is not None else "—",
                              num(s["gap_p50_us"]), num(s["gap_p99_us"]), num(s["gap_max_us"]),
                              num(s["overlaps"]), st])
                 data.setdefault(lib, {})[str(p)] = dict(s, failure=g["failure"], seconds=g["seconds"])
             if lib not in data and self.status(lib):
-                rows.append([lib, "—", "—", "—", "—", "—", "—", "—", "—", "—", self.status(lib)])
+                rows.append([lib] + ["—"] * 9 + [self.status(lib)])
         md = table(["library", "P", "acquisitions", "acq/s", "handoffs", "handoff share", "gap p50 µs",
                     "gap p99 µs", "gap max µs", "overlaps", "status"], rows)
         return md, data, ps
@@ -534,6 +541,21 @@ class Report:
             self.goals.append(goal("S3", "P=%d: handoff p50 below half of every peer's" % p,
                                    "rlock gap p50 µs", r.get("gap_p50_us"),
                                    "fastest peer gap p50 µs (%s)" % best[1], best[0], "<=", 0.5))
+        floor = self.metric("S3", "rlock", mode="s3-floor")
+        if floor:
+            data["floor"] = floor
+            rl = data.get("rlock", {}).get(str(ps[0]), {}) if ps else {}
+            line = ("\nFloor measured in the same run (`rlock_bench s3-floor`): two blocking minimal "
+                    "clients, one publishing the unlock message, the other answering it with the "
+                    "acquire script at once, both on the clients' CPU: handoff p50 %s µs, p99 %s µs"
+                    % (num(floor.get("p50_us")), num(floor.get("p99_us"))))
+            if ping:
+                line += " (%.2f × and %.1f × PING p50)" % (floor["p50_us"] / ping,
+                                                            floor["p99_us"] / ping)
+            if rl.get("gap_p50_us"):
+                line += "; rlock at P=%d: p50 %.2f × the floor" % (ps[0],
+                                                                  rl["gap_p50_us"] / floor["p50_us"])
+            md += line + ".\n"
         return md, data
 
     def section_s4(self):
@@ -542,7 +564,8 @@ class Report:
         for run in runs:
             w = run["entry"].get("params", {}).get("waiters")
             m = run["output"]["metrics"] if run["output"] and not run["failure"] else {}
-            rows.append([w, num(m.get("handoffs")), num(m.get("commands")), num(m.get("commands_per_handoff")),
+            rows.append([w, num(m.get("handoffs")), num(m.get("commands")),
+                         num(m.get("commands_per_handoff")),
                          num(m.get("evalsha")), num(m.get("subscribe")), num(m.get("unsubscribe")),
                          ("failed: " + run["failure"]) if run["failure"] else "ok"])
             data[str(w)] = m or {"failure": run["failure"]}
@@ -560,8 +583,9 @@ class Report:
         for run in runs:
             n = run["entry"].get("params", {}).get("locks")
             m = run["output"]["metrics"] if run["output"] and not run["failure"] else {}
-            rows.append([n, num(m.get("renewal_calls")), num(m.get("periods")), num(m.get("calls_per_period")),
-                         num(n / 100.0 if n else None), num(m.get("cpu_percent")), num(m.get("rss_bytes_per_lock")),
+            rows.append([n, num(m.get("renewal_calls")), num(m.get("periods")),
+                         num(m.get("calls_per_period")), num(n / 100.0 if n else None),
+                         num(m.get("cpu_percent")), num(m.get("rss_bytes_per_lock")),
                          ("failed: " + run["failure"]) if run["failure"] else "ok"])
             data[str(n)] = m or {"failure": run["failure"]}
             self.goals.append(goal("S5", "N=%s: renewal calls per period ≤ N/100" % n, "calls/period",
@@ -573,11 +597,19 @@ class Report:
         return md, data
 
     def section_s6(self):
-        rows, data = [], {}
+        rows, data, floors = [], {}, []
         for run in self.runs["S6"]:
             p = run["entry"].get("params", {})
             n, k = p.get("waiters"), p.get("names")
             m = run["output"]["metrics"] if run["output"] and not run["failure"] else {}
+            if run["entry"].get("mode") == "s6-floor":
+                data["floor"] = m or {"failure": run["failure"]}
+                floors.append("Floor measured in the same run (rlock_bench s6-floor, N=%s): a bare "
+                              "parked Asio coroutine costs %s B; a user coroutine awaiting a "
+                              "co_spawned one (the shape of every rlock operation) %s B, before any "
+                              "lock logic." % (n, num(m.get("rss_bytes_per_parked_coroutine")),
+                                               num(m.get("rss_bytes_per_parked_spawned_op"))))
+                continue
             rows.append([n, k, num(m.get("rss_bytes_per_waiter")), num(m.get("subscriptions")),
                          num(m.get("acquired")), ("failed: " + run["failure"]) if run["failure"] else "ok"])
             data["%s/%s" % (n, k)] = m or {"failure": run["failure"]}
@@ -588,6 +620,8 @@ class Report:
             if m and m.get("acquired") != n:
                 self.notes.append("S6: only %s of %s waiters got the lock" % (m.get("acquired"), n))
         md = table(["waiters N", "names K", "RSS B/waiter", "subscriptions", "acquired", "status"], rows)
+        if floors:
+            md += "\n" + "\n".join(floors) + "\n"
         return md, data
 
     def section_s7(self, s1, s3):
@@ -597,14 +631,16 @@ class Report:
         for run in runs:
             t = run["entry"].get("params", {}).get("threads")
             m = run["output"]["metrics"] if run["output"] and not run["failure"] else {}
-            rows.append(["s1-blocking T=%s" % t, num(m.get("pairs")), num(m.get("p50_us")), num(m.get("p99_us")),
+            rows.append(["s1-blocking T=%s" % t, num(m.get("pairs")), num(m.get("p50_us")),
+                         num(m.get("p99_us")),
                          num(coroutine_p50), num(m.get("p50_us") / coroutine_p50
                                                  if m.get("p50_us") and coroutine_p50 else None),
                          ("failed: " + run["failure"]) if run["failure"] else "ok"])
             data["s1"][str(t)] = m or {"failure": run["failure"]}
             if t == 1:
-                self.goals.append(goal("S7", "s1-blocking T=1 p50 within 1.2 × rlock s1 p50", "blocking p50 µs",
-                                       m.get("p50_us"), "rlock s1 p50 µs", coroutine_p50, "<=", 1.2))
+                self.goals.append(goal("S7", "s1-blocking T=1 p50 within 1.2 × rlock s1 p50",
+                                       "blocking p50 µs", m.get("p50_us"), "rlock s1 p50 µs",
+                                       coroutine_p50, "<=", 1.2))
         md1 = table(["run", "pairs", "p50 µs", "p99 µs", "coroutine p50 µs", "ratio", "status"], rows)
         md3, d3, ps = self.s3_rows("S7", ["rlock-blocking"])
         data["s3"] = d3.get("rlock-blocking", {})
@@ -612,8 +648,8 @@ class Report:
             b = data["s3"].get(str(p), {})
             c = (s3.get("rlock") or {}).get(str(p), {})
             self.goals.append(goal("S7", "S3 blocking P=%d handoff p50 within 1.2 × rlock's" % p,
-                                   "blocking gap p50 µs", b.get("gap_p50_us"), "rlock S3 P=%d gap p50 µs" % p,
-                                   c.get("gap_p50_us"), "<=", 1.2))
+                                   "blocking gap p50 µs", b.get("gap_p50_us"),
+                                   "rlock S3 P=%d gap p50 µs" % p, c.get("gap_p50_us"), "<=", 1.2))
             self.goals.append(goal("S7", "S3 blocking P=%d: zero overlaps" % p, "overlaps", b.get("overlaps"),
                                    None, None, "==", 0))
         return md1 + "\n\nS3 through `s3-worker-blocking`:\n\n" + md3, data
@@ -624,14 +660,16 @@ class Report:
         ps = sorted({p for (s, _, p) in self.s3 if s == "S3"})
         plot_p = min(ps, key=lambda p: (abs(p - PLOT_P), p)) if ps else PLOT_P
         blocks = []
-        for scenario, lib in [("S3", l) for l in LIBRARIES if l != "rlock-blocking"] + [("S7", "rlock-blocking")]:
+        curves = [("S3", l) for l in LIBRARIES if l != "rlock-blocking"] + [("S7", "rlock-blocking")]
+        for scenario, lib in curves:
             g = self.s3.get((scenario, lib, plot_p))
             if not g or not g["gaps"]:
                 continue
             gaps = g["gaps"]
             n = len(gaps)
-            idx = sorted({min(n - 1, int(round(i * (n - 1) / (CDF_POINTS - 1)))) for i in range(CDF_POINTS)}) \
-                if n > CDF_POINTS else range(n)
+            idx = range(n)
+            if n > CDF_POINTS:  # evenly spaced ranks, the last (the max) included
+                idx = sorted({int(round(i * (n - 1) / (CDF_POINTS - 1))) for i in range(CDF_POINTS)})
             lines = ['"%s (p50 %s µs)" %d' % (lib, num(percentile(gaps, 50)), LIBRARIES.index(lib) + 1)]
             for i in idx:
                 lines.append("%.3f %.6f" % (max(gaps[i], 0.001), (i + 1) / n))
@@ -649,7 +687,8 @@ class Report:
             for run in self.runs["S2"]:
                 e = run["entry"]
                 if e.get("library") == lib and run["output"] and not run["failure"]:
-                    pts.append((e.get("params", {}).get("concurrency"), run["output"]["metrics"].get("pairs_per_s")))
+                    pts.append((e.get("params", {}).get("concurrency"),
+                                run["output"]["metrics"].get("pairs_per_s")))
             pts = sorted(p for p in pts if p[0] and p[1])
             if pts:
                 blocks.append("\n".join(['"%s" %d' % (lib, LIBRARIES.index(lib) + 1)] +
@@ -677,9 +716,10 @@ class Report:
         bodies = {"S1": s1_md, "S2": s2_md, "S3": s3_md, "S4": s4_md, "S5": s5_md, "S6": s6_md, "S7": s7_md}
         data.update({"S1": s1, "S2": s2, "S3": s3, "S4": s4, "S5": s5, "S6": s6, "S7": s7})
         plot_p = self.write_plot_data(out)
-        overlaps = [(s, l, p, g["stats"]["overlaps"]) for (s, l, p), g in self.s3.items() if g["stats"]["overlaps"]]
-        for s, l, p, n in overlaps:
-            self.failures.append("%s %s P=%d: %d overlap violation(s)" % (s, l, p, n))
+        for (s, l, p), g in self.s3.items():
+            if g["stats"]["overlaps"]:
+                self.failures.append("%s %s P=%d: %d overlap violation(s)"
+                                     % (s, l, p, g["stats"]["overlaps"]))
         for sid, title in SCENARIOS.items():
             goals = [g for g in self.goals if g["scenario"] == sid]
             ran = bool(self.runs[sid]) or any(s == sid for (s, _, _) in self.s3)
@@ -689,8 +729,10 @@ class Report:
                 text += "\n\nGoals:\n\n" + table(
                     ["goal", "figure", "reference", "ratio", "limit", "verdict"],
                     [[g["goal"], "%s = %s" % (g["figure"], num(g["value"])),
-                      "%s = %s" % (g["reference"], num(g["reference_value"])) if g["reference"] else "(absolute)",
-                      num(g["ratio"]), "%s %s%s" % ("ratio" if g["reference"] else "value", g["op"], " " + num(g["limit"])),
+                      ("%s = %s" % (g["reference"], num(g["reference_value"])) if g["reference"]
+                       else "(absolute)"),
+                      num(g["ratio"]),
+                      "%s %s %s" % ("ratio" if g["reference"] else "value", g["op"], num(g["limit"])),
                       g["verdict"]] for g in goals])
             sections.append(text)
         m = self.machine
@@ -710,7 +752,8 @@ class Report:
                     m.get("redis_version", "?"), m.get("server_cpu", "?"), m.get("client_cpu", "?"))],
                 ["clients", "node %s, python %s, redis-py %s" % (m.get("node_version", "?"), m.get(
                     "python_version", "?"), m.get("redis_py_version", "?"))],
-                ["acquire script", "%s, sha %s" % (m.get("acquire_script_source", "?"), m.get("acquire_sha", "?"))],
+                ["acquire script", "%s, sha %s" % (m.get("acquire_script_source", "?"),
+                                                    m.get("acquire_sha", "?"))],
                 ["wall time", "%s s" % m.get("elapsed_s", "?")],
                 ["goals", "%d PASS, %d FAIL, %d n/a" % (verdicts.count("PASS"), verdicts.count("FAIL"),
                                                           verdicts.count("n/a"))],
@@ -755,7 +798,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     report = Report(args.raw)
     markdown, result = report.build(out)
-    for name, text in (("latest.md", markdown), ("latest.json", json.dumps(result, indent=1, sort_keys=False) + "\n")):
+    for name, text in (("latest.md", markdown), ("latest.json", json.dumps(result, indent=1) + "\n")):
         tmp = os.path.join(out, name + ".tmp")
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)

@@ -4,10 +4,13 @@
 //   s4 --waiters W               fan-out: Redis commands per handoff with W local waiters
 //   s5 --locks N                 watchdog scale: renewal calls per period, CPU, RSS per lock
 //   s6 --waiters N --names K     waiter scale: RSS per waiter, subscriptions
+//   s3-floor                     release → notification → acquire with blocking minimal clients
 //   s6-floor --waiters N         RSS of N bare parked Asio coroutines: the floor under S6
 //   print-acquire-script         the acquire Lua, for the EVALSHA reference
 // Results: one JSON line on stdout; progress on stderr. Only 127.0.0.1 is contacted.
 #include "conn/connection.hpp"
+#include "lock/lock_state.hpp"
+#include "resp3/parser.hpp"
 #include "resp3/request.hpp"
 #include "rlock/rlock.hpp"
 #include "script/scripts.hpp"
@@ -16,9 +19,11 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
+#include <boost/asio/write.hpp>
 
 #include <fmt/format.h>
 
@@ -488,9 +493,10 @@ void run_s5(const options& o) {
         locks.reserve(static_cast<std::size_t>(n));
         rss_before = rss_kib();
         for (int i = 0; i < n; ++i) locks.push_back(redis.get_lock(fmt::format("s5:{}", i)));
-        // Acquire in waves of 1000 concurrent coroutines: pipelined, bounded.
-        for (int base = 0; base < n; base += 1000) {
-          int pending = std::min(1000, n - base);
+        // Acquire in waves of 100 concurrent coroutines: pipelined, and bounded so that the
+        // waves' own frames (freed, but still in RSS) do not count as memory per held lock.
+        for (int base = 0; base < n; base += 100) {
+          int pending = std::min(100, n - base);
           asio::steady_timer bell(io, clock_type::time_point::max());
           for (int i = base; i < base + pending; ++i) {
             asio::co_spawn(
@@ -648,6 +654,97 @@ void run_s6_floor(const options& o) {
              n, bare, spawned);
 }
 
+// --- s3-floor: the handoff path with the least possible client work -------------------------
+
+/// A blocking RESP3 connection: send one command, read values. No coroutines, no buffering
+/// beyond one read: the tightest client this machine can run, for the S3 floor.
+class tight_client {
+ public:
+  tight_client(asio::io_context& io, std::uint16_t port) : socket_(io) {
+    socket_.connect({asio::ip::make_address("127.0.0.1"), port});
+    socket_.set_option(asio::ip::tcp::no_delay(true));
+    command({"HELLO", "3"});
+  }
+  void send(std::initializer_list<std::string_view> args) {
+    std::string cmd;
+    rlock::detail::resp3::append_command(cmd, args);
+    asio::write(socket_, asio::buffer(cmd));
+  }
+  rlock::detail::resp3::value read() {
+    std::error_code ec;
+    for (;;) {
+      if (auto v = parser_.next(ec)) return std::move(*v);
+      if (ec) throw std::system_error(ec);
+      const std::size_t n = socket_.read_some(asio::buffer(buffer_));
+      parser_.feed(std::string_view(buffer_.data(), n));
+    }
+  }
+  rlock::detail::resp3::value command(std::initializer_list<std::string_view> args) {
+    send(args);
+    return read();
+  }
+
+ private:
+  asio::ip::tcp::socket socket_;
+  rlock::detail::resp3::parser parser_;
+  std::array<char, 4096> buffer_{};
+};
+
+/// Two processes: the parent publishes an unlock message, the child, subscribed, answers it with
+/// the acquire script at once; the gap from the publish to the child's reply is the floor of
+/// "release + notification + acquire" on this machine and placement.
+void run_s3_floor(const options& o) {
+  const std::string key = o.prefix + "s3-floor";
+  const std::string channel = rlock::detail::unlock_channel(key);
+  int to_parent[2];
+  int ready[2];
+  if (::pipe(to_parent) != 0 || ::pipe(ready) != 0) usage("pipe failed");
+  const auto script = std::string(rlock::detail::script_sources[0]);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    asio::io_context io;
+    tight_client sub(io, o.port);
+    tight_client cmd(io, o.port);
+    const auto sha = cmd.command({"SCRIPT", "LOAD", script}).str;
+    sub.send({"SUBSCRIBE", channel});
+    (void)sub.read();  // the subscribe confirmation
+    [[maybe_unused]] auto w0 = ::write(ready[1], "r", 1);
+    for (;;) {
+      auto push = sub.read();
+      if (push.elements.size() == 3 && push.elements[2].str == "stop") break;
+      (void)cmd.command({"EVALSHA", sha, "1", key, "10000", "floor:1"});
+      const std::int64_t t = nanos_now();
+      [[maybe_unused]] auto w = ::write(to_parent[1], &t, sizeof t);
+      (void)cmd.command({"DEL", key});
+    }
+    ::_exit(0);
+  }
+  char r = 0;
+  if (::read(ready[0], &r, 1) != 1) usage("s3-floor child failed");
+  asio::io_context io;
+  tight_client pub(io, o.port);
+  std::vector<double> us;
+  const auto end = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
+                                           std::chrono::duration<double>(o.seconds));
+  for (int i = 0; i < 100'000 && clock_type::now() < end; ++i) {
+    std::this_thread::sleep_for(1ms);  // as S3's holders do between handoffs
+    const std::int64_t released = nanos_now();
+    (void)pub.command({"PUBLISH", channel, "0"});
+    std::int64_t acquired = 0;
+    if (::read(to_parent[0], &acquired, sizeof acquired) != sizeof acquired) break;
+    us.push_back(static_cast<double>(acquired - released) / 1000.0);
+  }
+  (void)pub.command({"PUBLISH", channel, "stop"});
+  ::waitpid(child, nullptr, 0);
+  const auto s = summarize(std::move(us));
+  fmt::print(
+      R"({{"library": "tight-client", "mode": "s3-floor", "params": {{"seconds": {}}}, )"
+      R"("metrics": {{"handoffs": {}, "p50_us": {:.2f}, "p90_us": {:.2f}, "p99_us": {:.2f}, )"
+      R"("max_us": {:.2f}}}}})"
+      "\n",
+      o.seconds, s.count, s.p50, s.p90, s.p99, s.max);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -674,6 +771,8 @@ int main(int argc, char** argv) {
       run_s6(o);
     else if (o.mode == "s6-floor")
       run_s6_floor(o);
+    else if (o.mode == "s3-floor")
+      run_s3_floor(o);
     else
       usage("unknown mode " + o.mode);
   } catch (const std::exception& e) {

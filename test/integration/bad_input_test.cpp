@@ -1,6 +1,7 @@
 // Arguments at and past their limits: odd lock names, non-positive leases, negative waits,
 // malformed URLs and unreachable servers.
 #include "rlock/rlock.hpp"
+#include "support/lock_env.hpp"
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
 #include "support/run.hpp"
@@ -21,37 +22,11 @@
 namespace {
 
 namespace asio = boost::asio;
+using rlock::test::error_of;
+using rlock::test::make_config;
+using rlock::test::thrown_by;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
-
-rlock::config make_config() {
-  rlock::config cfg;
-  cfg.port = rlock::test::shared_server().port();
-  cfg.key_prefix = rlock::test::unique_prefix();
-  return cfg;
-}
-
-/// The error an awaitable throws, or no error.
-template <typename Awaitable>
-asio::awaitable<std::error_code> error_of(Awaitable op) {
-  try {
-    co_await std::move(op);
-  } catch (const std::system_error& e) {
-    co_return e.code();
-  }
-  co_return std::error_code{};
-}
-
-/// The error `f()` throws, or no error.
-template <typename F>
-std::error_code thrown_by(F&& f) {
-  try {
-    f();
-  } catch (const std::system_error& e) {
-    return e.code();
-  }
-  return {};
-}
 
 /// Locks `name` with one owner and checks: the key is exactly prefix + name in Redis, a second
 /// owner is excluded, and unlock frees it for the second owner.

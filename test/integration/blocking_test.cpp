@@ -1,6 +1,7 @@
 // rlock::blocking: the synchronous facade meets Lockable / TimedLockable, with the calling
 // thread as the owner, and refuses calls that would deadlock its own io thread.
 #include "rlock/rlock.hpp"
+#include "support/lock_env.hpp"
 #include "support/redis_server.hpp"
 
 #include <boost/asio/post.hpp>
@@ -21,15 +22,10 @@
 namespace {
 
 namespace asio = boost::asio;
+using rlock::test::make_config;
+using rlock::test::thrown_by;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
-
-rlock::config make_config() {
-  rlock::config cfg;
-  cfg.port = rlock::test::shared_server().port();
-  cfg.key_prefix = rlock::test::unique_prefix();
-  return cfg;
-}
 
 /// Runs `f` on a new thread and returns its result (or rethrows its exception); the wait is
 /// bounded so that a hung call fails the test instead of hanging it.
@@ -41,17 +37,6 @@ auto on_other_thread(F f) {
     std::terminate();  // the thread would be joined by the future's destructor: never
   }
   return result.get();
-}
-
-/// The calling thread's error from `f()`, or no error.
-template <typename F>
-std::error_code thrown_by(F&& f) {
-  try {
-    f();
-  } catch (const std::system_error& e) {
-    return e.code();
-  }
-  return {};
 }
 
 /// The number of threads of this process.

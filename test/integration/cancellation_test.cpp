@@ -1,6 +1,7 @@
 // Per-operation cancellation of waiting operations: a cancelled wait completes promptly with
 // operation_aborted and leaves no lock, no local waiter and no subscription behind.
 #include "rlock/rlock.hpp"
+#include "support/lock_env.hpp"
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
 #include "support/run.hpp"
@@ -31,35 +32,13 @@
 namespace {
 
 namespace asio = boost::asio;
+using rlock::test::channel_of;
+using rlock::test::make_config;
+using rlock::test::numsub;
+using rlock::test::sleep_for;
 using namespace asio::experimental::awaitable_operators;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
-
-rlock::config make_config() {
-  rlock::config cfg;
-  cfg.port = rlock::test::shared_server().port();
-  cfg.key_prefix = rlock::test::unique_prefix();
-  return cfg;
-}
-
-std::string channel_of(const rlock::reentrant_lock& l) {
-  return "redisson_lock__channel:{" + l.key() + "}";
-}
-
-/// Subscribers of `channel` on the server, all clients together.
-std::int64_t numsub(rlock::test::raw_client& raw, const std::string& channel) {
-  auto reply = raw.command({"PUBSUB", "NUMSUB", channel});
-  if (reply.elements.size() != 2u) {
-    ADD_FAILURE() << "PUBSUB NUMSUB: " << rlock::test::describe(reply);
-    return -1;
-  }
-  return reply.elements[1].integer;
-}
-
-asio::awaitable<void> sleep_for(clock_type::duration d) {
-  asio::steady_timer t(co_await asio::this_coro::executor, d);
-  co_await t.async_wait(asio::use_awaitable);
-}
 
 /// Completes once `done()` holds (whoever makes it hold cancels `bell`), or after about `limit`.
 template <typename Pred>

@@ -1,5 +1,6 @@
 // The connection: handshake options, per-command timeout, close and loss of the connection.
 #include "rlock/rlock.hpp"
+#include "support/lock_env.hpp"
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
 #include "support/run.hpp"
@@ -18,24 +19,9 @@
 namespace {
 
 namespace asio = boost::asio;
+using rlock::test::error_of;
+using rlock::test::make_config;
 using namespace std::chrono_literals;
-
-rlock::config make_config() {
-  rlock::config cfg;
-  cfg.port = rlock::test::shared_server().port();
-  cfg.key_prefix = rlock::test::unique_prefix();
-  return cfg;
-}
-
-template <typename Awaitable>
-asio::awaitable<std::error_code> error_of(Awaitable op) {
-  try {
-    co_await std::move(op);
-  } catch (const std::system_error& e) {
-    co_return e.code();
-  }
-  co_return std::error_code{};
-}
 
 TEST(connection, selects_the_configured_database) {
   asio::io_context io;

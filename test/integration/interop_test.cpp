@@ -2,6 +2,7 @@
 // scripts (quoted from /work/shared/redisson-wire.md, deliberately not rlock's scripts.hpp),
 // and rlock must exclude each other and wake each other on unlock.
 #include "rlock/rlock.hpp"
+#include "support/lock_env.hpp"
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
 #include "support/run.hpp"
@@ -27,6 +28,7 @@
 namespace {
 
 namespace asio = boost::asio;
+using rlock::test::make_config;
 namespace resp3 = rlock::detail::resp3;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
@@ -63,13 +65,6 @@ if (redis.call('del', KEYS[1]) == 1) then redis.call('publish', KEYS[2], ARGV[1]
 )lua";
 
 const std::regex uuid_v4("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
-
-rlock::config make_config() {
-  rlock::config cfg;
-  cfg.port = rlock::test::shared_server().port();
-  cfg.key_prefix = rlock::test::unique_prefix();
-  return cfg;
-}
 
 /// Redisson's channel rule, written out independently of rlock: braces around the name unless it
 /// already contains one.

@@ -1,5 +1,6 @@
 // Waiting without polling: unlock notifications wake waiters one at a time, per client.
 #include "rlock/rlock.hpp"
+#include "support/lock_env.hpp"
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
 #include "support/run.hpp"
@@ -19,19 +20,10 @@
 namespace {
 
 namespace asio = boost::asio;
+using rlock::test::channel_of;
+using rlock::test::make_config;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
-
-rlock::config make_config() {
-  rlock::config cfg;
-  cfg.port = rlock::test::shared_server().port();
-  cfg.key_prefix = rlock::test::unique_prefix();
-  return cfg;
-}
-
-std::string channel_of(const rlock::reentrant_lock& l) {
-  return "redisson_lock__channel:{" + l.key() + "}";
-}
 
 /// Completes once `n` reached `target`; woken by whoever changes `n` (cancel on the timer).
 asio::awaitable<void> wait_until(asio::steady_timer& bell, const int& n, int target) {

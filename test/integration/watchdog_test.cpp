@@ -1,5 +1,6 @@
 // The lease watchdog: renewal of locks taken without a lease, batching, lost-lock reports.
 #include "rlock/rlock.hpp"
+#include "support/lock_env.hpp"
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
 #include "support/run.hpp"
@@ -24,31 +25,16 @@
 namespace {
 
 namespace asio = boost::asio;
+using rlock::test::error_of;
+using rlock::test::sleep_for;
 using namespace asio::experimental::awaitable_operators;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
 rlock::config make_config(std::chrono::milliseconds watchdog_timeout) {
-  rlock::config cfg;
-  cfg.port = rlock::test::shared_server().port();
-  cfg.key_prefix = rlock::test::unique_prefix();
+  auto cfg = rlock::test::make_config();
   cfg.watchdog_timeout = watchdog_timeout;
   return cfg;
-}
-
-template <typename Awaitable>
-asio::awaitable<std::error_code> error_of(Awaitable op) {
-  try {
-    co_await std::move(op);
-  } catch (const std::system_error& e) {
-    co_return e.code();
-  }
-  co_return std::error_code{};
-}
-
-asio::awaitable<void> sleep_for(clock_type::duration d) {
-  asio::steady_timer t(co_await asio::this_coro::executor, d);
-  co_await t.async_wait(asio::use_awaitable);
 }
 
 /// Completes once `flag` is set by whoever also cancels `bell`, or after about `limit`.

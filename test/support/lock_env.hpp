@@ -1,0 +1,73 @@
+#pragma once
+
+// Helpers every lock test shares: its config, error capture, a sleep, the channel of a lock.
+
+#include "rlock/rlock.hpp"
+#include "support/raw_client.hpp"
+#include "support/redis_server.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <system_error>
+
+namespace rlock::test {
+
+/// A config for this binary's private server, with a key prefix of the running test's own.
+inline rlock::config make_config() {
+  rlock::config cfg;
+  cfg.port = shared_server().port();
+  cfg.key_prefix = unique_prefix();
+  return cfg;
+}
+
+/// The error an awaitable throws, or no error.
+template <typename Awaitable>
+boost::asio::awaitable<std::error_code> error_of(Awaitable op) {
+  try {
+    co_await std::move(op);
+  } catch (const std::system_error& e) {
+    co_return e.code();
+  }
+  co_return std::error_code{};
+}
+
+/// The error `f()` throws, or no error.
+template <typename F>
+std::error_code thrown_by(F&& f) {
+  try {
+    f();
+  } catch (const std::system_error& e) {
+    return e.code();
+  }
+  return {};
+}
+
+inline boost::asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
+  boost::asio::steady_timer t(co_await boost::asio::this_coro::executor, d);
+  co_await t.async_wait(boost::asio::use_awaitable);
+}
+
+/// Redisson's unlock channel of a lock whose key has no '{'.
+inline std::string channel_of(const rlock::reentrant_lock& l) {
+  return "redisson_lock__channel:{" + l.key() + "}";
+}
+
+/// Subscribers of `channel` on the server, all clients together.
+inline std::int64_t numsub(raw_client& raw, const std::string& channel) {
+  auto reply = raw.command({"PUBSUB", "NUMSUB", channel});
+  if (reply.elements.size() != 2u) {
+    ADD_FAILURE() << "PUBSUB NUMSUB: " << describe(reply);
+    return -1;
+  }
+  return reply.elements[1].integer;
+}
+
+}  // namespace rlock::test
