@@ -27,6 +27,11 @@ namespace {
 /// Boost.Uuid's random_generator draws from the operating system's CSPRNG (getrandom).
 std::string random_uuid() { return boost::uuids::to_string(boost::uuids::random_generator()()); }
 
+/// Any non-empty byte string names a lock; an empty one is a programming error.
+void validate_name(std::string_view name) {
+  if (name.empty()) throw_error(errc::invalid_argument, "lock name must not be empty");
+}
+
 std::string state_key(std::string_view name, std::uint64_t owner) {
   return fmt::format("{}:{}", owner, name);
 }
@@ -86,7 +91,7 @@ void client_impl::shutdown(std::error_code reason) {
 }
 
 std::shared_ptr<lock_state> client_impl::state_for(std::string_view name, std::uint64_t owner) {
-  if (name.empty()) throw_error(errc::invalid_argument, "lock name must not be empty");
+  validate_name(name);
   const std::string k = state_key(name, owner);
   std::lock_guard guard(states_mutex_);
   auto& slot = states_[k];
@@ -97,7 +102,7 @@ std::shared_ptr<lock_state> client_impl::state_for(std::string_view name, std::u
 }
 
 std::shared_ptr<lock_state> client_impl::new_owner(std::string_view name) {
-  if (name.empty()) throw_error(errc::invalid_argument, "lock name must not be empty");
+  validate_name(name);
   // A fresh id nobody else can name: no entry in the owner table, which saves memory per lock.
   return std::make_shared<lock_state>(shared_from_this(), name, next_owner_id(), false);
 }
