@@ -36,19 +36,10 @@ using rlock::test::channel_of;
 using rlock::test::make_config;
 using rlock::test::numsub;
 using rlock::test::sleep_for;
+using rlock::test::wait_until;
 using namespace asio::experimental::awaitable_operators;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
-
-/// Completes once `done()` holds (whoever makes it hold cancels `bell`), or after about `limit`.
-template <typename Pred>
-asio::awaitable<void> wait_until(asio::steady_timer& bell, Pred done, clock_type::duration limit) {
-  const auto deadline = clock_type::now() + limit;
-  for (int round = 0; round < 10'000 && !done() && clock_type::now() < deadline; ++round) {
-    bell.expires_at(deadline);
-    co_await bell.async_wait(asio::as_tuple(asio::use_awaitable));
-  }
-}
 
 /// Waits until `redis` has sent `attempts` acquire scripts in all (each waiter makes its first
 /// attempt and its retry once subscribed), then makes one round trip through `probe` on the same

@@ -29,6 +29,7 @@ namespace {
 
 namespace asio = boost::asio;
 using rlock::test::make_config;
+using rlock::test::wait_until;
 namespace resp3 = rlock::detail::resp3;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
@@ -105,14 +106,6 @@ class foreign_client {
   std::string uuid_;
   std::string thread_id_ = "1";
 };
-
-/// Completes once `n` reached `target`; woken by whoever changes `n` (cancel on the timer).
-asio::awaitable<void> wait_until(asio::steady_timer& bell, const int& n, int target) {
-  for (int round = 0; round < 1'000 && n < target; ++round) {
-    bell.expires_after(10s);
-    co_await bell.async_wait(asio::as_tuple(asio::use_awaitable));
-  }
-}
 
 /// Bounded poll (no event to await): until `redis` made `attempts` acquire attempts and the
 /// server counts a subscriber on `channel`, i.e. the waiter is asleep on its subscription.
@@ -258,7 +251,8 @@ TEST(interop, foreign_unlock_wakes_our_waiter_by_notification) {
     auto released = redisson.release(lock.key());
     const auto released_at = clock_type::now();
     EXPECT_EQ(released.integer, 1) << rlock::test::describe(released);
-    co_await wait_until(bell, done, 1);
+    co_await wait_until(
+        bell, [&] { return done >= 1; }, 10s);
     RLOCK_CO_ASSERT(done == 1);
     EXPECT_LT(acquired_at - released_at, 1s);
     EXPECT_EQ(lock.last_wake(), rlock::wake_reason::notification);
@@ -348,7 +342,8 @@ TEST(interop, name_with_brace_waiter_is_woken_by_foreign_unlock) {
     const auto released_at = clock_type::now();
     auto released = redisson.release(lock.key());
     EXPECT_EQ(released.integer, 1) << rlock::test::describe(released);
-    co_await wait_until(bell, done, 1);
+    co_await wait_until(
+        bell, [&] { return done >= 1; }, 10s);
     RLOCK_CO_ASSERT(done == 1);
     EXPECT_LT(clock_type::now() - released_at, 5s);
     EXPECT_EQ(lock.last_wake(), rlock::wake_reason::notification);
@@ -394,7 +389,8 @@ TEST(interop, foreign_force_unlock_deletes_our_lock_and_wakes_our_waiter) {
     EXPECT_EQ(forced.integer, 1) << rlock::test::describe(forced);
     auto message = subscriber.read_push(5s);
     EXPECT_TRUE(is_message(message, channel, "0")) << rlock::test::describe(message);
-    co_await wait_until(bell, done, 1);
+    co_await wait_until(
+        bell, [&] { return done >= 1; }, 10s);
     RLOCK_CO_ASSERT(done == 1);
     EXPECT_LT(acquired_at - forced_at, 1s);
     EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::notification);

@@ -22,16 +22,9 @@ namespace {
 namespace asio = boost::asio;
 using rlock::test::channel_of;
 using rlock::test::make_config;
+using rlock::test::wait_until;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
-
-/// Completes once `n` reached `target`; woken by whoever changes `n` (cancel on the timer).
-asio::awaitable<void> wait_until(asio::steady_timer& bell, const int& n, int target) {
-  for (int round = 0; round < 10'000 && n < target; ++round) {
-    bell.expires_after(10s);
-    co_await bell.async_wait(asio::as_tuple(asio::use_awaitable));
-  }
-}
 
 TEST(wakeup, waiter_acquires_within_100ms_of_unlock) {
   asio::io_context io;
@@ -64,7 +57,8 @@ TEST(wakeup, waiter_acquires_within_100ms_of_unlock) {
     EXPECT_EQ(done, 0);
     co_await holder.unlock();
     const auto released_at = clock_type::now();
-    co_await wait_until(bell, done, 1);
+    co_await wait_until(
+        bell, [&] { return done >= 1; }, 10s);
     RLOCK_CO_ASSERT(done == 1);
     EXPECT_LT(acquired_at - released_at, 100ms);
     EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::notification);
@@ -118,7 +112,8 @@ TEST(wakeup, one_unlock_costs_constant_attempts_with_50_waiters) {
         }
         const auto before = waiter_client.stats().acquire_attempts;
         co_await holder.unlock();
-        co_await wait_until(bell, acquired, 1);
+        co_await wait_until(
+            bell, [&] { return acquired >= 1; }, 10s);
         RLOCK_CO_ASSERT(acquired == 1);
         EXPECT_LE(attempts_at_acquire[0] - before, 3u) << "one unlock woke more than one waiter";
 
@@ -127,7 +122,8 @@ TEST(wakeup, one_unlock_costs_constant_attempts_with_50_waiters) {
           const auto mark = waiter_client.stats().acquire_attempts;
           go.cancel();  // the current holder unlocks
           go.expires_at(clock_type::time_point::max());
-          co_await wait_until(bell, acquired, next);
+          co_await wait_until(
+              bell, [&] { return acquired >= next; }, 10s);
           RLOCK_CO_ASSERT(acquired == next);
           EXPECT_LE(attempts_at_acquire[next - 1] - mark, 3u);
         }
@@ -139,7 +135,8 @@ TEST(wakeup, one_unlock_costs_constant_attempts_with_50_waiters) {
         for (int next = 11; next <= waiters; ++next) {
           go.cancel();
           go.expires_at(clock_type::time_point::max());
-          co_await wait_until(bell, acquired, next);
+          co_await wait_until(
+              bell, [&] { return acquired >= next; }, 10s);
         }
         EXPECT_EQ(acquired, waiters);
         go.cancel();
@@ -200,7 +197,8 @@ TEST(wakeup, unlock_by_redis_cli_style_foreign_publish_wakes_waiter) {
     raw.command({"DEL", lock.key()});
     raw.command({"PUBLISH", channel_of(lock), "0"});
     const auto released_at = clock_type::now();
-    co_await wait_until(bell, done, 1);
+    co_await wait_until(
+        bell, [&] { return done >= 1; }, 10s);
     RLOCK_CO_ASSERT(done == 1);
     EXPECT_LT(acquired_at - released_at, 1s);
     EXPECT_EQ(lock.last_wake(), rlock::wake_reason::notification);

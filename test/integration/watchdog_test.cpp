@@ -27,6 +27,7 @@ namespace {
 namespace asio = boost::asio;
 using rlock::test::error_of;
 using rlock::test::sleep_for;
+using rlock::test::wait_until;
 using namespace asio::experimental::awaitable_operators;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
@@ -35,16 +36,6 @@ rlock::config make_config(std::chrono::milliseconds watchdog_timeout) {
   auto cfg = rlock::test::make_config();
   cfg.watchdog_timeout = watchdog_timeout;
   return cfg;
-}
-
-/// Completes once `flag` is set by whoever also cancels `bell`, or after about `limit`.
-asio::awaitable<void> wait_for_flag(asio::steady_timer& bell, const bool& flag,
-                                    clock_type::duration limit) {
-  const auto deadline = clock_type::now() + limit;
-  for (int round = 0; round < 10'000 && !flag && clock_type::now() < deadline; ++round) {
-    bell.expires_at(deadline);
-    co_await bell.async_wait(asio::as_tuple(asio::use_awaitable));
-  }
 }
 
 std::int64_t pttl(rlock::test::raw_client& raw, const std::string& key) {
@@ -200,7 +191,8 @@ TEST(watchdog, force_unlock_by_another_client_is_reported_lost) {
     });
     EXPECT_TRUE(co_await other.force_unlock());
     const auto forced_at = clock_type::now();
-    co_await wait_for_flag(bell, lost, 5s);
+    co_await wait_until(
+        bell, [&] { return lost; }, 5s);
     RLOCK_CO_ASSERT(lost);
     EXPECT_EQ(lost_ec, std::error_code{});
     EXPECT_LT(clock_type::now() - forced_at, 1500ms);
@@ -311,8 +303,10 @@ TEST(watchdog, pending_lost_is_aborted_by_the_final_unlock) {
     EXPECT_EQ(redis.stats().lost_locks, 0u);
 
     co_await lock.unlock();  // final
-    co_await wait_for_flag(bell, awaitable_done, 2s);
-    co_await wait_for_flag(bell, token_done, 2s);
+    co_await wait_until(
+        bell, [&] { return awaitable_done; }, 2s);
+    co_await wait_until(
+        bell, [&] { return token_done; }, 2s);
     RLOCK_CO_ASSERT(awaitable_done && token_done);
     EXPECT_EQ(awaitable_ec, std::errc::operation_canceled);
     EXPECT_EQ(token_ec, asio::error::operation_aborted);

@@ -6,6 +6,7 @@
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -53,6 +54,19 @@ std::error_code thrown_by(F&& f) {
 inline boost::asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration d) {
   boost::asio::steady_timer t(co_await boost::asio::this_coro::executor, d);
   co_await t.async_wait(boost::asio::use_awaitable);
+}
+
+/// Completes once `done()` holds, or after about `limit`. Whoever makes it hold cancels `bell`
+/// (a timer used as a condition variable), so the wait is woken by the event, not a poll.
+template <typename Pred>
+boost::asio::awaitable<void> wait_until(boost::asio::steady_timer& bell, Pred done,
+                                        std::chrono::steady_clock::duration limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (int round = 0; round < 10'000 && !done() && std::chrono::steady_clock::now() < deadline;
+       ++round) {
+    bell.expires_at(deadline);
+    co_await bell.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+  }
 }
 
 /// Redisson's unlock channel of a lock whose key has no '{'.
