@@ -2,11 +2,14 @@
 
 #include "rlock/detail/async_run.hpp"
 
+#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,12 +31,16 @@ class reentrant_lock;
 
 namespace detail {
 struct lock_state;
-boost::asio::awaitable<bool> acquire_op(std::shared_ptr<lock_state> s,
-                                        std::optional<std::chrono::milliseconds> wait,
-                                        std::optional<std::chrono::milliseconds> lease);
-boost::asio::awaitable<void> acquire_void_op(std::shared_ptr<lock_state> s,
-                                             std::optional<std::chrono::milliseconds> lease);
-boost::asio::awaitable<void> release_op(std::shared_ptr<lock_state> s);
+/// Completions of the lock operations: the exception carries rlock::errc and Redis's text.
+using acquire_handler = boost::asio::any_completion_handler<void(std::exception_ptr, bool)>;
+using release_handler = boost::asio::any_completion_handler<void(std::exception_ptr)>;
+/// Starts an acquisition (wait: none = forever, 0 = one attempt; lease: none = watchdog) on the
+/// lock's client executor; callable from any thread. `handler` runs on its associated executor
+/// (default: the client's), never inside this call.
+void async_acquire(std::shared_ptr<lock_state> s, std::optional<std::chrono::milliseconds> wait,
+                   std::optional<std::chrono::milliseconds> lease, acquire_handler handler);
+/// Starts a release of one hold, like async_acquire.
+void async_release(std::shared_ptr<lock_state> s, release_handler handler);
 boost::asio::awaitable<void> lost_op(std::shared_ptr<lock_state> s);
 const boost::asio::any_io_executor& executor_of(const lock_state& s) noexcept;
 const std::shared_ptr<lock_state>& state_of(const reentrant_lock& l) noexcept;
@@ -115,19 +122,38 @@ class reentrant_lock {
   /// void(error_code, bool). An absent lease means the watchdog keeps it.
   template <typename CompletionToken>
   auto async_lock(std::optional<milliseconds> lease, CompletionToken&& token) {
-    return detail::async_run(get_executor(), detail::acquire_void_op(state_, lease),
-                             std::forward<CompletionToken>(token));
+    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
+        [](auto handler, std::shared_ptr<detail::lock_state> s, std::optional<milliseconds> l) {
+          const auto ex = detail::executor_of(*s);
+          detail::async_acquire(
+              std::move(s), std::nullopt, l,
+              detail::completion_for<void(boost::system::error_code)>(std::move(handler), ex));
+        },
+        token, state_, lease);
   }
   template <typename CompletionToken>
   auto async_try_lock(milliseconds wait, std::optional<milliseconds> lease,
                       CompletionToken&& token) {
-    return detail::async_run(get_executor(), detail::acquire_op(state_, wait, lease),
-                             std::forward<CompletionToken>(token));
+    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, bool)>(
+        [](auto handler, std::shared_ptr<detail::lock_state> s, milliseconds w,
+           std::optional<milliseconds> l) {
+          const auto ex = detail::executor_of(*s);
+          detail::async_acquire(std::move(s), w, l,
+                                detail::completion_for<void(boost::system::error_code, bool)>(
+                                    std::move(handler), ex));
+        },
+        token, state_, wait, lease);
   }
   template <typename CompletionToken>
   auto async_unlock(CompletionToken&& token) {
-    return detail::async_run(get_executor(), detail::release_op(state_),
-                             std::forward<CompletionToken>(token));
+    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
+        [](auto handler, std::shared_ptr<detail::lock_state> s) {
+          const auto ex = detail::executor_of(*s);
+          detail::async_release(
+              std::move(s),
+              detail::completion_for<void(boost::system::error_code)>(std::move(handler), ex));
+        },
+        token, state_);
   }
   template <typename CompletionToken>
   auto async_lost(CompletionToken&& token) {

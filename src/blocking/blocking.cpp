@@ -40,10 +40,11 @@ struct client_state {
     }
   }
 
-  /// Runs `op` on the io thread and waits for it; rethrows its exception. A mutex and condition
+  /// Starts an operation on the io thread through `start(handler)` and waits for its
+  /// completion (std::exception_ptr[, T]); rethrows its exception. A mutex and condition
   /// variable on the caller's stack, not a std::future: no shared state to allocate.
-  template <typename T>
-  T run(asio::awaitable<T> op) {
+  template <typename T, typename Start>
+  T wait_for(Start start) {
     if (std::this_thread::get_id() == thread.get_id()) {
       throw_error(errc::would_deadlock, "blocking rlock call from the client's own io thread");
     }
@@ -54,18 +55,38 @@ struct client_state {
       std::exception_ptr error;
       std::optional<std::conditional_t<std::is_void_v<T>, char, T>> value;
     } out;
-    auto finish = [&out](std::exception_ptr e, auto... v) {
+    start([&out](std::exception_ptr e, auto... v) {
       std::lock_guard guard(out.m);
       out.error = std::move(e);
-      if constexpr (sizeof...(v) > 0) out.value.emplace(std::move(v)...);
+      if constexpr (sizeof...(v) > 0 && !std::is_void_v<T>) out.value.emplace(std::move(v)...);
       out.done = true;
       out.cv.notify_one();
-    };
-    asio::co_spawn(async.get_executor(), std::move(op), finish);
+    });
     std::unique_lock guard(out.m);
     out.cv.wait(guard, [&out] { return out.done; });
     if (out.error) std::rethrow_exception(out.error);
     if constexpr (!std::is_void_v<T>) return std::move(*out.value);
+  }
+
+  /// Runs the coroutine `op` on the io thread and waits for it.
+  template <typename T>
+  T run(asio::awaitable<T> op) {
+    return wait_for<T>([&](auto finish) {
+      asio::co_spawn(async.get_executor(), std::move(op), std::move(finish));
+    });
+  }
+
+  /// The hot operations start the callback operations directly, with no coroutine at all.
+  template <typename T>
+  T acquire(std::shared_ptr<rlock::detail::lock_state> s, std::optional<milliseconds> wait,
+            std::optional<milliseconds> lease) {
+    return wait_for<T>([&](auto finish) {
+      rlock::detail::async_acquire(std::move(s), wait, lease, std::move(finish));
+    });
+  }
+  void release(std::shared_ptr<rlock::detail::lock_state> s) {
+    wait_for<void>(
+        [&](auto finish) { rlock::detail::async_release(std::move(s), std::move(finish)); });
   }
 
   /// One owner id per thread, from the same counter as get_lock(name): like Redisson's
@@ -108,30 +129,26 @@ std::shared_ptr<rlock::detail::lock_state> reentrant_lock::own_state() const {
   return rlock::detail::state_of(for_this_thread());
 }
 
-// The hot operations run their op coroutines directly on the io thread; the awaitable forms
-// would add a second co_spawn hop.
-void reentrant_lock::lock() {
-  state_->run(rlock::detail::acquire_void_op(own_state(), std::nullopt));
-}
+void reentrant_lock::lock() { state_->acquire<void>(own_state(), std::nullopt, std::nullopt); }
 
 void reentrant_lock::lock(milliseconds lease) {
-  state_->run(rlock::detail::acquire_void_op(own_state(), lease));
+  state_->acquire<void>(own_state(), std::nullopt, lease);
 }
 
 bool reentrant_lock::try_lock() {
-  return state_->run(rlock::detail::acquire_op(own_state(), milliseconds::zero(), std::nullopt));
+  return state_->acquire<bool>(own_state(), milliseconds::zero(), std::nullopt);
 }
 
 bool reentrant_lock::try_lock(milliseconds wait, milliseconds lease) {
-  return state_->run(for_this_thread().try_lock(wait, lease));
+  return state_->acquire<bool>(own_state(), wait, lease);
 }
 
 bool reentrant_lock::try_lock_wait(milliseconds wait) {
   // A deadline already past means one attempt, as for std::timed_mutex.
-  return state_->run(for_this_thread().try_lock(std::max(wait, milliseconds::zero())));
+  return state_->acquire<bool>(own_state(), std::max(wait, milliseconds::zero()), std::nullopt);
 }
 
-void reentrant_lock::unlock() { state_->run(rlock::detail::release_op(own_state())); }
+void reentrant_lock::unlock() { state_->release(own_state()); }
 
 bool reentrant_lock::force_unlock() { return state_->run(for_this_thread().force_unlock()); }
 

@@ -105,11 +105,16 @@ asio::awaitable<resp3::value> connection::exec(std::string_view command) {
   // The handler is never connected to the caller's cancellation slot: see the header.
   // std::error_code is not thrown by use_awaitable: it comes back beside the reply.
   auto [ec, reply] = co_await async_exec(command, use_awaitable);
-  if (ec == make_error_code(errc::timeout)) {
-    throw_error(errc::timeout, fmt::format("no reply within {} ms", cfg_.command_timeout.count()));
-  }
-  if (ec) throw std::system_error(ec);
+  if (ec) std::rethrow_exception(error_of(ec));
   co_return std::move(reply);
+}
+
+std::exception_ptr connection::error_of(std::error_code ec) const {
+  if (ec == make_error_code(errc::timeout)) {
+    return std::make_exception_ptr(
+        std::system_error(ec, fmt::format("no reply within {} ms", cfg_.command_timeout.count())));
+  }
+  return std::make_exception_ptr(std::system_error(ec));
 }
 
 void connection::start_exec(std::string_view command, exec_handler handler) {

@@ -14,6 +14,7 @@
 #include <array>
 #include <chrono>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
@@ -55,6 +56,9 @@ class connection : public std::enable_shared_from_this<connection> {
         [this](auto handler, std::string_view cmd) { start_exec(cmd, std::move(handler)); }, token,
         command);
   }
+
+  /// The exception exec() throws for an async_exec error code (timeouts say how long).
+  std::exception_ptr error_of(std::error_code ec) const;
 
   /// Queues a command that has no reply but pushes (SUBSCRIBE / UNSUBSCRIBE in RESP3).
   void send(std::string_view command);

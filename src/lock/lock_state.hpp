@@ -1,5 +1,6 @@
 #pragma once
 
+#include "resp3/value.hpp"
 #include "rlock/reentrant_lock.hpp"
 #include "watchdog/watchdog.hpp"
 
@@ -31,12 +32,13 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
              bool registered);
   ~lock_state();
 
-  /// One acquire attempt: nullopt if acquired (or re-entered), else the holder's PTTL (which may
-  /// be negative for a key without expiry). Not cancellable (see connection::exec).
-  boost::asio::awaitable<std::optional<std::chrono::milliseconds>> try_acquire(
-      std::chrono::milliseconds lease, bool renew);
-  /// One release; throws errc::not_owner if this owner does not hold the lock.
-  boost::asio::awaitable<void> release();
+  /// Bookkeeping after the acquire script took (or re-entered) the lock.
+  void on_acquired(std::chrono::milliseconds lease, bool renew);
+  /// Bookkeeping before a release is sent: stop renewing before the final release goes out,
+  /// so a released lock is never renewed.
+  void before_release();
+  /// Bookkeeping after the release script's reply: null (not held) throws errc::not_owner.
+  void on_released(const resp3::value& reply);
   /// Stops renewal and tells lost() waiters; local bookkeeping only.
   void reset(bool lost);
 

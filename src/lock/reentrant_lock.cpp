@@ -5,11 +5,13 @@
 #include "resp3/request.hpp"
 #include "rlock/error.hpp"
 
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <charconv>
+#include <type_traits>
 
 namespace rlock {
 
@@ -67,27 +69,56 @@ asio::awaitable<T> reentrant_lock::spawn(asio::awaitable<T> op) {
   return asio::co_spawn(get_executor(), std::move(op), asio::use_awaitable);
 }
 
+namespace {
+
+/// The awaitable forms of acquire and release: the caller's coroutine awaits the callback
+/// operation directly, with no co_spawned coroutine in between.
+template <typename Signature>
+auto acquire(std::shared_ptr<detail::lock_state> s, std::optional<milliseconds> wait,
+             std::optional<milliseconds> lease) {
+  return asio::async_initiate<const asio::use_awaitable_t<>&, Signature>(
+      [](auto handler, std::shared_ptr<detail::lock_state> st, std::optional<milliseconds> w,
+         std::optional<milliseconds> l) {
+        if constexpr (std::is_same_v<Signature, void(std::exception_ptr, bool)>) {
+          detail::async_acquire(std::move(st), w, l, std::move(handler));
+        } else {
+          const auto ex = detail::executor_of(*st);
+          detail::async_acquire(std::move(st), w, l,
+                                detail::completion_for<Signature>(std::move(handler), ex));
+        }
+      },
+      asio::use_awaitable, std::move(s), wait, lease);
+}
+
+}  // namespace
+
 asio::awaitable<void> reentrant_lock::lock() {
-  return spawn(detail::acquire_void_op(state_, std::nullopt));
+  return acquire<void(std::exception_ptr)>(state_, std::nullopt, std::nullopt);
 }
 
 asio::awaitable<void> reentrant_lock::lock(milliseconds lease) {
-  return spawn(detail::acquire_void_op(state_, lease));
+  return acquire<void(std::exception_ptr)>(state_, std::nullopt, lease);
 }
 
 asio::awaitable<bool> reentrant_lock::try_lock() {
-  return spawn(detail::acquire_op(state_, milliseconds::zero(), std::nullopt));
+  return acquire<void(std::exception_ptr, bool)>(state_, milliseconds::zero(), std::nullopt);
 }
 
 asio::awaitable<bool> reentrant_lock::try_lock(milliseconds wait) {
-  return spawn(detail::acquire_op(state_, wait, std::nullopt));
+  return acquire<void(std::exception_ptr, bool)>(state_, wait, std::nullopt);
 }
 
 asio::awaitable<bool> reentrant_lock::try_lock(milliseconds wait, milliseconds lease) {
-  return spawn(detail::acquire_op(state_, wait, lease));
+  return acquire<void(std::exception_ptr, bool)>(state_, wait, lease);
 }
 
-asio::awaitable<void> reentrant_lock::unlock() { return spawn(detail::release_op(state_)); }
+asio::awaitable<void> reentrant_lock::unlock() {
+  return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr)>(
+      [](auto handler, std::shared_ptr<detail::lock_state> s) {
+        detail::async_release(std::move(s), std::move(handler));
+      },
+      asio::use_awaitable, state_);
+}
 
 asio::awaitable<void> reentrant_lock::lost() { return spawn(detail::lost_op(state_)); }
 

@@ -29,6 +29,54 @@ struct op_signature<void> {
   using type = void(boost::system::error_code);
 };
 
+/// Calls a handler of signature `Signature` with the completion (std::exception_ptr[, T]) of
+/// rlock's callback operations: the exception becomes an error_code for error_code signatures, and
+/// a result the signature has no place for (lock()'s bool) is dropped.
+template <typename Signature>
+struct deliver;
+template <>
+struct deliver<void(std::exception_ptr)> {
+  template <typename Handler, typename... Result>
+  static void to(Handler& h, std::exception_ptr e, Result&&...) {
+    std::move(h)(std::move(e));
+  }
+};
+template <typename T>
+struct deliver<void(std::exception_ptr, T)> {
+  template <typename Handler>
+  static void to(Handler& h, std::exception_ptr e, T v) {
+    std::move(h)(std::move(e), std::move(v));
+  }
+};
+template <>
+struct deliver<void(boost::system::error_code)> {
+  template <typename Handler, typename... Result>
+  static void to(Handler& h, std::exception_ptr e, Result&&...) {
+    std::move(h)(to_error_code(e));
+  }
+};
+template <typename T>
+struct deliver<void(boost::system::error_code, T)> {
+  template <typename Handler>
+  static void to(Handler& h, std::exception_ptr e, T v) {
+    std::move(h)(to_error_code(e), std::move(v));
+  }
+};
+
+/// Wraps `handler` (completion signature `Signature`) as a handler of rlock's callback operations,
+/// keeping its cancellation slot and its executor (default `ex`, the client's).
+template <typename Signature, typename Handler>
+auto completion_for(Handler handler, const boost::asio::any_io_executor& ex) {
+  auto slot = boost::asio::get_associated_cancellation_slot(handler);
+  auto handler_ex = boost::asio::get_associated_executor(handler, ex);
+  return boost::asio::bind_cancellation_slot(
+      slot,
+      boost::asio::bind_executor(
+          handler_ex, [h = std::move(handler)](std::exception_ptr e, auto&&... result) mutable {
+            deliver<Signature>::to(h, std::move(e), std::forward<decltype(result)>(result)...);
+          }));
+}
+
 /// Starts `op` on the client's executor `ex` and completes `token` with
 /// `void(boost::system::error_code[, T])`, Asio's convention (use_awaitable throws, as_tuple
 /// returns).
