@@ -7,8 +7,10 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/use_future.hpp>
+#include <boost/asio/post.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -22,53 +24,172 @@ using std::chrono::milliseconds;
 
 namespace detail {
 
-/// The io thread and the asynchronous client it runs. Shared with the locks so that a lock
-/// handle never outlives the machinery it calls.
+/// The io_context, the asynchronous client on it, and who runs it. Shared with the locks so that a
+/// lock handle never outlives the machinery it calls.
+///
+/// **Who drives the io_context.** A caller blocked in an operation runs the io_context itself
+/// until its operation completes: its command is sent from its own thread and the reply wakes
+/// that thread directly, as in a coroutine, instead of two thread switches per call through an
+/// io thread. At most one thread drives at a time (`driver_busy`); other callers' operations are
+/// run by the current driver and their threads sleep until their completion or until the driver
+/// leaves, when one of them takes over. The background thread drives only once no caller has
+/// been inside a call for `handover_grace`, so that watchdog renewals and unlock messages are
+/// handled between calls; lock/unlock loops never wait for it, and a caller that finds it
+/// driving interrupts it.
 struct client_state {
+  static constexpr std::chrono::milliseconds handover_grace{2};
+
   explicit client_state(config cfg)
       : work(asio::make_work_guard(io)), async(io.get_executor(), std::move(cfg)) {
-    thread = std::thread([this] { io.run(); });
+    background = std::thread([this] { run_background(); });
   }
 
   ~client_state() {
-    if (thread.joinable()) {
-      // Close on the io thread, where the client's state lives, then let run() return.
-      asio::co_spawn(async.get_executor(), async.close(), asio::use_future).wait();
-      work.reset();
-      io.stop();
-      thread.join();
+    if (!background.joinable()) return;
+    try {
+      run(async.close());
+    } catch (...) {
+      // Closing is best effort: the connection is going away either way.
     }
+    {
+      std::lock_guard guard(m);
+      stopping = true;
+    }
+    background_wake.notify_all();
+    work.reset();
+    io.stop();
+    background.join();
   }
 
-  /// Starts an operation on the io thread through `start(handler)` and waits for its
-  /// completion (std::exception_ptr[, T]); rethrows its exception. A mutex and condition
-  /// variable on the caller's stack, not a std::future: no shared state to allocate.
+  /// A caller asleep until its operation completes or the driver's seat is offered to it. Each
+  /// has its own condition variable, so a completion wakes exactly its caller.
+  struct sleeper {
+    std::condition_variable cv;
+    sleeper* next = nullptr;
+  };
+
+  /// Starts an operation through `start(handler)` and drives (or waits for the driver of) the
+  /// io_context until its completion (std::exception_ptr[, T]) arrives; rethrows its exception.
+  /// The outcome lives on the caller's stack: no shared state to allocate.
   template <typename T, typename Start>
   T wait_for(Start start) {
-    if (std::this_thread::get_id() == thread.get_id()) {
-      throw_error(errc::would_deadlock, "blocking rlock call from the client's own io thread");
+    if (driving == this) {
+      throw_error(errc::would_deadlock, "blocking rlock call from a handler of its own client");
     }
     struct outcome {
-      std::mutex m;
-      std::condition_variable cv;
-      bool done = false;
+      std::atomic<bool> done{false};
       std::exception_ptr error;
       std::optional<std::conditional_t<std::is_void_v<T>, char, T>> value;
+      std::thread::id caller = std::this_thread::get_id();
+      sleeper bed;
     } out;
-    start([&out](std::exception_ptr e, auto... v) {
-      std::lock_guard guard(out.m);
+    {
+      std::lock_guard guard(m);
+      ++callers;
+    }
+    start([this, &out](std::exception_ptr e, auto... v) {
       out.error = std::move(e);
       if constexpr (sizeof...(v) > 0 && !std::is_void_v<T>) out.value.emplace(std::move(v)...);
-      out.done = true;
-      out.cv.notify_one();
+      if (std::this_thread::get_id() == out.caller) {
+        // The driver's own completion: it checks `done` after each handler.
+        out.done.store(true, std::memory_order_release);
+        return;
+      }
+      // Under the mutex: the caller cannot see `done` (and leave, taking `out` with it) before
+      // the notification is made.
+      std::lock_guard guard(m);
+      out.done.store(true, std::memory_order_release);
+      out.bed.cv.notify_one();
     });
-    std::unique_lock guard(out.m);
-    out.cv.wait(guard, [&out] { return out.done; });
+    drive_until(out.done, out.bed);
     if (out.error) std::rethrow_exception(out.error);
     if constexpr (!std::is_void_v<T>) return std::move(*out.value);
   }
 
-  /// Runs the coroutine `op` on the io thread and waits for it.
+  void drive_until(const std::atomic<bool>& done, sleeper& bed) {
+    std::unique_lock lock(m);
+    while (!done.load(std::memory_order_acquire)) {
+      if (!driver_busy) {
+        driver_busy = true;
+        lock.unlock();
+        driving = this;
+        try {
+          while (!done.load(std::memory_order_acquire)) io.run_one();
+        } catch (...) {
+          // A throwing handler (user code on async_client()'s executor) must not take the
+          // driver's seat with it.
+          driving = nullptr;
+          lock.lock();
+          --callers;
+          release_driver();
+          throw;
+        }
+        driving = nullptr;
+        lock.lock();
+        release_driver();
+        break;
+      }
+      // The background thread leaves at its next handler; our start (posted) is one.
+      if (background_driving) asio::post(io, [] {});
+      bed.next = sleepers;
+      sleepers = &bed;
+      bed.cv.wait(lock);
+      unlink(bed);
+    }
+    // Offered the seat just as our operation completed: pass the offer on.
+    if (!driver_busy && sleepers != nullptr) sleepers->cv.notify_one();
+    --callers;
+    last_exit = std::chrono::steady_clock::now();
+  }
+
+  /// Frees the driver's seat and offers it to one sleeping caller (with the mutex held).
+  void release_driver() {
+    driver_busy = background_driving = false;
+    if (sleepers != nullptr) sleepers->cv.notify_one();
+  }
+
+  void unlink(sleeper& bed) {
+    for (sleeper** p = &sleepers; *p != nullptr; p = &(*p)->next) {
+      if (*p == &bed) {
+        *p = bed.next;
+        break;
+      }
+    }
+    bed.next = nullptr;
+  }
+
+  void run_background() {
+    std::unique_lock lock(m);
+    while (!stopping) {
+      // Polled rather than signalled by every leaving caller: a wake-up per call would put a
+      // thread switch back on the path this design takes them off.
+      if (callers > 0 || driver_busy) {
+        background_wake.wait_for(lock, std::chrono::milliseconds(20));
+        continue;
+      }
+      if (std::chrono::steady_clock::now() - last_exit < handover_grace) {
+        background_wake.wait_until(lock, last_exit + handover_grace);
+        continue;
+      }
+      driver_busy = background_driving = true;
+      lock.unlock();
+      driving = this;
+      while (callers_pending() == 0 && !io.stopped()) io.run_one();
+      driving = nullptr;
+      lock.lock();
+      release_driver();
+    }
+  }
+
+  std::size_t callers_pending() {
+    std::lock_guard guard(m);
+    return callers;
+  }
+
+  /// The client_state whose io_context this thread is driving, if any.
+  static thread_local const client_state* driving;
+
+  /// Runs the coroutine `op` on the client's executor and waits for it.
   template <typename T>
   T run(asio::awaitable<T> op) {
     return wait_for<T>([&](auto finish) {
@@ -99,8 +220,19 @@ struct client_state {
   asio::io_context io{1};
   asio::executor_work_guard<asio::io_context::executor_type> work;
   rlock::client async;
-  std::thread thread;
+
+  std::mutex m;
+  std::condition_variable background_wake;
+  std::size_t callers = 0;      // threads inside a call
+  sleeper* sleepers = nullptr;  // of those, the ones asleep
+  bool driver_busy = false;
+  bool background_driving = false;
+  bool stopping = false;
+  std::chrono::steady_clock::time_point last_exit{};
+  std::thread background;
 };
+
+thread_local const client_state* client_state::driving = nullptr;
 
 }  // namespace detail
 

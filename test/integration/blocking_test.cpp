@@ -177,6 +177,53 @@ TEST(blocking, condition_variable_any_round_trip) {
   EXPECT_FALSE(lock.is_locked());
 }
 
+TEST(blocking, a_waiting_caller_runs_the_client_itself) {
+  // The point of the driver design: while a thread is blocked in a call, the client's handlers
+  // (its reply, its wake-up) run on that thread, not on a separate io thread.
+  rlock::blocking::client redis(make_config());
+  auto lock = redis.get_lock("account");
+  lock.lock();
+  const auto attempts_before = redis.async_client().stats().acquire_attempts;
+  std::promise<std::thread::id> waiter_id;
+  auto waiter = std::async(std::launch::async, [&] {
+    waiter_id.set_value(std::this_thread::get_id());
+    return lock.try_lock(20s, 30s);
+  });
+  const auto waiter_thread = waiter_id.get_future().get();
+  // Asleep in its wait once it has made its first attempt and the retry after subscribing.
+  for (int i = 0; i < 2000 && redis.async_client().stats().acquire_attempts < attempts_before + 2;
+       ++i) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_GE(redis.async_client().stats().acquire_attempts, attempts_before + 2);
+  std::promise<std::thread::id> ran_on;
+  auto ran_on_future = ran_on.get_future();
+  asio::post(redis.async_client().get_executor(),
+             [&] { ran_on.set_value(std::this_thread::get_id()); });
+  ASSERT_EQ(ran_on_future.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(ran_on_future.get(), waiter_thread);
+  lock.unlock();
+  ASSERT_EQ(waiter.wait_for(10s), std::future_status::ready);
+  EXPECT_TRUE(waiter.get());
+  // The waiter's thread is gone with its hold (a 30 s lease): clear it.
+  EXPECT_TRUE(lock.force_unlock());
+}
+
+TEST(blocking, watchdog_renews_while_no_call_is_in_progress) {
+  // Between calls the background thread runs the client: a watchdog lease outlives several
+  // lease periods with the holder doing nothing but sleeping (the scenario, not a sync point).
+  auto cfg = make_config();
+  cfg.watchdog_timeout = 600ms;
+  rlock::blocking::client redis(cfg);
+  auto lock = redis.get_lock("account");
+  lock.lock();
+  std::this_thread::sleep_for(2s);
+  EXPECT_TRUE(lock.is_held());
+  EXPECT_GT(lock.remaining_ttl(), 0ms);
+  EXPECT_GE(redis.async_client().stats().renewal_calls, 3u);
+  lock.unlock();
+}
+
 TEST(blocking, call_from_own_io_thread_is_would_deadlock) {
   rlock::blocking::client redis(make_config());
   auto lock = redis.get_lock("account");
