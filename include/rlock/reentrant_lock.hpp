@@ -32,15 +32,18 @@ class reentrant_lock;
 namespace detail {
 struct lock_state;
 /// Completions of the lock operations: the exception carries rlock::errc and Redis's text.
-using acquire_handler = boost::asio::any_completion_handler<void(std::exception_ptr, bool)>;
-using release_handler = boost::asio::any_completion_handler<void(std::exception_ptr)>;
-/// Starts an acquisition (wait: none = forever, 0 = one attempt; lease: none = watchdog) on the
-/// lock's client executor; callable from any thread. `handler` runs on its associated executor
-/// (default: the client's), never inside this call.
+using void_handler = boost::asio::any_completion_handler<void(std::exception_ptr)>;
+using bool_handler = boost::asio::any_completion_handler<void(std::exception_ptr, bool)>;
+/// Starts an acquisition that reports whether it got the lock (wait: none = forever, 0 = one
+/// attempt; lease: none = watchdog) on the lock's client executor; callable from any thread.
+/// `handler` runs on its associated executor (default: the client's), never inside this call.
 void async_acquire(std::shared_ptr<lock_state> s, std::optional<std::chrono::milliseconds> wait,
-                   std::optional<std::chrono::milliseconds> lease, acquire_handler handler);
+                   std::optional<std::chrono::milliseconds> lease, bool_handler handler);
+/// async_acquire waiting until acquired, without a result to report.
+void async_lock(std::shared_ptr<lock_state> s, std::optional<std::chrono::milliseconds> lease,
+                void_handler handler);
 /// Starts a release of one hold, like async_acquire.
-void async_release(std::shared_ptr<lock_state> s, release_handler handler);
+void async_release(std::shared_ptr<lock_state> s, void_handler handler);
 boost::asio::awaitable<void> lost_op(std::shared_ptr<lock_state> s);
 const boost::asio::any_io_executor& executor_of(const lock_state& s) noexcept;
 const std::shared_ptr<lock_state>& state_of(const reentrant_lock& l) noexcept;
@@ -125,8 +128,8 @@ class reentrant_lock {
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
         [](auto handler, std::shared_ptr<detail::lock_state> s, std::optional<milliseconds> l) {
           const auto ex = detail::executor_of(*s);
-          detail::async_acquire(
-              std::move(s), std::nullopt, l,
+          detail::async_lock(
+              std::move(s), l,
               detail::completion_for<void(boost::system::error_code)>(std::move(handler), ex));
         },
         token, state_, lease);

@@ -198,12 +198,15 @@ struct client_state {
   }
 
   /// The hot operations start the callback operations directly, with no coroutine at all.
-  template <typename T>
-  T acquire(std::shared_ptr<rlock::detail::lock_state> s, std::optional<milliseconds> wait,
-            std::optional<milliseconds> lease) {
-    return wait_for<T>([&](auto finish) {
+  bool acquire(std::shared_ptr<rlock::detail::lock_state> s, milliseconds wait,
+               std::optional<milliseconds> lease) {
+    return wait_for<bool>([&](auto finish) {
       rlock::detail::async_acquire(std::move(s), wait, lease, std::move(finish));
     });
+  }
+  void lock(std::shared_ptr<rlock::detail::lock_state> s, std::optional<milliseconds> lease) {
+    wait_for<void>(
+        [&](auto finish) { rlock::detail::async_lock(std::move(s), lease, std::move(finish)); });
   }
   void release(std::shared_ptr<rlock::detail::lock_state> s) {
     wait_for<void>(
@@ -261,23 +264,21 @@ std::shared_ptr<rlock::detail::lock_state> reentrant_lock::own_state() const {
   return rlock::detail::state_of(for_this_thread());
 }
 
-void reentrant_lock::lock() { state_->acquire<void>(own_state(), std::nullopt, std::nullopt); }
+void reentrant_lock::lock() { state_->lock(own_state(), std::nullopt); }
 
-void reentrant_lock::lock(milliseconds lease) {
-  state_->acquire<void>(own_state(), std::nullopt, lease);
-}
+void reentrant_lock::lock(milliseconds lease) { state_->lock(own_state(), lease); }
 
 bool reentrant_lock::try_lock() {
-  return state_->acquire<bool>(own_state(), milliseconds::zero(), std::nullopt);
+  return state_->acquire(own_state(), milliseconds::zero(), std::nullopt);
 }
 
 bool reentrant_lock::try_lock(milliseconds wait, milliseconds lease) {
-  return state_->acquire<bool>(own_state(), wait, lease);
+  return state_->acquire(own_state(), wait, lease);
 }
 
 bool reentrant_lock::try_lock_wait(milliseconds wait) {
   // A deadline already past means one attempt, as for std::timed_mutex.
-  return state_->acquire<bool>(own_state(), std::max(wait, milliseconds::zero()), std::nullopt);
+  return state_->acquire(own_state(), std::max(wait, milliseconds::zero()), std::nullopt);
 }
 
 void reentrant_lock::unlock() { state_->release(own_state()); }

@@ -65,12 +65,11 @@ class decimal {
 };
 
 /// Ends `op`: destroys it (unlinking its waiter, which may pass a wake-up on or unsubscribe)
-/// and then runs its handler on the handler's executor. `inside_initiation` posts instead of
-/// dispatching, so a handler never runs inside the call that started the operation.
-template <typename Op, typename... Result>
-void complete(std::unique_ptr<Op> op, bool inside_initiation, std::exception_ptr e,
+/// and then runs `h`, taken out of it, on the handler's executor. `inside_initiation` posts
+/// instead of dispatching, so a handler never runs inside the call that started the operation.
+template <typename Op, typename Handler, typename... Result>
+void complete(std::unique_ptr<Op> op, Handler h, bool inside_initiation, std::exception_ptr e,
               Result... result) {
-  auto h = std::move(op->handler);
   const asio::any_io_executor client_ex = op->s->client->executor;
   op.reset();
   auto ex = asio::get_associated_executor(h, client_ex);
@@ -89,7 +88,7 @@ void complete(std::unique_ptr<Op> op, bool inside_initiation, std::exception_ptr
 // --- release ----------------------------------------------------------------------------------
 
 struct release_operation {
-  release_operation(std::shared_ptr<lock_state> st, release_handler h)
+  release_operation(std::shared_ptr<lock_state> st, void_handler h)
       : s(std::move(st)), handler(std::move(h)) {}
 
   static void start(std::unique_ptr<release_operation> op) {
@@ -111,12 +110,13 @@ struct release_operation {
               e = std::current_exception();
             }
           }
-          complete(std::move(op), false, std::move(e));
+          auto h = std::move(op->handler);
+          complete(std::move(op), std::move(h), false, std::move(e));
         });
   }
 
   std::shared_ptr<lock_state> s;
-  release_handler handler;
+  void_handler handler;
   std::string channel;
   decimal lease_arg;
   std::array<std::string_view, 2> keys;
@@ -132,9 +132,11 @@ struct release_operation {
 struct acquire_operation {
   using owner = std::unique_ptr<acquire_operation>;
 
+  // The handlers are constructed in place, never move-assigned: Boost 1.81's
+  // any_completion_handler move assignment recurses into its converting constructor.
   acquire_operation(std::shared_ptr<lock_state> st, std::optional<milliseconds> w,
-                    std::optional<milliseconds> l, acquire_handler h)
-      : s(std::move(st)), wait(w), lease(l), handler(std::move(h)) {}
+                    std::optional<milliseconds> l, bool_handler r, void_handler d)
+      : s(std::move(st)), wait(w), lease(l), report(std::move(r)), done(std::move(d)) {}
 
   ~acquire_operation() {
     if (slot.is_connected()) slot.clear();
@@ -143,7 +145,8 @@ struct acquire_operation {
 
   static void start(owner op) {
     client_impl& c = *op->s->client;
-    op->slot = asio::get_associated_cancellation_slot(op->handler);
+    op->slot = op->report ? asio::get_associated_cancellation_slot(op->report)
+                          : asio::get_associated_cancellation_slot(op->done);
     if (op->slot.is_connected()) {
       // Every cancellation type is honoured: each leaves no lock, waiter or subscription.
       op->slot.assign([p = op.get()](asio::cancellation_type type) {
@@ -171,32 +174,32 @@ struct acquire_operation {
   }
 
   static void on_attempt(owner op, std::exception_ptr e, const resp3::value& reply) {
-    if (e) return complete(std::move(op), false, std::move(e), false);
+    if (e) return finish(std::move(op), false, std::move(e), false);
     if (reply.type == resp3::type::number) {
       op->ttl = milliseconds(reply.integer);
       return on_busy(std::move(op));
     }
     if (!reply.is_null()) {
-      return complete(std::move(op), false, protocol_error("acquire script: unexpected reply"),
-                      false);
+      return finish(std::move(op), false, protocol_error("acquire script: unexpected reply"),
+                    false);
     }
     op->s->on_acquired(op->lease_ms, !op->lease);
     if (op->cancelled) return give_back(std::move(op));
     op->s->last_wake = op->reason;
-    complete(std::move(op), false, nullptr, true);
+    finish(std::move(op), false, nullptr, true);
   }
 
   static void on_busy(owner op) {
     if (op->wait && *op->wait == milliseconds::zero()) {
-      return complete(std::move(op), false, nullptr, false);
+      return finish(std::move(op), false, nullptr, false);
     }
     if (!op->waiter) {
-      if (op->cancelled) return complete(std::move(op), false, cancelled_error(), false);
+      if (op->cancelled) return finish(std::move(op), false, cancelled_error(), false);
       client_impl& c = *op->s->client;
       op->waiter.emplace(c.executor);
       c.hub.add(op->s->channel(), *op->waiter);
     } else if (clock_type::now() >= op->deadline) {
-      return complete(std::move(op), false, nullptr, false);
+      return finish(std::move(op), false, nullptr, false);
     }
     sleep(std::move(op));
   }
@@ -204,12 +207,12 @@ struct acquire_operation {
   static void sleep(owner op) {
     // A cancellation that arrived while a retry was in flight ends the wait now: the slot
     // handler found no timer to interrupt.
-    if (op->cancelled) return complete(std::move(op), false, cancelled_error(), false);
+    if (op->cancelled) return finish(std::move(op), false, cancelled_error(), false);
     notify_hub::waiter& w = *op->waiter;
     if (w.woken || w.failed) return wake(std::move(op));
     const auto nap = op->ttl.count() >= 0 ? op->ttl : op->s->client->cfg.watchdog_timeout;
     const auto now = clock_type::now();
-    if (now >= op->deadline) return complete(std::move(op), false, nullptr, false);
+    if (now >= op->deadline) return finish(std::move(op), false, nullptr, false);
     w.timer.expires_at(op->deadline - now > nap ? now + nap : op->deadline);
     op->sleeping = true;
     w.timer.async_wait([op = std::move(op)](boost::system::error_code) mutable {
@@ -222,9 +225,9 @@ struct acquire_operation {
     notify_hub::waiter& w = *op->waiter;
     if (w.failed) {
       auto e = std::make_exception_ptr(std::system_error(w.failed));
-      return complete(std::move(op), false, std::move(e), false);
+      return finish(std::move(op), false, std::move(e), false);
     }
-    if (op->cancelled) return complete(std::move(op), false, cancelled_error(), false);
+    if (op->cancelled) return finish(std::move(op), false, cancelled_error(), false);
     client_impl& c = *op->s->client;
     op->reason = !w.woken       ? wake_reason::expiry
                  : w.by_message ? wake_reason::notification
@@ -235,18 +238,31 @@ struct acquire_operation {
     attempt(std::move(op));
   }
 
+  static void finish(owner op, bool inside_initiation, std::exception_ptr e, bool acquired) {
+    if (op->slot.is_connected()) op->slot.clear();
+    if (op->report) {
+      auto h = std::move(op->report);
+      complete(std::move(op), std::move(h), inside_initiation, std::move(e), acquired);
+    } else {
+      auto h = std::move(op->done);
+      complete(std::move(op), std::move(h), inside_initiation, std::move(e));
+    }
+  }
+
   /// Undoes an acquisition that completed after the caller cancelled.
   static void give_back(owner op) {
     auto s = op->s;
     async_release(std::move(s), [op = std::move(op)](std::exception_ptr e) mutable {
-      complete(std::move(op), false, e ? std::move(e) : cancelled_error(), false);
+      finish(std::move(op), false, e ? std::move(e) : cancelled_error(), false);
     });
   }
 
   std::shared_ptr<lock_state> s;
   std::optional<milliseconds> wait;
   std::optional<milliseconds> lease;
-  acquire_handler handler;
+  // One of the two is set: lock() has no result to report.
+  bool_handler report;
+  void_handler done;
   asio::cancellation_slot slot;
   clock_type::time_point deadline;
   milliseconds lease_ms{0};
@@ -262,19 +278,35 @@ struct acquire_operation {
 
 }  // namespace
 
-void async_acquire(std::shared_ptr<lock_state> s, std::optional<milliseconds> wait,
-                   std::optional<milliseconds> lease, acquire_handler handler) {
-  auto op = std::make_unique<acquire_operation>(std::move(s), wait, lease, std::move(handler));
+namespace {
+
+void start_acquire(std::unique_ptr<acquire_operation> op) {
   try {
-    validate(wait, lease);
+    validate(op->wait, op->lease);
   } catch (...) {
-    return complete(std::move(op), true, std::current_exception(), false);
+    return acquire_operation::finish(std::move(op), true, std::current_exception(), false);
   }
   const auto ex = op->s->client->executor;
   asio::dispatch(ex, [op = std::move(op)]() mutable { acquire_operation::start(std::move(op)); });
 }
 
-void async_release(std::shared_ptr<lock_state> s, release_handler handler) {
+}  // namespace
+
+void async_acquire(std::shared_ptr<lock_state> s, std::optional<milliseconds> wait,
+                   std::optional<milliseconds> lease, bool_handler handler) {
+  auto op = std::make_unique<acquire_operation>(std::move(s), wait, lease, std::move(handler),
+                                                void_handler{});
+  start_acquire(std::move(op));
+}
+
+void async_lock(std::shared_ptr<lock_state> s, std::optional<milliseconds> lease,
+                void_handler handler) {
+  auto op = std::make_unique<acquire_operation>(std::move(s), std::nullopt, lease, bool_handler{},
+                                                std::move(handler));
+  start_acquire(std::move(op));
+}
+
+void async_release(std::shared_ptr<lock_state> s, void_handler handler) {
   auto op = std::make_unique<release_operation>(std::move(s), std::move(handler));
   const auto ex = op->s->client->executor;
   asio::dispatch(ex, [op = std::move(op)]() mutable { release_operation::start(std::move(op)); });

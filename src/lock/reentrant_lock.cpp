@@ -11,7 +11,6 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <charconv>
-#include <type_traits>
 
 namespace rlock {
 
@@ -73,43 +72,43 @@ namespace {
 
 /// The awaitable forms of acquire and release: the caller's coroutine awaits the callback
 /// operation directly, with no co_spawned coroutine in between.
-template <typename Signature>
-auto acquire(std::shared_ptr<detail::lock_state> s, std::optional<milliseconds> wait,
-             std::optional<milliseconds> lease) {
-  return asio::async_initiate<const asio::use_awaitable_t<>&, Signature>(
+asio::awaitable<bool> acquire(std::shared_ptr<detail::lock_state> s,
+                              std::optional<milliseconds> wait, std::optional<milliseconds> lease) {
+  return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr, bool)>(
       [](auto handler, std::shared_ptr<detail::lock_state> st, std::optional<milliseconds> w,
          std::optional<milliseconds> l) {
-        if constexpr (std::is_same_v<Signature, void(std::exception_ptr, bool)>) {
-          detail::async_acquire(std::move(st), w, l, std::move(handler));
-        } else {
-          const auto ex = detail::executor_of(*st);
-          detail::async_acquire(std::move(st), w, l,
-                                detail::completion_for<Signature>(std::move(handler), ex));
-        }
+        detail::async_acquire(std::move(st), w, l, std::move(handler));
       },
       asio::use_awaitable, std::move(s), wait, lease);
 }
 
-}  // namespace
-
-asio::awaitable<void> reentrant_lock::lock() {
-  return acquire<void(std::exception_ptr)>(state_, std::nullopt, std::nullopt);
+asio::awaitable<void> lock_until_acquired(std::shared_ptr<detail::lock_state> s,
+                                          std::optional<milliseconds> lease) {
+  return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr)>(
+      [](auto handler, std::shared_ptr<detail::lock_state> st, std::optional<milliseconds> l) {
+        detail::async_lock(std::move(st), l, std::move(handler));
+      },
+      asio::use_awaitable, std::move(s), lease);
 }
 
+}  // namespace
+
+asio::awaitable<void> reentrant_lock::lock() { return lock_until_acquired(state_, std::nullopt); }
+
 asio::awaitable<void> reentrant_lock::lock(milliseconds lease) {
-  return acquire<void(std::exception_ptr)>(state_, std::nullopt, lease);
+  return lock_until_acquired(state_, lease);
 }
 
 asio::awaitable<bool> reentrant_lock::try_lock() {
-  return acquire<void(std::exception_ptr, bool)>(state_, milliseconds::zero(), std::nullopt);
+  return acquire(state_, milliseconds::zero(), std::nullopt);
 }
 
 asio::awaitable<bool> reentrant_lock::try_lock(milliseconds wait) {
-  return acquire<void(std::exception_ptr, bool)>(state_, wait, std::nullopt);
+  return acquire(state_, wait, std::nullopt);
 }
 
 asio::awaitable<bool> reentrant_lock::try_lock(milliseconds wait, milliseconds lease) {
-  return acquire<void(std::exception_ptr, bool)>(state_, wait, lease);
+  return acquire(state_, wait, lease);
 }
 
 asio::awaitable<void> reentrant_lock::unlock() {
