@@ -3,7 +3,8 @@
 //   s1-blocking, s3-worker-blocking   the blocking facade through std::unique_lock
 //   s4 --waiters W               fan-out: Redis commands per handoff with W local waiters
 //   s5 --locks N                 watchdog scale: renewal calls per period, CPU, RSS per lock
-//   s6 --waiters N --names K     waiter scale: RSS per waiter, subscriptions
+//   s6 --waiters N --names K [--waiter coroutine|callback]
+//                                waiter scale: RSS per waiter, subscriptions
 //   s3-floor                     release → notification → acquire with blocking minimal clients
 //   s6-floor --waiters N         RSS of N bare parked Asio coroutines: the floor under S6
 //   print-acquire-script         the acquire Lua, for the EVALSHA reference
@@ -61,6 +62,7 @@ struct options {
   std::string key = "bench:s3";
   std::string out;
   std::string prefix = "bench:";
+  std::string waiter = "coroutine";
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -107,10 +109,13 @@ options parse(int argc, char** argv) {
       o.out = value;
     else if (flag == "--prefix")
       o.prefix = value;
+    else if (flag == "--waiter")
+      o.waiter = value;
     else
       usage("unknown flag " + flag);
   }
   if (o.seconds <= 0 || o.seconds > 600) usage("--seconds must be in (0, 600]");
+  if (o.waiter != "coroutine" && o.waiter != "callback") usage("--waiter: coroutine or callback");
   return o;
 }
 
@@ -556,10 +561,20 @@ void run_s6(const options& o) {
         asio::steady_timer bell(io, clock_type::time_point::max());
         for (int i = 0; i < n; ++i) {
           waiters.push_back(redis.get_lock(fmt::format("s6:{}", i % k)));
+          auto& l = waiters.back();
+          if (o.waiter == "callback") {
+            // The same wait without a coroutine: what rlock itself costs per waiter.
+            l.async_lock(120s, [&, i](boost::system::error_code ec) {
+              if (ec) return;
+              waiters[static_cast<std::size_t>(i)].async_unlock([&](boost::system::error_code) {
+                if (++acquired == n) bell.cancel();
+              });
+            });
+            continue;
+          }
           asio::co_spawn(
               io,
-              [&, i]() -> asio::awaitable<void> {
-                auto& l = waiters[static_cast<std::size_t>(i)];
+              [&l, &acquired, &bell, n]() -> asio::awaitable<void> {
                 co_await l.lock(120s);
                 co_await l.unlock();
                 if (++acquired == n) bell.cancel();
@@ -583,10 +598,11 @@ void run_s6(const options& o) {
       },
       config_for(o));
   fmt::print(
-      R"({{"library": "rlock", "mode": "s6", "params": {{"waiters": {}, "names": {}}}, )"
+      R"({{"library": "rlock", "mode": "s6", "params": {{"waiters": {}, "names": {}, "waiter": "{}"}}, )"
       R"("metrics": {{"rss_bytes_per_waiter": {:.0f}, "subscriptions": {}, "acquired": {}}}}})"
       "\n",
-      n, k, static_cast<double>(rss_waiting - rss_before) * 1024.0 / n, subscriptions, acquired);
+      n, k, o.waiter, static_cast<double>(rss_waiting - rss_before) * 1024.0 / n, subscriptions,
+      acquired);
 }
 
 // --- s6-floor: what a waiting Asio coroutine costs before any lock logic ---------------------
