@@ -1,5 +1,6 @@
 // rlock's benchmark driver: the modes of bench/DRIVERS.md plus rlock-only scenarios.
-//   s1, s2, s3-worker            as every peer (library "rlock")
+//   s1, s2, s3-worker            as every peer (library "rlock"); s1 --concurrency C runs C
+//                                loops on one client, each on its own key
 //   s1-blocking, s3-worker-blocking   the blocking facade through std::unique_lock
 //   s4 --waiters W               fan-out: Redis commands per handoff with W local waiters
 //   s5 --locks N                 watchdog scale: renewal calls per period, CPU, RSS per lock
@@ -7,6 +8,7 @@
 //                                waiter scale: RSS per waiter, subscriptions
 //   s3-floor                     release → notification → acquire with blocking minimal clients
 //   s6-floor --waiters N         RSS of N bare parked Asio coroutines: the floor under S6
+//   s7-floor --threads T         T blocking threads, each its own connection: the floor under S7
 //   print-acquire-script         the acquire Lua, for the EVALSHA reference
 // Results: one JSON line on stdout; progress on stderr. Only 127.0.0.1 is contacted.
 #include "conn/connection.hpp"
@@ -195,25 +197,46 @@ const auto warmup = 500ms;
 // --- s1: one coroutine, one key -------------------------------------------------------------
 
 void run_s1(const options& o) {
-  std::vector<double> us;
+  // --concurrency C > 1 runs C such loops on one client, each on its own key: the coroutine
+  // twin of the blocking facade's S7 run with T = C threads.
+  const int tasks = std::max(1, o.concurrency);
+  std::vector<std::vector<double>> per_task(static_cast<std::size_t>(tasks));
   with_client(
       o,
-      [&](asio::io_context&, rlock::client& redis) -> asio::awaitable<void> {
-        auto lock = redis.get_lock("s1");
+      [&](asio::io_context& io, rlock::client& redis) -> asio::awaitable<void> {
         const auto warm_end = clock_type::now() + warmup;
         const auto end = warm_end + std::chrono::duration_cast<clock_type::duration>(
                                         std::chrono::duration<double>(o.seconds));
-        us.reserve(1'000'000);
-        for (std::size_t i = 0; i < 2'000'000; ++i) {
-          const auto t0 = clock_type::now();
-          if (t0 >= end) break;
-          co_await lock.lock();
-          co_await lock.unlock();
-          if (t0 >= warm_end) us.push_back(micros(clock_type::now() - t0));
+        int running = tasks;
+        asio::steady_timer all_done(io, clock_type::time_point::max());
+        for (int c = 0; c < tasks; ++c) {
+          asio::co_spawn(
+              io,
+              [&, c]() -> asio::awaitable<void> {
+                auto lock = redis.get_lock(c == 0 ? std::string("s1") : fmt::format("s1:{}", c));
+                auto& us = per_task[static_cast<std::size_t>(c)];
+                us.reserve(1'000'000 / static_cast<std::size_t>(tasks));
+                for (std::size_t i = 0; i < 2'000'000; ++i) {
+                  const auto t0 = clock_type::now();
+                  if (t0 >= end) break;
+                  co_await lock.lock();
+                  co_await lock.unlock();
+                  if (t0 >= warm_end) us.push_back(micros(clock_type::now() - t0));
+                }
+                if (--running == 0) all_done.cancel();
+              },
+              asio::detached);
         }
+        co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
       },
       config_for(o));
-  fmt::print("{}\n", s1_json("rlock", o, summarize(std::move(us))));
+  std::vector<double> all;
+  for (auto& us : per_task) all.insert(all.end(), us.begin(), us.end());
+  auto json = s1_json("rlock", o, summarize(std::move(all)));
+  if (tasks > 1) {
+    json.insert(json.find(R"("seconds")"), fmt::format(R"("concurrency": {}, )", tasks));
+  }
+  fmt::print("{}\n", json);
 }
 
 // --- s2: C coroutines on one client, each its own key ----------------------------------------
@@ -725,6 +748,18 @@ void run_s3_floor(const options& o) {
   if (::read(ready[0], &r, 1) != 1) usage("s3-floor child failed");
   asio::io_context io;
   tight_client pub(io, o.port);
+  // A PING after 1 ms asleep, as every S3 handoff starts: what waking idle CPUs costs here,
+  // beside the back-to-back PING of the references.
+  std::vector<double> idle_ping;
+  const auto idle_end = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
+                                                std::chrono::duration<double>(o.seconds / 2));
+  for (int i = 0; i < 50'000 && clock_type::now() < idle_end; ++i) {
+    std::this_thread::sleep_for(1ms);
+    const auto t0 = clock_type::now();
+    (void)pub.command({"PING"});
+    idle_ping.push_back(micros(clock_type::now() - t0));
+  }
+  const auto idle = summarize(std::move(idle_ping));
   std::vector<double> us;
   const auto end = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
                                            std::chrono::duration<double>(o.seconds));
@@ -742,9 +777,55 @@ void run_s3_floor(const options& o) {
   fmt::print(
       R"({{"library": "tight-client", "mode": "s3-floor", "params": {{"seconds": {}}}, )"
       R"("metrics": {{"handoffs": {}, "p50_us": {:.2f}, "p90_us": {:.2f}, "p99_us": {:.2f}, )"
-      R"("max_us": {:.2f}}}}})"
+      R"("max_us": {:.2f}, "idle_ping_p50_us": {:.2f}, "idle_ping_p99_us": {:.2f}}}}})"
       "\n",
-      o.seconds, s.count, s.p50, s.p90, s.p99, s.max);
+      o.seconds, s.count, s.p50, s.p90, s.p99, s.max, idle.p50, idle.p99);
+}
+
+// --- s7-floor: blocking threads with nothing shared --------------------------------------------
+
+/// T threads, each with its own blocking connection, each running the acquire and release
+/// scripts on its own key: one sleep and one wake-up per command and no coordination at all.
+/// The least that T blocking threads can cost, for S7's blocking-vs-coroutines ratio.
+void run_s7_floor(const options& o) {
+  const int threads = std::max(1, o.threads);
+  std::vector<std::vector<double>> per_thread(static_cast<std::size_t>(threads));
+  const auto acquire = std::string(rlock::detail::script_sources[0]);
+  const auto release = std::string(rlock::detail::script_sources[1]);
+  const auto warm_end = clock_type::now() + warmup;
+  const auto end = warm_end + std::chrono::duration_cast<clock_type::duration>(
+                                  std::chrono::duration<double>(o.seconds));
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      asio::io_context io;
+      tight_client c(io, o.port);
+      const auto acquire_sha = c.command({"SCRIPT", "LOAD", acquire}).str;
+      const auto release_sha = c.command({"SCRIPT", "LOAD", release}).str;
+      const auto key = fmt::format("{}s7-floor:{}", o.prefix, t);
+      const auto channel = rlock::detail::unlock_channel(key);
+      const auto field = fmt::format("floor:{}", t);
+      auto& us = per_thread[static_cast<std::size_t>(t)];
+      us.reserve(500'000);
+      for (std::size_t i = 0; i < 2'000'000; ++i) {
+        const auto t0 = clock_type::now();
+        if (t0 >= end) break;
+        (void)c.command({"EVALSHA", acquire_sha, "1", key, "30000", field});
+        (void)c.command({"EVALSHA", release_sha, "2", key, channel, "0", "30000", field});
+        if (t0 >= warm_end) us.push_back(micros(clock_type::now() - t0));
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  std::vector<double> all;
+  for (auto& us : per_thread) all.insert(all.end(), us.begin(), us.end());
+  const auto s = summarize(std::move(all));
+  fmt::print(
+      R"({{"library": "tight-client", "mode": "s7-floor", "params": {{"threads": {}, "seconds": {}}}, )"
+      R"("metrics": {{"pairs": {}, "p50_us": {:.2f}, "p90_us": {:.2f}, "p99_us": {:.2f}, )"
+      R"("max_us": {:.2f}, "mean_us": {:.2f}}}}})"
+      "\n",
+      threads, o.seconds, s.count, s.p50, s.p90, s.p99, s.max, s.mean);
 }
 
 }  // namespace
@@ -775,6 +856,8 @@ int main(int argc, char** argv) {
       run_s6_floor(o);
     else if (o.mode == "s3-floor")
       run_s3_floor(o);
+    else if (o.mode == "s7-floor")
+      run_s7_floor(o);
     else
       usage("unknown mode " + o.mode);
   } catch (const std::exception& e) {
