@@ -21,11 +21,11 @@ class reentrant_lock;
 /// A synchronous client for code that does not run coroutines: it owns an io_context and a
 /// background thread, and connects in its constructor (throws std::system_error on failure).
 /// A thread blocked in a call runs the io_context itself until its operation completes (one
-/// thread at a time; the others' operations are run by it), so a call costs no thread switch;
-/// the background thread runs it once no call has been in progress for 2 ms, for watchdog
-/// renewals and anything posted to async_client(). Destruction closes the connection and joins
-/// the thread. Calls made from a handler of this client throw errc::would_deadlock instead of
-/// hanging.
+/// thread at a time; the others' operations are run by it), so a lone caller costs no thread
+/// switch; the background thread runs it once no call has been in progress for 2 ms, for
+/// watchdog renewals and anything posted to async_client(). Destruction closes the connection
+/// and joins the thread. Calls made from a handler of this client throw errc::would_deadlock
+/// instead of hanging.
 class client {
  public:
   explicit client(config cfg);

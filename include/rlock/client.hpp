@@ -40,11 +40,10 @@ struct client_stats {
 /// commands of all coroutines, pipelined, and the unlock notifications (RESP3 pushes).
 ///
 /// Like an Asio I/O object, a client is not thread-safe: its state lives on the executor it is
-/// given, and operations run there (each one co_spawned onto it) and complete on the caller's
-/// executor. Use it from one thread, or give it a strand when the io_context runs on several
-/// threads: `rlock::client redis(asio::make_strand(io), cfg)`. Destroy it where no other thread
-/// runs that executor (or after the io_context stopped); destruction closes the connection like
-/// `close()`.
+/// given, and operations run there (dispatched onto it) and complete on the caller's executor. Use
+/// it from one thread, or give it a strand when the io_context runs on several threads:
+/// `rlock::client redis(asio::make_strand(io), cfg)`. Destroy it where no other thread runs that
+/// executor (or after the io_context stopped); destruction closes the connection like `close()`.
 class client {
  public:
   using executor_type = boost::asio::any_io_executor;

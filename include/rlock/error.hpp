@@ -22,7 +22,8 @@ enum class errc {
   server_error,
   /// The connection to Redis was lost, or the client is not connected.
   connection_lost,
-  /// A blocking call was made from the blocking client's own io thread, where it would deadlock.
+  /// A blocking call was made from a handler of the same blocking client, where it would wait
+  /// for itself.
   would_deadlock,
 };
 
