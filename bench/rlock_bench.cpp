@@ -37,8 +37,10 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -162,11 +164,49 @@ std::int64_t nanos_now() {
       .count();
 }
 
-std::string s1_json(const std::string& library, const options& o, const latency_summary& s) {
+/// `extra_params` goes into "params" before "seconds", e.g. `"threads": 4, `.
+std::string s1_json(const std::string& library, const options& o, const latency_summary& s,
+                    const std::string& extra_params = {}) {
   return fmt::format(
-      R"({{"library": "{}", "mode": "s1", "params": {{"seconds": {}}}, "metrics": {{"pairs": {}, )"
+      R"({{"library": "{}", "mode": "s1", "params": {{{}"seconds": {}}}, "metrics": {{"pairs": {}, )"
       R"("p50_us": {:.2f}, "p90_us": {:.2f}, "p99_us": {:.2f}, "max_us": {:.2f}, "mean_us": {:.2f}}}}})",
-      library, o.seconds, s.count, s.p50, s.p90, s.p99, s.max, s.mean);
+      library, extra_params, o.seconds, s.count, s.p50, s.p90, s.p99, s.max, s.mean);
+}
+
+/// The latencies of several loops (tasks or threads) as one distribution.
+latency_summary summarize_all(std::vector<std::vector<double>> per_loop) {
+  std::vector<double> all;
+  for (auto& us : per_loop) all.insert(all.end(), us.begin(), us.end());
+  return summarize(std::move(all));
+}
+
+const auto warmup = 500ms;
+
+/// Runs `threads` threads for the warm-up plus o.seconds. Each calls `setup(t)` once and then
+/// times calls of the function it returns (one lock+unlock pair each), keeping those that
+/// started after the warm-up.
+template <typename Setup>
+latency_summary time_threads(const options& o, int threads, Setup setup) {
+  std::vector<std::vector<double>> per_thread(static_cast<std::size_t>(threads));
+  const auto warm_end = clock_type::now() + warmup;
+  const auto end = warm_end + std::chrono::duration_cast<clock_type::duration>(
+                                  std::chrono::duration<double>(o.seconds));
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      auto pair = setup(t);
+      auto& us = per_thread[static_cast<std::size_t>(t)];
+      us.reserve(500'000);
+      for (std::size_t i = 0; i < 2'000'000; ++i) {
+        const auto t0 = clock_type::now();
+        if (t0 >= end) break;
+        pair();
+        if (t0 >= warm_end) us.push_back(micros(clock_type::now() - t0));
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  return summarize_all(std::move(per_thread));
 }
 
 /// Runs `body` on a fresh io_context with a connected client, then closes it.
@@ -191,8 +231,6 @@ asio::awaitable<void> sleep_for(clock_type::duration d) {
   asio::steady_timer t(co_await asio::this_coro::executor, d);
   co_await t.async_wait(asio::use_awaitable);
 }
-
-const auto warmup = 500ms;
 
 // --- s1: one coroutine, one key -------------------------------------------------------------
 
@@ -230,13 +268,8 @@ void run_s1(const options& o) {
         co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
       },
       config_for(o));
-  std::vector<double> all;
-  for (auto& us : per_task) all.insert(all.end(), us.begin(), us.end());
-  auto json = s1_json("rlock", o, summarize(std::move(all)));
-  if (tasks > 1) {
-    json.insert(json.find(R"("seconds")"), fmt::format(R"("concurrency": {}, )", tasks));
-  }
-  fmt::print("{}\n", json);
+  fmt::print("{}\n", s1_json("rlock", o, summarize_all(std::move(per_task)),
+                             tasks > 1 ? fmt::format(R"("concurrency": {}, )", tasks) : ""));
 }
 
 // --- s2: C coroutines on one client, each its own key ----------------------------------------
@@ -321,30 +354,12 @@ void run_s3_worker(const options& o) {
 void run_s1_blocking(const options& o) {
   rlock::blocking::client redis(config_for(o));
   const int threads = std::max(1, o.threads);
-  std::vector<std::vector<double>> per_thread(static_cast<std::size_t>(threads));
-  const auto warm_end = clock_type::now() + warmup;
-  const auto end = warm_end + std::chrono::duration_cast<clock_type::duration>(
-                                  std::chrono::duration<double>(o.seconds));
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      auto lock = redis.get_lock(fmt::format("s1-blocking:{}", t));
-      auto& us = per_thread[static_cast<std::size_t>(t)];
-      us.reserve(500'000);
-      for (std::size_t i = 0; i < 2'000'000; ++i) {
-        const auto t0 = clock_type::now();
-        if (t0 >= end) break;
-        { std::unique_lock guard(lock); }
-        if (t0 >= warm_end) us.push_back(micros(clock_type::now() - t0));
-      }
-    });
-  }
-  for (auto& w : workers) w.join();
-  std::vector<double> all;
-  for (auto& us : per_thread) all.insert(all.end(), us.begin(), us.end());
-  auto json = s1_json("rlock-blocking", o, summarize(std::move(all)));
-  json.insert(json.find(R"("seconds")"), fmt::format(R"("threads": {}, )", threads));
-  fmt::print("{}\n", json);
+  const auto s = time_threads(o, threads, [&](int t) {
+    return [lock = redis.get_lock(fmt::format("s1-blocking:{}", t))]() mutable {
+      std::unique_lock guard(lock);
+    };
+  });
+  fmt::print("{}\n", s1_json("rlock-blocking", o, s, fmt::format(R"("threads": {}, )", threads)));
 }
 
 void run_s3_worker_blocking(const options& o) {
@@ -789,37 +804,25 @@ void run_s3_floor(const options& o) {
 /// The least that T blocking threads can cost, for S7's blocking-vs-coroutines ratio.
 void run_s7_floor(const options& o) {
   const int threads = std::max(1, o.threads);
-  std::vector<std::vector<double>> per_thread(static_cast<std::size_t>(threads));
   const auto acquire = std::string(rlock::detail::script_sources[0]);
   const auto release = std::string(rlock::detail::script_sources[1]);
-  const auto warm_end = clock_type::now() + warmup;
-  const auto end = warm_end + std::chrono::duration_cast<clock_type::duration>(
-                                  std::chrono::duration<double>(o.seconds));
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
+  const auto s = time_threads(o, threads, [&](int t) {
+    // The connection dies before the io_context it lives on (member order).
+    struct connection {
       asio::io_context io;
-      tight_client c(io, o.port);
-      const auto acquire_sha = c.command({"SCRIPT", "LOAD", acquire}).str;
-      const auto release_sha = c.command({"SCRIPT", "LOAD", release}).str;
-      const auto key = fmt::format("{}s7-floor:{}", o.prefix, t);
-      const auto channel = rlock::detail::unlock_channel(key);
-      const auto field = fmt::format("floor:{}", t);
-      auto& us = per_thread[static_cast<std::size_t>(t)];
-      us.reserve(500'000);
-      for (std::size_t i = 0; i < 2'000'000; ++i) {
-        const auto t0 = clock_type::now();
-        if (t0 >= end) break;
-        (void)c.command({"EVALSHA", acquire_sha, "1", key, "30000", field});
-        (void)c.command({"EVALSHA", release_sha, "2", key, channel, "0", "30000", field});
-        if (t0 >= warm_end) us.push_back(micros(clock_type::now() - t0));
-      }
-    });
-  }
-  for (auto& w : workers) w.join();
-  std::vector<double> all;
-  for (auto& us : per_thread) all.insert(all.end(), us.begin(), us.end());
-  const auto s = summarize(std::move(all));
+      std::optional<tight_client> c;
+    };
+    auto conn = std::make_shared<connection>();
+    auto& c = conn->c.emplace(conn->io, o.port);
+    const auto acquire_sha = c.command({"SCRIPT", "LOAD", acquire}).str;
+    const auto release_sha = c.command({"SCRIPT", "LOAD", release}).str;
+    const auto key = fmt::format("{}s7-floor:{}", o.prefix, t);
+    return [conn, acquire_sha, release_sha, key, channel = rlock::detail::unlock_channel(key),
+            field = fmt::format("floor:{}", t)] {
+      (void)conn->c->command({"EVALSHA", acquire_sha, "1", key, "30000", field});
+      (void)conn->c->command({"EVALSHA", release_sha, "2", key, channel, "0", "30000", field});
+    };
+  });
   fmt::print(
       R"({{"library": "tight-client", "mode": "s7-floor", "params": {{"threads": {}, "seconds": {}}}, )"
       R"("metrics": {{"pairs": {}, "p50_us": {:.2f}, "p90_us": {:.2f}, "p99_us": {:.2f}, )"
