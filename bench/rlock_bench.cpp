@@ -602,9 +602,9 @@ void run_s6(const options& o) {
           auto& l = waiters.back();
           if (o.waiter == "callback") {
             // The same wait without a coroutine: what rlock itself costs per waiter.
-            l.async_lock(120s, [&, i](boost::system::error_code ec) {
+            l.async_lock(120s, [&l, &acquired, &bell, n](boost::system::error_code ec) {
               if (ec) return;
-              waiters[static_cast<std::size_t>(i)].async_unlock([&](boost::system::error_code) {
+              l.async_unlock([&acquired, &bell, n](boost::system::error_code) {
                 if (++acquired == n) bell.cancel();
               });
             });
