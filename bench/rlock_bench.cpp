@@ -11,12 +11,12 @@
 //   s7-floor --threads T         T blocking threads, each its own connection: the floor under S7
 //   print-acquire-script         the acquire Lua, for the EVALSHA reference
 // Results: one JSON line on stdout; progress on stderr. Only 127.0.0.1 is contacted.
-#include "conn/connection.hpp"
 #include "lock/lock_state.hpp"
 #include "resp3/parser.hpp"
 #include "resp3/request.hpp"
 #include "rlock/rlock.hpp"
 #include "script/scripts.hpp"
+#include "session/connection.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -401,11 +401,23 @@ struct inspector {
           return c;
         }())) {}
 
+  asio::awaitable<void> connect() {
+    auto [ec, diagnostic] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
+                                                          void(std::error_code, std::string)>(
+        [this](auto h) { conn->async_connect(std::move(h)); }, asio::use_awaitable);
+    if (ec) throw std::system_error(ec, diagnostic);
+  }
+
   // A vector, not an initializer_list: g++ 12 cannot copy the latter into a coroutine frame.
   asio::awaitable<rlock::detail::resp3::value> command(std::vector<std::string_view> args) {
     std::string cmd;
     rlock::detail::resp3::append_command(cmd, std::span<const std::string_view>(args));
-    co_return co_await conn->exec(cmd);
+    auto [ec, reply] =
+        co_await asio::async_initiate<const asio::use_awaitable_t<>&,
+                                      void(std::error_code, rlock::detail::resp3::value)>(
+            [&](auto h) { conn->exec(std::move(cmd), {}, std::move(h)); }, asio::use_awaitable);
+    if (ec) throw std::system_error(ec);
+    co_return reply;
   }
 
   /// calls per command name, from INFO commandstats.
@@ -453,7 +465,7 @@ void run_s4(const options& o) {
       o,
       [&](asio::io_context& io, rlock::client& redis) -> asio::awaitable<void> {
         inspector inspect(io, o.port);
-        co_await inspect.conn->connect();
+        co_await inspect.connect();
         auto holder = redis.get_lock("s4");
         co_await holder.lock(60s);
         // W waiters queue behind the holder; each, once it has the lock, releases it at once,
@@ -587,7 +599,7 @@ void run_s6(const options& o) {
       o,
       [&](asio::io_context& io, rlock::client& redis) -> asio::awaitable<void> {
         inspector inspect(io, o.port);
-        co_await inspect.conn->connect();
+        co_await inspect.connect();
         std::vector<rlock::reentrant_lock> holders;
         for (int j = 0; j < k; ++j) {
           holders.push_back(redis.get_lock(fmt::format("s6:{}", j)));
@@ -818,9 +830,13 @@ void run_s7_floor(const options& o) {
     const auto release_sha = c.command({"SCRIPT", "LOAD", release}).str;
     const auto key = fmt::format("{}s7-floor:{}", o.prefix, t);
     return [conn, acquire_sha, release_sha, key, channel = rlock::detail::unlock_channel(key),
-            field = fmt::format("floor:{}", t)] {
+            calls = std::make_shared<std::uint64_t>(0), field = fmt::format("floor:{}", t)] {
       (void)conn->c->command({"EVALSHA", acquire_sha, "1", key, "30000", field});
-      (void)conn->c->command({"EVALSHA", release_sha, "2", key, channel, "0", "30000", field});
+      // rlock's latched release; a fresh request id per call, as rlock's. The latch expires on
+      // its own (10 ms) instead of being deleted: a floor may do less than rlock, never more.
+      const auto latch = rlock::detail::unlock_latch(key, fmt::format("{:032x}", ++*calls));
+      (void)conn->c->command(
+          {"EVALSHA", release_sha, "3", key, channel, latch, "0", "30000", field, "publish", "10"});
     };
   });
   fmt::print(

@@ -4,6 +4,7 @@
 #include "lock/lock_state.hpp"
 #include "rlock/error.hpp"
 
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -14,6 +15,7 @@
 
 #include <atomic>
 #include <charconv>
+#include <random>
 #include <vector>
 
 namespace rlock {
@@ -61,33 +63,70 @@ client_impl::client_impl(const asio::any_io_executor& ex, config c)
     : executor(ex),
       cfg(std::move(c)),
       uuid(random_uuid()),
-      conn(std::make_shared<connection>(executor, cfg)),
-      scripts(*conn),
-      hub(*conn),
-      dog(executor, scripts, cfg.watchdog_timeout) {}
+      session(executor, cfg),
+      scripts(session),
+      hub(session),
+      dog(executor, scripts, cfg.watchdog_timeout),
+      ids_(std::random_device{}()) {}
 
 client_impl::~client_impl() {
-  shutdown(std::make_error_code(std::errc::operation_canceled));
   // The connection may outlive us by a few handlers: it must not call back into a dead hub.
-  conn->set_push_handler({});
-  conn->set_lost_handler({});
+  session.set_listener(nullptr);
+  shutdown(std::make_error_code(std::errc::operation_canceled));
 }
 
 void client_impl::start() {
   dog.set_owner(weak_from_this());
-  conn->set_push_handler([this](resp3::value& v) { hub.on_push(v); });
-  conn->set_lost_handler([this](std::error_code ec) { hub.fail_all(ec); });
-}
-
-asio::awaitable<void> client_impl::connect() {
-  co_await conn->connect();
-  co_await scripts.load_all();
+  session.set_listener(this);
 }
 
 void client_impl::shutdown(std::error_code reason) {
   dog.stop();  // pending lost() waiters complete with operation_aborted: nobody watches now
-  conn->close(reason);
+  session.close(reason);
   hub.fail_all(reason);
+}
+
+std::string client_impl::next_request_id() {
+  // Uniqueness, not secrecy, is what a latch id needs: a seeded 64-bit generator per client.
+  const std::uint64_t hi = ids_();
+  const std::uint64_t lo = ids_();
+  return fmt::format("{:016x}{:016x}", hi, lo);
+}
+
+void client_impl::on_message(std::string_view channel, std::string_view payload) {
+  hub.on_message(channel, payload);
+}
+
+void client_impl::on_subscribed(std::string_view channel) { hub.on_subscribed(channel); }
+
+void client_impl::on_refused(std::string_view channel, std::error_code ec, std::string_view text) {
+  hub.on_refused(channel, ec, text);
+}
+
+void client_impl::on_state(link_state state, std::error_code reason,
+                           const std::string& diagnostic) {
+  connection_state s = connection_state::disconnected;
+  switch (state) {
+    case link_state::idle:
+      s = connection_state::disconnected;
+      break;
+    case link_state::connecting:
+      s = connection_state::connecting;
+      break;
+    case link_state::connected:
+      s = connection_state::connected;
+      break;
+    case link_state::reconnecting:
+      s = connection_state::reconnecting;
+      break;
+    case link_state::closed:
+      s = connection_state::closed;
+      break;
+  }
+  state_.store(s, std::memory_order_relaxed);
+  if (state_handler_) {
+    state_handler_(connection_event{s, boost::system::error_code(reason), diagnostic});
+  }
 }
 
 std::shared_ptr<lock_state> client_impl::state_for(std::string_view name, std::uint64_t owner) {
@@ -114,7 +153,15 @@ void client_impl::forget(const lock_state& s) {
   if (it != states_.end() && it->second.expired()) states_.erase(it);
 }
 
-asio::awaitable<void> connect_op(std::shared_ptr<client_impl> c) { co_await c->connect(); }
+asio::awaitable<void> connect_op(std::shared_ptr<client_impl> c) {
+  // The initiation captures a plain pointer: g++ 12 destroys some temporaries of a co_await
+  // expression twice, and a captured shared_ptr then loses a reference.
+  auto result = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
+                                              void(std::error_code, std::string)>(
+      [impl = c.get()](auto handler) { impl->session.async_connect(std::move(handler)); },
+      asio::use_awaitable);
+  if (std::get<0>(result)) throw std::system_error(std::get<0>(result), std::get<1>(result));
+}
 
 asio::awaitable<void> close_op(std::shared_ptr<client_impl> c) {
   c->shutdown(std::make_error_code(std::errc::operation_canceled));
@@ -143,8 +190,22 @@ client_stats client::stats() const noexcept {
   s.expiry_wakeups = impl_->counters.expiry_wakeups.load(std::memory_order_relaxed);
   s.renewal_calls = impl_->dog.renew_calls();
   s.lost_locks = impl_->counters.lost_locks.load(std::memory_order_relaxed);
+  const auto& link = impl_->session.stats();
+  s.reconnects = link.reconnects.load(std::memory_order_relaxed);
+  s.health_check_failures = link.health_check_failures.load(std::memory_order_relaxed);
+  s.retried_commands = link.retried_commands.load(std::memory_order_relaxed);
+  s.reconciled_acquires = impl_->counters.reconciled_acquires.load(std::memory_order_relaxed);
+  s.given_back = impl_->counters.given_back.load(std::memory_order_relaxed);
   return s;
 }
+
+connection_state client::state() const noexcept { return impl_->state(); }
+
+void client::on_state_change(std::function<void(const connection_event&)> handler) {
+  impl_->set_state_handler(std::move(handler));
+}
+
+std::chrono::milliseconds client::lease_margin() const noexcept { return impl_->dog.margin(); }
 
 asio::awaitable<void> client::connect() {
   return asio::co_spawn(get_executor(), detail::connect_op(impl_), asio::use_awaitable);

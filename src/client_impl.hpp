@@ -1,9 +1,10 @@
 #pragma once
 
-#include "conn/connection.hpp"
 #include "notify/notify_hub.hpp"
+#include "rlock/client.hpp"
 #include "rlock/config.hpp"
 #include "script/script_registry.hpp"
+#include "session/session.hpp"
 #include "watchdog/watchdog.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -11,8 +12,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -21,16 +24,16 @@ namespace rlock::detail {
 
 struct lock_state;
 
-/// What a client owns. Everything but `states_` and the counters is touched only on `executor`.
-class client_impl : public std::enable_shared_from_this<client_impl> {
+/// What a client owns: the session and the services on it. Everything but `states_`, the
+/// counters and the state snapshot is touched only on `executor`.
+class client_impl : public std::enable_shared_from_this<client_impl>, private connection::listener {
  public:
   client_impl(const boost::asio::any_io_executor& ex, config c);
   ~client_impl();
 
   /// Wires the parts together once the object is owned by a shared_ptr.
   void start();
-  boost::asio::awaitable<void> connect();
-  /// Fails everything pending with `reason` and closes the connection.
+  /// Fails everything pending with `reason` and closes the session.
   void shutdown(std::error_code reason);
 
   /// The state of (name, owner), shared by every handle of that owner. Thread-safe.
@@ -39,10 +42,18 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
   std::shared_ptr<lock_state> new_owner(std::string_view name);
   void forget(const lock_state& s);
 
+  /// 16 random bytes in lowercase hex: the request id of an unlock (Redisson's latch).
+  std::string next_request_id();
+
+  void set_state_handler(std::function<void(const connection_event&)> h) {
+    state_handler_ = std::move(h);
+  }
+  connection_state state() const noexcept { return state_.load(std::memory_order_relaxed); }
+
   const boost::asio::any_io_executor executor;
   const config cfg;
   const std::string uuid;
-  std::shared_ptr<connection> conn;
+  detail::session session;
   script_registry scripts;
   /// Counters behind client::stats(); atomics because stats() may be read from any thread.
   struct {
@@ -50,13 +61,23 @@ class client_impl : public std::enable_shared_from_this<client_impl> {
     std::atomic<std::uint64_t> notified_wakeups{0};
     std::atomic<std::uint64_t> expiry_wakeups{0};
     std::atomic<std::uint64_t> lost_locks{0};
+    std::atomic<std::uint64_t> reconciled_acquires{0};
+    std::atomic<std::uint64_t> given_back{0};
   } counters;
   notify_hub hub;
   watchdog dog;
 
  private:
+  void on_message(std::string_view channel, std::string_view payload) override;
+  void on_subscribed(std::string_view channel) override;
+  void on_refused(std::string_view channel, std::error_code ec, std::string_view text) override;
+  void on_state(link_state state, std::error_code reason, const std::string& diagnostic) override;
+
   std::mutex states_mutex_;
   std::unordered_map<std::string, std::weak_ptr<lock_state>> states_;
+  std::mt19937_64 ids_;
+  std::function<void(const connection_event&)> state_handler_;
+  std::atomic<connection_state> state_{connection_state::disconnected};
 };
 
 /// A fresh owner id from the per-process counter (also used for blocking-facade threads).

@@ -25,6 +25,16 @@ class category final : public std::error_category {
         return "connection to Redis lost";
       case errc::would_deadlock:
         return "blocking call from the client's own io thread would deadlock";
+      case errc::permission_denied:
+        return "Redis denied permission (ACL)";
+      case errc::auth_failed:
+        return "Redis rejected the credentials";
+      case errc::unsupported_server:
+        return "the server does not speak RESP3: rlock needs Redis 6 or later";
+      case errc::resolve_failed:
+        return "cannot resolve the Redis host name";
+      case errc::connect_failed:
+        return "cannot connect to Redis";
     }
     return "unknown rlock error";
   }

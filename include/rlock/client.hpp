@@ -6,8 +6,11 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/system/error_code.hpp>
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -33,6 +36,42 @@ struct client_stats {
   std::uint64_t renewal_calls = 0;
   /// Watchdog locks reported lost.
   std::uint64_t lost_locks = 0;
+  /// Connections made again after a loss.
+  std::uint64_t reconnects = 0;
+  /// Connections taken for dead because a health-check PING went unanswered.
+  std::uint64_t health_check_failures = 0;
+  /// Idempotent commands (queries, renewals, latched releases) written again after their
+  /// connection died before answering.
+  std::uint64_t retried_commands = 0;
+  /// Acquire attempts whose answer was lost, settled by asking the server for the hold count.
+  std::uint64_t reconciled_acquires = 0;
+  /// Acquisitions given back because they completed after their caller was told otherwise
+  /// (cancelled, or out of time).
+  std::uint64_t given_back = 0;
+};
+
+/// The state of a client's connection.
+enum class connection_state {
+  /// Not connected: before connect(), after it failed, or after a loss with reconnection off.
+  disconnected,
+  /// The first connection attempt (connect()) is under way.
+  connecting,
+  /// Connected and past the handshake: commands go out.
+  connected,
+  /// The connection was lost; the client is waiting out its backoff or connecting again.
+  /// Operations wait (within their own bounds) unless config::fail_fast.
+  reconnecting,
+  /// close() was called.
+  closed,
+};
+
+/// A change of the connection's state.
+struct connection_event {
+  connection_state state;
+  /// Why the connection was lost or an attempt failed; empty on `connected`.
+  boost::system::error_code reason;
+  /// Redis's or the operating system's words for it.
+  std::string diagnostic;
 };
 
 /// A connection to one Redis server and the machinery every lock of this process shares: the
@@ -64,8 +103,22 @@ class client {
   /// A snapshot of the counters; may be called from any thread.
   client_stats stats() const noexcept;
 
+  /// The connection's state now; may be called from any thread.
+  connection_state state() const noexcept;
+  /// Calls `handler` on the client's executor at every change of the connection's state
+  /// (connected, reconnecting with the reason, ...). Set it before connect().
+  void on_state_change(std::function<void(const connection_event&)> handler);
+
+  /// How long before a watchdog lease can expire on the server its holder is told lost():
+  /// watchdog_timeout / 100 + 5 ms (clock drift between the machines, timer latency).
+  std::chrono::milliseconds lease_margin() const noexcept;
+
   /// Connects, says `HELLO 3` (with AUTH if configured), selects the database and loads the
-  /// scripts. Bounded by config::connect_timeout. Completion: void(error_code).
+  /// scripts. Bounded by config::connect_timeout. Completion: void(error_code): timeout,
+  /// resolve_failed, connect_failed, auth_failed, unsupported_server, server_error,
+  /// protocol_error (the awaitable's exception carries Redis's or the OS's text). Once connected,
+  /// the client reconnects by itself after a loss (config::reconnect): commands issued meanwhile
+  /// wait for the new connection's handshake, within their own bounds.
   boost::asio::awaitable<void> connect();
   template <typename CompletionToken>
   auto async_connect(CompletionToken&& token) {

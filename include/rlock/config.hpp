@@ -31,8 +31,28 @@ struct config {
   /// Bound on every Redis round trip; a command without a reply by then fails with errc::timeout.
   std::chrono::milliseconds command_timeout{5'000};
 
-  /// Bound on resolving, connecting and the handshake.
+  /// Bound on resolving, connecting and the handshake, on every connection attempt.
   std::chrono::milliseconds connect_timeout{5'000};
+
+  /// What to do when the connection is lost. By default the client reconnects with exponential
+  /// backoff and full jitter (delay n is uniform in [0, min(backoff_cap, backoff_initial * 2^n)])
+  /// until it is closed, redoes the handshake, reloads the scripts and resubscribes.
+  struct reconnect_policy {
+    /// false: never reconnect; after a loss every operation fails with errc::connection_lost.
+    bool enabled = true;
+    std::chrono::milliseconds backoff_initial{50};
+    std::chrono::milliseconds backoff_cap{2'000};
+  };
+  reconnect_policy reconnect;
+
+  /// When nothing has been read for this long, a PING is sent; if nothing has been read for
+  /// another interval after it, the connection is taken for dead and replaced. Catches half-open
+  /// TCP connections long before a lease runs out. Zero turns the health check off.
+  std::chrono::milliseconds health_check_interval{2'000};
+
+  /// While the client is disconnected, fail operations at once with errc::connection_lost
+  /// instead of letting them wait (within their own bounds) for the reconnection.
+  bool fail_fast = false;
 
   /// Parses `redis://[[user]:password@]host[:port][/db]`; throws std::system_error carrying
   /// errc::invalid_argument on anything else.

@@ -12,7 +12,9 @@ enum class errc {
   not_owner = 1,
   /// The watchdog found that a held lock is no longer ours (expired, deleted or force-unlocked).
   lock_lost,
-  /// A command got no reply within `config::command_timeout`, or a connect took too long.
+  /// An operation did not complete within its bound (`config::command_timeout` for single round
+  /// trips, the wait of try_lock, `config::connect_timeout` for a connection attempt). For a
+  /// command already sent, its outcome on the server is unknown.
   timeout,
   /// An argument is out of range: empty lock name, non-positive lease, negative wait.
   invalid_argument,
@@ -20,11 +22,23 @@ enum class errc {
   protocol_error,
   /// Redis answered with an error reply; its text travels beside the code.
   server_error,
-  /// The connection to Redis was lost, or the client is not connected.
+  /// The connection to Redis was lost (and reconnection is off, or config::fail_fast is on), or
+  /// the client is not connected.
   connection_lost,
   /// A blocking call was made from a handler of the same blocking client, where it would wait
   /// for itself.
   would_deadlock,
+  /// The server refused a command for lack of ACL rights (`-NOPERM`), e.g. SUBSCRIBE to a
+  /// lock's channel by a user without channel rights; Redis's text travels beside the code.
+  permission_denied,
+  /// The server rejected the credentials (`WRONGPASS`, `NOAUTH`).
+  auth_failed,
+  /// The server does not speak RESP3 (`HELLO 3` failed): rlock needs Redis 6 or later.
+  unsupported_server,
+  /// The host name could not be resolved.
+  resolve_failed,
+  /// No TCP connection could be made (refused, unreachable).
+  connect_failed,
 };
 
 /// The category of `rlock::errc`; its name is "rlock".

@@ -87,7 +87,7 @@ struct client_state {
       std::lock_guard guard(m);
       ++callers;
     }
-    start([this, &out](std::exception_ptr e, auto... v) {
+    auto on_done = [this, &out](std::exception_ptr e, auto... v) {
       out.error = std::move(e);
       if constexpr (sizeof...(v) > 0 && !std::is_void_v<T>) out.value.emplace(std::move(v)...);
       if (std::this_thread::get_id() == out.caller) {
@@ -100,7 +100,16 @@ struct client_state {
       std::lock_guard guard(m);
       out.done.store(true, std::memory_order_release);
       out.bed.cv.notify_one();
-    });
+    };
+    try {
+      start(std::move(on_done));
+    } catch (...) {
+      // Nothing was started: this caller must not stay counted, or the background thread would
+      // never drive again.
+      std::lock_guard guard(m);
+      --callers;
+      throw;
+    }
     drive_until(out.done, out.bed);
     if (out.error) std::rethrow_exception(out.error);
     if constexpr (!std::is_void_v<T>) return std::move(*out.value);

@@ -2,10 +2,22 @@
 // each, driven by the completions of its script round trips and of its waiter's timer. No
 // coroutine frame, co_spawn or awaitable thread per operation: S1 (instructions per lock+unlock)
 // and S6 (bytes per sleeping waiter) are dominated by exactly those.
+//
+// What each request means when its answer never comes (../README "Faults"):
+// - acquire: not idempotent (HINCRBY). Written and unanswered when the connection dies, it is
+//   reconciled: `HGET key field` against the count the owner had before the attempt tells
+//   whether it ran. An answer that comes after the caller was told (timeout, cancellation) is
+//   still processed, and an acquisition it made is given back.
+// - release: made idempotent by Redisson's unlock latch (one request id per unlock, reused by
+//   every retry): written again on the next connection.
+// The caller and the protocol state are separate: an operation can complete its caller (its
+// bound passed, or it was cancelled) and stay alive, owned by its request, until Redis's answer
+// settles what happened on the server.
 
 #include "client_impl.hpp"
 #include "lock/lock_state.hpp"
 #include "notify/notify_hub.hpp"
+#include "resp3/request.hpp"
 #include "rlock/error.hpp"
 #include "rlock/reentrant_lock.hpp"
 
@@ -17,6 +29,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <iterator>
 #include <system_error>
@@ -25,7 +38,6 @@ namespace rlock::detail {
 
 namespace asio = boost::asio;
 using std::chrono::milliseconds;
-using clock_type = std::chrono::steady_clock;
 
 namespace {
 
@@ -34,8 +46,28 @@ std::exception_ptr cancelled_error() {
       std::system_error(std::make_error_code(std::errc::operation_canceled)));
 }
 
-std::exception_ptr protocol_error(const char* what) {
-  return std::make_exception_ptr(std::system_error(make_error_code(errc::protocol_error), what));
+std::exception_ptr error_with(errc e, const std::string& what) {
+  return std::make_exception_ptr(std::system_error(make_error_code(e), what));
+}
+
+/// The exception for a failed script call: Redis's text for an error reply, what the session
+/// knows for a transport error.
+std::exception_ptr failure_of(const client_impl& c, std::error_code ec, const resp3::value& reply,
+                              std::string_view what) {
+  if (ec == std::errc::operation_canceled) {
+    return cancelled_error();
+  }
+  std::string text;
+  if (reply.is_error()) {
+    text = reply.str;
+  } else if (ec == errc::timeout) {
+    text = fmt::format("{}: no answer within {} ms", what, c.cfg.command_timeout.count());
+  } else if (ec == errc::connection_lost) {
+    const auto& last = c.session.last_error();
+    text = last.empty() ? fmt::format("{}: not connected", what)
+                        : fmt::format("{}: not connected ({})", what, last);
+  }
+  return std::make_exception_ptr(std::system_error(ec, text));
 }
 
 void validate(std::optional<milliseconds> wait, std::optional<milliseconds> lease) {
@@ -64,16 +96,16 @@ class decimal {
   std::size_t size_ = 0;
 };
 
-/// Ends `op`: destroys it (unlinking its waiter, which may pass a wake-up on or unsubscribe)
-/// and then runs `h`, taken out of it, on the handler's executor. `inside_initiation` posts
-/// instead of dispatching, so a handler never runs inside the call that started the operation.
-template <typename Op, typename Handler, typename... Result>
-void complete(std::unique_ptr<Op> op, Handler h, bool inside_initiation, std::exception_ptr e,
-              Result... result) {
-  const asio::any_io_executor client_ex = op->s->client->executor;
-  op.reset();
+/// Runs `h` with the completion on the handler's executor, after clearing the handler's
+/// cancellation slot there: the slot belongs to the caller's executor, which is also where a
+/// cancellation is emitted, so the two never race. `inside_initiation` posts instead of
+/// dispatching, so a handler never runs inside the call that started the operation.
+template <typename Handler, typename... Result>
+void deliver(const asio::any_io_executor& client_ex, Handler h, asio::cancellation_slot slot,
+             bool inside_initiation, std::exception_ptr e, Result... result) {
   auto ex = asio::get_associated_executor(h, client_ex);
-  auto run = [h = std::move(h), e = std::move(e), result...]() mutable {
+  auto run = [h = std::move(h), slot, e = std::move(e), result...]() mutable {
+    if (slot.is_connected()) slot.clear();
     std::move(h)(std::move(e), result...);
   };
   if (inside_initiation) {
@@ -85,42 +117,115 @@ void complete(std::unique_ptr<Op> op, Handler h, bool inside_initiation, std::ex
   }
 }
 
+/// Shared by an operation and the cancellation handler installed in its caller's slot. The slot
+/// handler runs on whatever thread emits the cancellation: it only records the request and posts
+/// it to the client's executor, where the operation (if it still exists) acts on it.
+template <typename Op>
+struct cancel_link {
+  std::atomic<bool> requested{false};
+  Op* op = nullptr;  // touched on the client's executor only
+};
+
+template <typename Op>
+void install_cancellation(asio::cancellation_slot& slot,
+                          const std::shared_ptr<cancel_link<Op>>& link,
+                          const asio::any_io_executor& client_ex) {
+  if (!slot.is_connected()) return;
+  // Installed in the initiating call, on the caller's side: a cancellation emitted before the
+  // operation has started on the client's executor is recorded, not lost.
+  slot.assign([link, client_ex](asio::cancellation_type type) {
+    if (type == asio::cancellation_type::none) return;
+    if (link->requested.exchange(true)) return;
+    asio::post(client_ex, [link] {
+      if (link->op != nullptr) link->op->on_cancel();
+    });
+  });
+}
+
 // --- release ----------------------------------------------------------------------------------
 
 struct release_operation {
+  using owner = std::unique_ptr<release_operation>;
+
   release_operation(std::shared_ptr<lock_state> st, void_handler h)
       : s(std::move(st)), handler(std::move(h)) {}
 
-  static void start(std::unique_ptr<release_operation> op) {
+  static void start(owner op) {
     lock_state& s = *op->s;
+    client_impl& c = *s.client;
     s.before_release();
-    const auto lease = s.lease.count() > 0 ? s.lease : s.client->cfg.watchdog_timeout;
+    const auto lease = s.lease.count() > 0 ? s.lease : c.cfg.watchdog_timeout;
     op->lease_arg.assign(lease.count());
+    // A retry may come until the operation's bound and one reconnect later.
+    op->latch_ttl_arg.assign(std::max<std::int64_t>(1, 2 * c.cfg.command_timeout.count()));
     op->channel = s.channel();
-    op->keys = {s.key, op->channel};
-    op->args = {"0", op->lease_arg.view(), s.field};
+    op->latch = unlock_latch(s.key, c.next_request_id());
+    op->keys = {s.key, op->channel, op->latch};
+    op->args = {"0", op->lease_arg.view(), s.field, "publish", op->latch_ttl_arg.view()};
+    request_options opts;
+    opts.unknown = if_unknown::retry;  // the latch makes a retry return the first answer
+    opts.deadline = clock_type::now() + c.cfg.command_timeout;
+    opts.on_deadline = &release_operation::on_deadline;
+    opts.context = op.get();
+    opts.written_at = &op->written;
     auto* p = op.get();
-    s.client->scripts.async_run(
-        script::release, p->keys, p->args,
-        [op = std::move(op)](std::exception_ptr e, resp3::value reply) mutable {
-          if (!e) {
-            try {
-              op->s->on_released(reply);
-            } catch (...) {
-              e = std::current_exception();
-            }
-          }
-          auto h = std::move(op->handler);
-          complete(std::move(op), std::move(h), false, std::move(e));
-        });
+    c.scripts.async_run(script::release, p->keys, p->args, opts,
+                        [op = std::move(op)](std::error_code ec, resp3::value reply) mutable {
+                          on_reply(std::move(op), ec, reply);
+                        });
+  }
+
+  /// The bound passed with the release written and unanswered: the caller learns that its
+  /// outcome is unknown; the answer, when it comes, still updates the owner's state.
+  static void on_deadline(void* context) {
+    auto* op = static_cast<release_operation*>(context);
+    op->tell(error_with(errc::timeout,
+                        fmt::format("unlock of '{}': no answer within {} ms; the release may "
+                                    "still happen",
+                                    op->s->name(), op->s->client->cfg.command_timeout.count())),
+             true);
+  }
+
+  static void on_reply(owner op, std::error_code ec, const resp3::value& reply) {
+    client_impl& c = *op->s->client;
+    std::exception_ptr e;
+    if (!ec) {
+      try {
+        op->s->on_released(reply, op->written);
+      } catch (...) {
+        e = std::current_exception();
+      }
+      // The answer is in: the latch has done its work. Not awaited.
+      std::string del;
+      resp3::append_command(del, {"DEL", op->latch});
+      request_options opts;
+      opts.deadline = clock_type::now() + c.cfg.command_timeout;
+      c.session.exec(op->s->key, std::move(del), opts, [](std::error_code, resp3::value) {});
+    } else {
+      if (op->written == clock_type::time_point{}) op->s->release_not_sent();
+      e = failure_of(c, ec, reply, fmt::format("unlock of '{}'", op->s->name()));
+    }
+    op->tell(std::move(e));
+  }
+
+  /// Tells the caller (once). Posted when called from the deadline hook, which runs inside the
+  /// session's bookkeeping.
+  void tell(std::exception_ptr e, bool from_hook = false) {
+    if (!handler) return;
+    void_handler h(std::move(handler));
+    // unlock() ignores cancellation: no slot handler was installed, none is cleared.
+    deliver(s->client->executor, std::move(h), asio::cancellation_slot(), from_hook, std::move(e));
   }
 
   std::shared_ptr<lock_state> s;
   void_handler handler;
   std::string channel;
+  std::string latch;
   decimal lease_arg;
-  std::array<std::string_view, 2> keys;
-  std::array<std::string_view, 3> args;
+  decimal latch_ttl_arg;
+  std::array<std::string_view, 3> keys;
+  std::array<std::string_view, 5> args;
+  clock_type::time_point written{};
 };
 
 // --- acquire ----------------------------------------------------------------------------------
@@ -139,80 +244,182 @@ struct acquire_operation {
       : s(std::move(st)), wait(w), lease(l), report(std::move(r)), done(std::move(d)) {}
 
   ~acquire_operation() {
-    if (slot.is_connected()) slot.clear();
+    link->op = nullptr;
     if (waiter) s->client->hub.remove(*waiter);
   }
 
+  client_impl& client() const noexcept { return *s->client; }
+
   static void start(owner op) {
-    client_impl& c = *op->s->client;
-    op->slot = op->report ? asio::get_associated_cancellation_slot(op->report)
-                          : asio::get_associated_cancellation_slot(op->done);
-    if (op->slot.is_connected()) {
-      // Every cancellation type is honoured: each leaves no lock, waiter or subscription.
-      op->slot.assign([p = op.get()](asio::cancellation_type type) {
-        if (type == asio::cancellation_type::none) return;
-        p->cancelled = true;
-        if (p->sleeping) p->waiter->timer.cancel();
-      });
-    }
+    client_impl& c = op->client();
+    op->link->op = op.get();
+    op->cancelled = op->link->requested.load();
     op->lease_ms = op->lease.value_or(c.cfg.watchdog_timeout);
     op->lease_arg.assign(op->lease_ms.count());
     op->keys = {op->s->key};
     op->args = {op->lease_arg.view(), op->s->field};
-    op->deadline = op->wait ? clock_type::now() + *op->wait : clock_type::time_point::max();
+    const auto now = clock_type::now();
+    op->deadline = op->wait ? now + *op->wait : clock_type::time_point::max();
+    if (op->cancelled) return finish(std::move(op), cancelled_error(), false, true);
     attempt(std::move(op));
   }
 
-  static void attempt(owner op) {
-    client_impl& c = *op->s->client;
-    ++c.counters.acquire_attempts;
-    auto* p = op.get();
-    c.scripts.async_run(script::acquire, p->keys, p->args,
-                        [op = std::move(op)](std::exception_ptr e, resp3::value reply) mutable {
-                          on_attempt(std::move(op), std::move(e), reply);
-                        });
+  /// An attempt, once started, gets a full round trip's bound (config::command_timeout) even
+  /// at the end of the wait: a try_lock(wait) completes within wait + command_timeout.
+  clock_type::time_point attempt_deadline() const noexcept {
+    if (detached || !wait) return clock_type::time_point::max();
+    return std::max(deadline, attempt_started + client().cfg.command_timeout);
   }
 
-  static void on_attempt(owner op, std::exception_ptr e, const resp3::value& reply) {
-    if (e) return finish(std::move(op), false, std::move(e), false);
-    if (reply.type == resp3::type::number) {
-      op->ttl = milliseconds(reply.integer);
-      return on_busy(std::move(op));
+  static void attempt(owner op) {
+    client_impl& c = op->client();
+    ++c.counters.acquire_attempts;
+    op->attempt_started = clock_type::now();
+    op->written = {};
+    op->holds_before = op->s->local_holds;
+    request_options opts;
+    opts.unknown = if_unknown::fail;  // not idempotent: reconciled instead
+    opts.deadline = op->attempt_deadline();
+    opts.on_deadline = &acquire_operation::on_deadline;
+    opts.context = op.get();
+    opts.written_at = &op->written;
+    op->in_flight = true;
+    auto* p = op.get();
+    p->request =
+        c.scripts.async_run(script::acquire, p->keys, p->args, opts,
+                            [op = std::move(op)](std::error_code ec, resp3::value reply) mutable {
+                              op->in_flight = false;
+                              on_attempt(std::move(op), ec, reply);
+                            });
+  }
+
+  /// The bound passed with an attempt written and unanswered (a stalled server): the caller is
+  /// told now; the answer, when it comes, is still processed (and an acquisition given back).
+  static void on_deadline(void* context) {
+    auto* op = static_cast<acquire_operation*>(context);
+    op->detach(error_with(
+        errc::timeout,
+        fmt::format("lock '{}': no answer from Redis in time; an acquisition that happens "
+                    "after all is given back",
+                    op->s->name())));
+  }
+
+  /// Cancellation, on the client's executor.
+  void on_cancel() {
+    if (detached) return;
+    cancelled = true;
+    if (sleeping) {
+      waiter->timer.cancel();
+    } else if (in_flight && written == clock_type::time_point{}) {
+      // Still queued (the session is down): it never reached the server, so just take it back.
+      client().session.withdraw(s->key, request,
+                                std::make_error_code(std::errc::operation_canceled));
+    } else if (in_flight && !client().session.connected()) {
+      detach(cancelled_error());
     }
-    if (!reply.is_null()) {
-      return finish(std::move(op), false, protocol_error("acquire script: unexpected reply"),
-                    false);
+    // Otherwise the answer to the written attempt is due at once; it is awaited, and an
+    // acquisition it made is given back before the caller is told.
+  }
+
+  static void on_attempt(owner op, std::error_code ec, const resp3::value& reply) {
+    if (!ec) {
+      if (reply.is_null()) return on_acquired(std::move(op));
+      if (reply.type == resp3::type::number) {
+        op->ttl = milliseconds(reply.integer);
+        return on_busy(std::move(op));
+      }
+      return finish(std::move(op),
+                    error_with(errc::protocol_error, "acquire script: unexpected reply"), false);
     }
-    op->s->on_acquired(op->lease_ms, !op->lease);
-    if (op->cancelled) return give_back(std::move(op));
+    const bool written = op->written != clock_type::time_point{};
+    if (written && (ec == errc::connection_lost || ec == errc::timeout)) {
+      // Unknown: the server may have run it. Ask it.
+      return reconcile(std::move(op));
+    }
+    // Not written (it certainly did not run), or an error reply.
+    auto e = failure_of(op->client(), ec, reply, fmt::format("lock '{}'", op->s->name()));
+    finish(std::move(op), std::move(e), false);
+  }
+
+  static void on_acquired(owner op) {
+    op->s->on_acquired(op->lease_ms, !op->lease, op->written);
+    if (op->cancelled || op->detached) return give_back(std::move(op));
     op->s->last_wake = op->reason;
-    finish(std::move(op), false, nullptr, true);
+    finish(std::move(op), nullptr, true);
+  }
+
+  /// After an attempt's answer was lost: the owner's hold count on the server, against the one
+  /// it had before the attempt, says whether the attempt ran. Retried across reconnects.
+  static void reconcile(owner op) {
+    client_impl& c = op->client();
+    ++c.counters.reconciled_acquires;
+    if (op->cancelled) op->detach(cancelled_error());
+    std::string hget;
+    resp3::append_command(hget, {"HGET", op->s->key, op->s->field});
+    request_options opts;
+    opts.unknown = if_unknown::retry;
+    opts.deadline = op->detached ? clock_type::time_point::max() : op->deadline;
+    auto* p = op.get();
+    p->in_flight = true;
+    p->request =
+        c.session.exec(p->s->key, std::move(hget), opts,
+                       [op = std::move(op)](std::error_code ec, resp3::value reply) mutable {
+                         op->in_flight = false;
+                         on_reconciled(std::move(op), ec, reply);
+                       });
+  }
+
+  static void on_reconciled(owner op, std::error_code ec, const resp3::value& reply) {
+    if (ec == errc::timeout && !op->detached) {
+      // Out of time while the session is down: the caller is told; the question stays open.
+      op->detach(failure_of(op->client(), ec, reply, fmt::format("lock '{}'", op->s->name())));
+      return reconcile(std::move(op));
+    }
+    if (ec) {
+      // Closed (or fail-fast while down): nobody can learn more. A hold it made, if any, expires
+      // with its lease on the server; the watchdog does not renew it.
+      auto e = failure_of(op->client(), ec, reply, fmt::format("lock '{}'", op->s->name()));
+      return finish(std::move(op), std::move(e), false);
+    }
+    std::int64_t count = 0;
+    if (reply.type == resp3::type::number) {
+      count = reply.integer;
+    } else if (!reply.is_null()) {
+      std::from_chars(reply.str.data(), reply.str.data() + reply.str.size(), count);
+    }
+    if (count > static_cast<std::int64_t>(op->holds_before)) return on_acquired(std::move(op));
+    // It did not run (and, on a connection that is gone, cannot run any more).
+    if (op->detached) return;  // destroyed: nothing to give back
+    if (op->cancelled) return finish(std::move(op), cancelled_error(), false);
+    if (clock_type::now() >= op->attempt_deadline()) return finish(std::move(op), nullptr, false);
+    attempt(std::move(op));
   }
 
   static void on_busy(owner op) {
+    if (op->detached) return;  // nothing taken, nobody waiting
     if (op->wait && *op->wait == milliseconds::zero()) {
-      return finish(std::move(op), false, nullptr, false);
+      return finish(std::move(op), nullptr, false);
     }
     if (!op->waiter) {
-      if (op->cancelled) return finish(std::move(op), false, cancelled_error(), false);
-      client_impl& c = *op->s->client;
+      if (op->cancelled) return finish(std::move(op), cancelled_error(), false);
+      client_impl& c = op->client();
       op->waiter.emplace(c.executor);
-      c.hub.add(op->s->channel(), *op->waiter);
+      c.hub.add(op->s->key, op->s->channel(), *op->waiter);
     } else if (clock_type::now() >= op->deadline) {
-      return finish(std::move(op), false, nullptr, false);
+      return finish(std::move(op), nullptr, false);
     }
     sleep(std::move(op));
   }
 
   static void sleep(owner op) {
-    // A cancellation that arrived while a retry was in flight ends the wait now: the slot
-    // handler found no timer to interrupt.
-    if (op->cancelled) return finish(std::move(op), false, cancelled_error(), false);
+    // A cancellation that arrived while a retry was in flight ends the wait now: there was no
+    // timer to interrupt.
+    if (op->cancelled) return finish(std::move(op), cancelled_error(), false);
     notify_hub::waiter& w = *op->waiter;
     if (w.woken || w.failed) return wake(std::move(op));
-    const auto nap = op->ttl.count() >= 0 ? op->ttl : op->s->client->cfg.watchdog_timeout;
+    const auto nap = op->ttl.count() >= 0 ? op->ttl : op->client().cfg.watchdog_timeout;
     const auto now = clock_type::now();
-    if (now >= op->deadline) return finish(std::move(op), false, nullptr, false);
+    if (now >= op->deadline) return finish(std::move(op), nullptr, false);
     w.timer.expires_at(op->deadline - now > nap ? now + nap : op->deadline);
     op->sleeping = true;
     w.timer.async_wait([op = std::move(op)](boost::system::error_code) mutable {
@@ -223,12 +430,14 @@ struct acquire_operation {
 
   static void wake(owner op) {
     notify_hub::waiter& w = *op->waiter;
+    client_impl& c = op->client();
     if (w.failed) {
-      auto e = std::make_exception_ptr(std::system_error(w.failed));
-      return finish(std::move(op), false, std::move(e), false);
+      std::string text = c.hub.refusal_of(w);
+      if (text.empty()) text = fmt::format("lock '{}': {}", op->s->name(), w.failed.message());
+      auto e = std::make_exception_ptr(std::system_error(w.failed, text));
+      return finish(std::move(op), std::move(e), false);
     }
-    if (op->cancelled) return finish(std::move(op), false, cancelled_error(), false);
-    client_impl& c = *op->s->client;
+    if (op->cancelled) return finish(std::move(op), cancelled_error(), false);
     op->reason = !w.woken       ? wake_reason::expiry
                  : w.by_message ? wake_reason::notification
                                 : wake_reason::immediate;
@@ -238,22 +447,47 @@ struct acquire_operation {
     attempt(std::move(op));
   }
 
-  static void finish(owner op, bool inside_initiation, std::exception_ptr e, bool acquired) {
-    if (op->slot.is_connected()) op->slot.clear();
-    if (op->report) {
-      auto h = std::move(op->report);
-      complete(std::move(op), std::move(h), inside_initiation, std::move(e), acquired);
-    } else {
-      auto h = std::move(op->done);
-      complete(std::move(op), std::move(h), inside_initiation, std::move(e));
+  /// Completes the caller now, leaving the operation alive for the answer it waits on.
+  void detach(std::exception_ptr e) {
+    if (detached) return;
+    detached = true;
+    // Leave the hub now: a waiter that will not retry must not hold on to wake-ups.
+    if (waiter) {
+      client().hub.remove(*waiter);
+      waiter.reset();
+    }
+    // Posted: detach runs inside the session's bookkeeping (a deadline hook) or a cancellation.
+    tell(std::move(e), false, true);
+  }
+
+  void tell(std::exception_ptr e, bool acquired, bool inside_initiation) {
+    const auto& ex = client().executor;
+    if (report) {
+      bool_handler h(std::move(report));
+      deliver(ex, std::move(h), slot, inside_initiation, std::move(e), acquired);
+    } else if (done) {
+      void_handler h(std::move(done));
+      deliver(ex, std::move(h), slot, inside_initiation, std::move(e));
     }
   }
 
-  /// Undoes an acquisition that completed after the caller cancelled.
+  static void finish(owner op, std::exception_ptr e, bool acquired,
+                     bool inside_initiation = false) {
+    if (op->detached) return;  // the caller was told already
+    // Unlink the waiter first (it may pass a wake-up on or unsubscribe), then tell the caller.
+    if (op->waiter) {
+      op->client().hub.remove(*op->waiter);
+      op->waiter.reset();
+    }
+    op->tell(std::move(e), acquired, inside_initiation);
+  }
+
+  /// Undoes an acquisition that completed after the caller cancelled or was told.
   static void give_back(owner op) {
+    ++op->client().counters.given_back;
     auto s = op->s;
     async_release(std::move(s), [op = std::move(op)](std::exception_ptr e) mutable {
-      finish(std::move(op), false, e ? std::move(e) : cancelled_error(), false);
+      finish(std::move(op), e ? std::move(e) : cancelled_error(), false);
     });
   }
 
@@ -264,29 +498,36 @@ struct acquire_operation {
   bool_handler report;
   void_handler done;
   asio::cancellation_slot slot;
+  std::shared_ptr<cancel_link<acquire_operation>> link =
+      std::make_shared<cancel_link<acquire_operation>>();
   clock_type::time_point deadline;
+  clock_type::time_point attempt_started;
+  clock_type::time_point written{};  // when the current attempt was written; epoch: not (yet)
   milliseconds lease_ms{0};
   milliseconds ttl{0};  // the holder's PTTL from the latest failed attempt
   decimal lease_arg;
   std::array<std::string_view, 1> keys;
   std::array<std::string_view, 2> args;
   std::optional<notify_hub::waiter> waiter;  // from the first failed attempt on
+  multiplexer::id_type request = 0;          // the attempt or reconciliation in flight
+  std::uint64_t holds_before = 0;            // this owner's holds when the attempt was sent
   wake_reason reason = wake_reason::immediate;
   bool cancelled = false;
-  bool sleeping = false;  // owned by the waiter's timer: a cancellation must cancel it
+  bool detached = false;   // the caller was told; the answer is still awaited
+  bool in_flight = false;  // an attempt or reconciliation is owned by the session
+  bool sleeping = false;   // owned by the waiter's timer: a cancellation must cancel it
 };
 
-}  // namespace
-
-namespace {
-
 void start_acquire(std::unique_ptr<acquire_operation> op) {
+  const auto ex = op->s->client->executor;
+  op->slot = op->report ? asio::get_associated_cancellation_slot(op->report)
+                        : asio::get_associated_cancellation_slot(op->done);
   try {
     validate(op->wait, op->lease);
   } catch (...) {
-    return acquire_operation::finish(std::move(op), true, std::current_exception(), false);
+    return acquire_operation::finish(std::move(op), std::current_exception(), false, true);
   }
-  const auto ex = op->s->client->executor;
+  install_cancellation(op->slot, op->link, ex);
   asio::dispatch(ex, [op = std::move(op)]() mutable { acquire_operation::start(std::move(op)); });
 }
 
@@ -294,16 +535,14 @@ void start_acquire(std::unique_ptr<acquire_operation> op) {
 
 void async_acquire(std::shared_ptr<lock_state> s, std::optional<milliseconds> wait,
                    std::optional<milliseconds> lease, bool_handler handler) {
-  auto op = std::make_unique<acquire_operation>(std::move(s), wait, lease, std::move(handler),
-                                                void_handler{});
-  start_acquire(std::move(op));
+  start_acquire(std::make_unique<acquire_operation>(std::move(s), wait, lease, std::move(handler),
+                                                    void_handler{}));
 }
 
 void async_lock(std::shared_ptr<lock_state> s, std::optional<milliseconds> lease,
                 void_handler handler) {
-  auto op = std::make_unique<acquire_operation>(std::move(s), std::nullopt, lease, bool_handler{},
-                                                std::move(handler));
-  start_acquire(std::move(op));
+  start_acquire(std::make_unique<acquire_operation>(std::move(s), std::nullopt, lease,
+                                                    bool_handler{}, std::move(handler)));
 }
 
 void async_release(std::shared_ptr<lock_state> s, void_handler handler) {

@@ -29,6 +29,20 @@ std::string unlock_channel(std::string_view key) {
   return channel;
 }
 
+std::string unlock_latch(std::string_view key, std::string_view request_id) {
+  constexpr std::string_view prefix = "redisson_unlock_latch:";
+  const bool tagged = key.find('{') != std::string_view::npos;
+  std::string latch;
+  latch.reserve(prefix.size() + key.size() + request_id.size() + 3);
+  latch.append(prefix);
+  if (!tagged) latch.push_back('{');
+  latch.append(key);
+  if (!tagged) latch.push_back('}');
+  latch.push_back(':');
+  latch.append(request_id);
+  return latch;
+}
+
 lock_state::lock_state(std::shared_ptr<client_impl> c, std::string_view n, std::uint64_t o,
                        bool in_table)
     : client(std::move(c)),
@@ -47,18 +61,30 @@ void lock_state::on_lease_lost() {
   reset(true);
 }
 
-void lock_state::on_acquired(std::chrono::milliseconds lease_ms, bool renew) {
+void lock_state::on_acquired(std::chrono::milliseconds lease_ms, bool renew,
+                             std::chrono::steady_clock::time_point sent) {
   if (local_holds++ == 0) lost = false;
   lease = lease_ms;
+  watched = renew;
   // The watchdog holds the state: a held lock stays renewed even if every handle is gone.
-  if (renew) client->dog.add(*this, shared_from_this());
+  if (renew) client->dog.add(*this, shared_from_this(), sent);
 }
 
 void lock_state::before_release() {
+  holds_before_release = local_holds;
+  watched_before_release = renewing();
+  confirmed_before_release = client->dog.confirmed(*this);
   if (local_holds <= 1) reset(false);
 }
 
-void lock_state::on_released(const resp3::value& reply) {
+void lock_state::release_not_sent() {
+  if (local_holds != 0 || holds_before_release == 0) return;
+  local_holds = holds_before_release;
+  if (watched_before_release) client->dog.add(*this, shared_from_this(), confirmed_before_release);
+}
+
+void lock_state::on_released(const resp3::value& reply,
+                             std::chrono::steady_clock::time_point sent) {
   if (reply.is_null()) {
     reset(false);
     throw_error(errc::not_owner, fmt::format("lock '{}' is not held by {}", name(), field));
@@ -68,8 +94,13 @@ void lock_state::on_released(const resp3::value& reply) {
   }
   if (reply.integer == 1) {
     reset(false);
-  } else if (local_holds > 0) {
+  } else if (local_holds > 1) {
     --local_holds;
+  } else {
+    // The server still counts a hold this owner did not know of: it holds on. The script set the
+    // TTL to the lease again when it was sent, so that is where the lease runs from.
+    local_holds = 1;
+    if (watched) client->dog.add(*this, shared_from_this(), sent);
   }
 }
 

@@ -23,6 +23,10 @@ class client_impl;
 /// the added braces when the key already contains '{' (it then carries its own hash tag).
 std::string unlock_channel(std::string_view key);
 
+/// Redisson's unlock latch key (3.24.1+): `redisson_unlock_latch:{<key>}:<request id>`, braces as
+/// for the channel. It keeps a release's first answer, so a retried release returns it.
+std::string unlock_latch(std::string_view key, std::string_view request_id);
+
 /// One owner of one lock, shared by the handles of that owner. Kept small (bench S5 holds
 /// 100 000 of them): the channel is derived when needed, the name is a view into the key, and
 /// the lost() timer exists only while someone awaits it. Mutable members are touched on the
@@ -32,13 +36,19 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
              bool registered);
   ~lock_state();
 
-  /// Bookkeeping after the acquire script took (or re-entered) the lock.
-  void on_acquired(std::chrono::milliseconds lease, bool renew);
+  /// Bookkeeping after the acquire script, sent at `sent`, took (or re-entered) the lock.
+  void on_acquired(std::chrono::milliseconds lease, bool renew,
+                   std::chrono::steady_clock::time_point sent);
   /// Bookkeeping before a release is sent: stop renewing before the final release goes out,
   /// so a released lock is never renewed.
   void before_release();
-  /// Bookkeeping after the release script's reply: null (not held) throws errc::not_owner.
-  void on_released(const resp3::value& reply);
+  /// The release was never sent (it timed out while the session was down): undo
+  /// before_release.
+  void release_not_sent();
+  /// Bookkeeping after the release script's reply (sent at `sent`): null (not held) throws
+  /// errc::not_owner. "Still held" when this owner thought it the last hold means the counts
+  /// drifted: the owner holds on, and a watchdog lock is renewed again.
+  void on_released(const resp3::value& reply, std::chrono::steady_clock::time_point sent);
   /// Stops renewal and tells lost() waiters; local bookkeeping only.
   void reset(bool lost);
 
@@ -61,6 +71,11 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   std::atomic<wake_reason> last_wake{wake_reason::immediate};
   std::uint64_t local_holds = 0;       // acquisitions not yet released, as far as we know
   std::chrono::milliseconds lease{0};  // of the latest acquire: a nested release re-arms it
+  bool watched = false;                // the latest acquisition is kept by the watchdog
+  // Saved by before_release, for release_not_sent.
+  std::uint64_t holds_before_release = 0;
+  bool watched_before_release = false;
+  std::chrono::steady_clock::time_point confirmed_before_release{};
   std::unique_ptr<boost::asio::steady_timer> lost_signal;  // cancelled to wake lost() waiters
 };
 

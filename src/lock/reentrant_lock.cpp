@@ -4,11 +4,14 @@
 #include "lock/lock_state.hpp"
 #include "resp3/request.hpp"
 #include "rlock/error.hpp"
+#include "session/redis_error.hpp"
 
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
+#include <fmt/format.h>
 
 #include <charconv>
 
@@ -19,7 +22,32 @@ using std::chrono::milliseconds;
 
 namespace {
 
-/// One query command on the client's connection; error replies become server_error.
+/// The options of a single round trip: idempotent (written again after a reconnect), bounded by
+/// config::command_timeout.
+detail::request_options round_trip(const detail::lock_state& s) {
+  detail::request_options opts;
+  opts.unknown = detail::if_unknown::retry;
+  opts.deadline = std::chrono::steady_clock::now() + s.client->cfg.command_timeout;
+  return opts;
+}
+
+/// Throws what a failed round trip means: Redis's text for an error reply, the bound or the
+/// session's last error otherwise.
+void throw_failure(const detail::lock_state& s, std::error_code ec, const detail::resp3::value& v,
+                   std::string_view what) {
+  if (v.is_error()) throw std::system_error(ec ? ec : make_error_code(errc::server_error), v.str);
+  if (ec == errc::timeout) {
+    throw std::system_error(
+        ec, fmt::format("{}: no answer within {} ms", what, s.client->cfg.command_timeout.count()));
+  }
+  if (ec == errc::connection_lost) {
+    throw std::system_error(
+        ec, fmt::format("{}: not connected ({})", what, s.client->session.last_error()));
+  }
+  throw std::system_error(ec, std::string(what));
+}
+
+/// One query command on the lock key's connection; error replies become server_error.
 asio::awaitable<detail::resp3::value> query(std::shared_ptr<detail::lock_state> s,
                                             std::string_view command, bool with_field) {
   std::string cmd;
@@ -28,8 +56,15 @@ asio::awaitable<detail::resp3::value> query(std::shared_ptr<detail::lock_state> 
   } else {
     detail::resp3::append_command(cmd, {command, s->key});
   }
-  auto reply = co_await s->client->conn->exec(cmd);
-  if (reply.is_error()) throw_error(errc::server_error, reply.str);
+  auto [ec, reply] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
+                                                   void(std::error_code, detail::resp3::value)>(
+      [&](auto handler) {
+        s->client->session.exec(s->key, std::move(cmd), round_trip(*s), std::move(handler));
+      },
+      asio::use_awaitable);
+  if (ec || reply.is_error()) {
+    throw_failure(*s, ec ? ec : make_error_code(detail::errc_of_reply(reply.str)), reply, command);
+  }
   co_return reply;
 }
 
@@ -128,7 +163,14 @@ asio::awaitable<bool> reentrant_lock::force_unlock() {
     const std::array<std::string_view, 2> keys{s->key, unlock_to};
     const std::array<std::string_view, 1> args{"0"};
     if (s->local_holds > 0) s->reset(false);
-    auto reply = co_await s->client->scripts.run(detail::script::force_unlock, keys, args);
+    auto [ec, reply] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
+                                                     void(std::error_code, detail::resp3::value)>(
+        [&](auto handler) {
+          s->client->scripts.async_run(detail::script::force_unlock, keys, args, round_trip(*s),
+                                       std::move(handler));
+        },
+        asio::use_awaitable);
+    if (ec) throw_failure(*s, ec, reply, "force_unlock");
     co_return as_integer(reply) == 1;
   }(state_));
 }

@@ -1,7 +1,5 @@
 #include "notify/notify_hub.hpp"
 
-#include "resp3/request.hpp"
-
 #include <utility>
 
 namespace rlock::detail {
@@ -21,27 +19,22 @@ void notify_hub::wake_one(channel_state& c, bool by_message) {
   }
 }
 
-void notify_hub::subscribe(channel_state& c, bool on) {
-  std::string cmd;
-  resp3::append_command(cmd, {on ? "SUBSCRIBE" : "UNSUBSCRIBE", c.name});
-  conn_.send(cmd);
-  c.want = on;
-  ++c.outstanding;
-}
-
-void notify_hub::add(std::string_view channel, waiter& w) {
-  auto [it, inserted] = channels_.try_emplace(std::string(channel));
+void notify_hub::add(std::string_view key, std::string_view channel, waiter& w) {
+  auto it = channels_.find(channel);
+  if (it == channels_.end()) it = channels_.emplace(std::string(channel), channel_state{}).first;
   channel_state& c = it->second;
-  if (inserted) c.name = it->first;
+  if (c.size == 0) {
+    c.name = it->first;
+    c.key = std::string(key);
+  }
   w.channel = &c;
   w.prev = c.tail;
   w.next = nullptr;
   (c.tail != nullptr ? c.tail->next : c.head) = &w;
   c.tail = &w;
-  ++c.size;
-  if (!c.want) {
-    subscribe(c, true);
-  } else if (c.active()) {
+  if (c.size++ == 0) {
+    session_.subscribe(c.key, c.name);
+  } else if (session_.subscribed(c.key, c.name)) {
     wake(w, false);
   }
 }
@@ -55,35 +48,43 @@ void notify_hub::remove(waiter& w) {
   w.channel = nullptr;
   --c->size;
   if (w.woken && w.failed == std::error_code{}) wake_one(*c, w.by_message);
-  if (c->size == 0 && c->want && conn_.is_open()) subscribe(*c, false);
-  if (c->size == 0 && (c->outstanding == 0 || !conn_.is_open())) {
+  if (c->size == 0) {
+    session_.unsubscribe(c->key, c->name);
     channels_.erase(channels_.find(c->name));
   }
 }
 
-void notify_hub::on_push(const resp3::value& push) {
-  // RESP3 pub/sub pushes: ["subscribe", channel, count], ["unsubscribe", channel, count],
-  // ["message", channel, payload].
-  if (push.elements.size() < 3) return;
-  const std::string& kind = push.elements[0].str;
-  auto it = channels_.find(push.elements[1].str);
+std::string notify_hub::refusal_of(const waiter& w) const {
+  return w.channel != nullptr ? w.channel->refusal : std::string{};
+}
+
+void notify_hub::on_message(std::string_view channel, std::string_view payload) {
+  auto it = channels_.find(channel);
   if (it == channels_.end()) return;
-  channel_state& c = it->second;
-  if (kind == "message") {
-    // Redisson publishes "0" (wake one per process) or "1" (wake all).
-    if (push.elements[2].str == "1") {
-      for (waiter* w = c.head; w != nullptr; w = w->next) wake(*w, true);
-    } else {
-      wake_one(c, true);
-    }
-  } else if (kind == "subscribe" || kind == "unsubscribe") {
-    if (c.outstanding > 0) --c.outstanding;
-    if (c.active()) {
-      // Everybody registered before the confirmation retries once now.
-      for (waiter* w = c.head; w != nullptr; w = w->next) wake(*w, false);
-    } else if (c.size == 0 && c.outstanding == 0) {
-      channels_.erase(it);
-    }
+  // Redisson publishes "0" (wake one per process) or "1" (wake all).
+  if (payload == "1") {
+    for (waiter* w = it->second.head; w != nullptr; w = w->next) wake(*w, true);
+  } else {
+    wake_one(it->second, true);
+  }
+}
+
+void notify_hub::on_subscribed(std::string_view channel) {
+  auto it = channels_.find(channel);
+  if (it == channels_.end()) return;
+  // Everybody registered before the confirmation retries once now; after a reconnect, this is
+  // what makes up for the unlock messages missed while the connection was down.
+  for (waiter* w = it->second.head; w != nullptr; w = w->next) wake(*w, false);
+}
+
+void notify_hub::on_refused(std::string_view channel, std::error_code ec, std::string_view text) {
+  auto it = channels_.find(channel);
+  if (it == channels_.end()) return;
+  it->second.refusal = std::string(text);
+  // Only this channel's waiters fail; they leave (and the channel goes) as they see it.
+  for (waiter* w = it->second.head; w != nullptr; w = w->next) {
+    w->failed = ec;
+    wake(*w, false);
   }
 }
 
@@ -102,7 +103,7 @@ void notify_hub::fail_all(std::error_code reason) {
 }
 
 std::size_t notify_hub::waiter_count(std::string_view channel) const {
-  auto it = channels_.find(std::string(channel));
+  auto it = channels_.find(channel);
   return it == channels_.end() ? 0 : it->second.size;
 }
 

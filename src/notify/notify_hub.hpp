@@ -1,7 +1,6 @@
 #pragma once
 
-#include "conn/connection.hpp"
-#include "resp3/value.hpp"
+#include "session/session.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -14,18 +13,20 @@
 
 namespace rlock::detail {
 
-/// Channel → FIFO of local waiters. SUBSCRIBE goes out with a channel's first waiter and
-/// UNSUBSCRIBE after its last, so a client holds one subscription per name however many of its
-/// coroutines wait. An unlock message "0" wakes the oldest waiter not yet woken, "1" wakes all:
-/// one unlock costs one retry per client, not one per waiter.
+/// Channel → FIFO of local waiters. The session is asked to subscribe with a channel's first
+/// waiter and to unsubscribe after its last, so a client holds one subscription per name however
+/// many of its coroutines wait. An unlock message "0" wakes the oldest waiter not yet woken, "1"
+/// wakes all: one unlock costs one retry per client, not one per waiter.
 ///
 /// Waking is a flag plus a cancelled timer (the waiter sleeps on its timer until its retry
-/// time), so a wake-up that arrives while the waiter is busy is kept, not lost.
+/// time), so a wake-up that arrives while the waiter is busy is kept, not lost. Waiters survive
+/// a reconnect: once the session confirms their channel again, every one of them retries at once
+/// (an unlock published while the connection was down is not replayed by Redis).
 class notify_hub {
  public:
   struct channel_state;
 
-  /// Lives in the waiting coroutine's frame: waiting allocates nothing beyond the timer.
+  /// Lives in the waiting operation: waiting allocates nothing beyond the timer.
   struct waiter {
     explicit waiter(const boost::asio::any_io_executor& ex)
         : timer(ex, boost::asio::steady_timer::time_point::max()) {}
@@ -35,7 +36,7 @@ class notify_hub {
     boost::asio::steady_timer timer;
     bool woken = false;       // retry now; cleared by the waiter when it retries
     bool by_message = false;  // the latest wake-up was an unlock message
-    std::error_code failed;   // the hub was shut down or the connection lost
+    std::error_code failed;   // the client closed, or the server refused the channel
     channel_state* channel = nullptr;
     waiter* prev = nullptr;
     waiter* next = nullptr;
@@ -43,44 +44,54 @@ class notify_hub {
 
   struct channel_state {
     std::string name;
+    std::string key;  // routes the subscription (Cluster: the lock key's slot)
     waiter* head = nullptr;
     waiter* tail = nullptr;
     std::size_t size = 0;
-    bool want = false;            // the last command sent for it was SUBSCRIBE
-    std::size_t outstanding = 0;  // SUBSCRIBE / UNSUBSCRIBE sent, confirmation not yet pushed
-    bool active() const noexcept { return want && outstanding == 0; }
+    std::string refusal;  // Redis's text when the server refused the channel
   };
 
-  explicit notify_hub(connection& conn) : conn_(conn) {}
+  explicit notify_hub(session& s) : session_(s) {}
   notify_hub(const notify_hub&) = delete;
   notify_hub& operator=(const notify_hub&) = delete;
 
   /// Links `w` at the tail of `channel`'s FIFO, subscribing if it is the first. If the
   /// subscription is already active, `w` is woken at once: it registered after its failed
   /// attempt, so it must try again to close the window in which an unlock went unheard.
-  void add(std::string_view channel, waiter& w);
+  void add(std::string_view key, std::string_view channel, waiter& w);
 
   /// Unlinks `w` in O(1). An unconsumed wake-up passes to the next waiter; the last waiter out
   /// unsubscribes.
   void remove(waiter& w);
 
-  /// Routes a RESP3 push from the connection.
-  void on_push(const resp3::value& push);
+  /// The text of the refusal that failed `w` (empty if none).
+  std::string refusal_of(const waiter& w) const;
 
-  /// Wakes every waiter with `reason` and forgets all subscriptions (the connection is gone).
+  /// From the session: an unlock message, a (re)confirmed channel, a refused one.
+  void on_message(std::string_view channel, std::string_view payload);
+  void on_subscribed(std::string_view channel);
+  void on_refused(std::string_view channel, std::error_code ec, std::string_view text);
+
+  /// Wakes every waiter with `reason` and forgets them all (the client is closing).
   void fail_all(std::error_code reason);
 
-  /// Channels with local waiters or unconfirmed (un)subscriptions.
+  /// Channels with local waiters.
   std::size_t channel_count() const noexcept { return channels_.size(); }
   std::size_t waiter_count(std::string_view channel) const;
 
  private:
+  struct hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+
   void wake(waiter& w, bool by_message);
   void wake_one(channel_state& c, bool by_message);
-  void subscribe(channel_state& c, bool on);
 
-  connection& conn_;
-  std::unordered_map<std::string, channel_state> channels_;
+  session& session_;
+  std::unordered_map<std::string, channel_state, hash, std::equal_to<>> channels_;
 };
 
 }  // namespace rlock::detail

@@ -2,11 +2,7 @@
 
 #include "resp3/request.hpp"
 #include "rlock/error.hpp"
-
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include "session/redis_error.hpp"
 
 #include <fmt/format.h>
 
@@ -15,9 +11,6 @@
 #include <system_error>
 
 namespace rlock::detail {
-
-namespace asio = boost::asio;
-using namespace asio::experimental::awaitable_operators;
 
 namespace {
 
@@ -29,94 +22,101 @@ std::string load_command(script s) {
   return cmd;
 }
 
-}  // namespace
-
-std::exception_ptr script_registry::store_sha(script s, std::error_code ec, resp3::value& reply) {
-  if (ec) return conn_.error_of(ec);
+/// A SCRIPT LOAD reply checked: the SHA1, or why not.
+std::error_code sha_of(resp3::value& reply, std::string& sha, std::string& diagnostic) {
   if (reply.is_error()) {
-    return std::make_exception_ptr(
-        std::system_error(make_error_code(errc::server_error), "SCRIPT LOAD: " + reply.str));
+    diagnostic = "SCRIPT LOAD failed: " + reply.str;
+    return make_error_code(errc_of_reply(reply.str));
   }
   if (reply.type != resp3::type::blob_string && reply.type != resp3::type::simple_string) {
-    return std::make_exception_ptr(std::system_error(make_error_code(errc::protocol_error),
-                                                     "SCRIPT LOAD did not return a SHA1"));
+    diagnostic = "SCRIPT LOAD did not return a SHA1";
+    return make_error_code(errc::protocol_error);
   }
-  sha_[static_cast<std::size_t>(s)] = std::move(reply.str);
-  return nullptr;
+  sha = std::move(reply.str);
+  return {};
 }
 
-asio::awaitable<void> script_registry::load_all() {
-  // Run concurrently, so the four loads are pipelined and share one round trip.
-  static_assert(script_count == 4);
-  auto load = [this](script s) -> asio::awaitable<void> {
-    auto [ec, reply] =
-        co_await conn_.async_exec(load_command(s), asio::as_tuple(asio::use_awaitable));
-    if (auto e = store_sha(s, ec, reply)) std::rethrow_exception(e);
-  };
-  co_await (load(script::acquire) && load(script::release) && load(script::renew) &&
-            load(script::force_unlock));
+}  // namespace
+
+script_registry::script_registry(session& s) : session_(s) {
+  for (std::size_t i = 0; i < script_count; ++i) {
+    session_.add_handshake_step({load_command(static_cast<script>(i)),
+                                 [this, i](resp3::value& reply, std::string& diagnostic) {
+                                   return sha_of(reply, sha_[i], diagnostic);
+                                 }});
+  }
 }
 
-std::string_view script_registry::evalsha(script s, std::span<const std::string_view> keys,
-                                          std::span<const std::string_view> args) {
-  // Serialized straight into a reused buffer: this is the hot path of every lock operation.
-  // The connection copies the bytes when the command is queued, before anybody can reuse it.
-  scratch_.clear();
-  resp3::append_array_header(scratch_, 3 + keys.size() + args.size());
-  resp3::append_bulk(scratch_, "EVALSHA");
-  resp3::append_bulk(scratch_, sha_[static_cast<std::size_t>(s)]);
+std::string script_registry::evalsha(script s, std::span<const std::string_view> keys,
+                                     std::span<const std::string_view> args) const {
+  std::string out;
+  std::size_t bytes = 64 + sha_[static_cast<std::size_t>(s)].size();
+  for (auto k : keys) bytes += k.size() + 16;
+  for (auto a : args) bytes += a.size() + 16;
+  out.reserve(bytes);
+  resp3::append_array_header(out, 3 + keys.size() + args.size());
+  resp3::append_bulk(out, "EVALSHA");
+  resp3::append_bulk(out, sha_[static_cast<std::size_t>(s)]);
   char digits[24];
   const auto [end, ec] = std::to_chars(std::begin(digits), std::end(digits), keys.size());
   static_cast<void>(ec);  // cannot fail: the buffer fits every size_t
-  resp3::append_bulk(scratch_, std::string_view(digits, static_cast<std::size_t>(end - digits)));
-  for (auto k : keys) resp3::append_bulk(scratch_, k);
-  for (auto a : args) resp3::append_bulk(scratch_, a);
-  return scratch_;
+  resp3::append_bulk(out, std::string_view(digits, static_cast<std::size_t>(end - digits)));
+  for (auto k : keys) resp3::append_bulk(out, k);
+  for (auto a : args) resp3::append_bulk(out, a);
+  return out;
 }
 
-void script_registry::async_run(script s, std::span<const std::string_view> keys,
-                                std::span<const std::string_view> args, reply_handler handler) {
+multiplexer::id_type script_registry::async_run(script s, std::span<const std::string_view> keys,
+                                                std::span<const std::string_view> args,
+                                                request_options opts, reply_handler handler) {
   if (sha_[static_cast<std::size_t>(s)].empty()) {
-    reload_and_send(s, keys, args, std::move(handler));
-  } else {
-    send(s, keys, args, std::move(handler), true);
+    // Not connected yet (the handshake loads every script): load it with the request.
+    reload_and_send(s, keys, args, opts, std::move(handler));
+    return 0;
   }
+  return send(s, keys, args, opts, std::move(handler), true);
 }
 
-void script_registry::send(script s, std::span<const std::string_view> keys,
-                           std::span<const std::string_view> args, reply_handler handler,
-                           bool may_reload) {
-  conn_.async_exec(evalsha(s, keys, args),
-                   [this, s, keys, args, may_reload, h = std::move(handler)](
-                       std::error_code ec, resp3::value reply) mutable {
-                     if (ec) return std::move(h)(conn_.error_of(ec), resp3::value{});
-                     if (may_reload && is_noscript(reply))
-                       return reload_and_send(s, keys, args, std::move(h));
-                     if (reply.is_error()) {
-                       auto e = std::make_exception_ptr(
-                           std::system_error(make_error_code(errc::server_error), reply.str));
-                       return std::move(h)(std::move(e), resp3::value{});
-                     }
-                     std::move(h)(nullptr, std::move(reply));
-                   });
+multiplexer::id_type script_registry::send(script s, std::span<const std::string_view> keys,
+                                           std::span<const std::string_view> args,
+                                           request_options opts, reply_handler handler,
+                                           bool may_reload) {
+  const std::string_view key = keys.empty() ? std::string_view{} : keys.front();
+  return session_.exec(key, evalsha(s, keys, args), opts,
+                       [this, s, keys, args, opts, may_reload, h = std::move(handler)](
+                           std::error_code ec, resp3::value reply) mutable {
+                         if (ec) return std::move(h)(ec, resp3::value{});
+                         if (may_reload && is_noscript(reply)) {
+                           return reload_and_send(s, keys, args, opts, std::move(h));
+                         }
+                         if (reply.is_error()) {
+                           const auto code = make_error_code(errc_of_reply(reply.str));
+                           return std::move(h)(code, std::move(reply));
+                         }
+                         std::move(h)(std::error_code{}, std::move(reply));
+                       });
 }
 
 void script_registry::reload_and_send(script s, std::span<const std::string_view> keys,
-                                      std::span<const std::string_view> args,
+                                      std::span<const std::string_view> args, request_options opts,
                                       reply_handler handler) {
-  conn_.async_exec(load_command(s), [this, s, keys, args, h = std::move(handler)](
-                                        std::error_code ec, resp3::value reply) mutable {
-    if (auto e = store_sha(s, ec, reply)) return std::move(h)(std::move(e), resp3::value{});
-    send(s, keys, args, std::move(h), false);
-  });
-}
-
-asio::awaitable<resp3::value> script_registry::run(script s, std::span<const std::string_view> keys,
-                                                   std::span<const std::string_view> args) {
-  return asio::async_initiate<const asio::use_awaitable_t<>&,
-                              void(std::exception_ptr, resp3::value)>(
-      [this, s, keys, args](auto handler) { async_run(s, keys, args, std::move(handler)); },
-      asio::use_awaitable);
+  const std::string_view key = keys.empty() ? std::string_view{} : keys.front();
+  request_options load_opts;
+  load_opts.deadline = opts.deadline;
+  load_opts.unknown = if_unknown::retry;  // loading a script is idempotent
+  session_.exec(key, load_command(s), load_opts,
+                [this, s, keys, args, opts, h = std::move(handler)](std::error_code ec,
+                                                                    resp3::value reply) mutable {
+                  if (ec) return std::move(h)(ec, resp3::value{});
+                  std::string diagnostic;
+                  if (auto e = sha_of(reply, sha_[static_cast<std::size_t>(s)], diagnostic)) {
+                    resp3::value error;
+                    error.type = resp3::type::simple_error;
+                    error.str = std::move(diagnostic);
+                    return std::move(h)(e, std::move(error));
+                  }
+                  send(s, keys, args, opts, std::move(h), false);
+                });
 }
 
 }  // namespace rlock::detail

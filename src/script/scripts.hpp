@@ -29,25 +29,34 @@ inline constexpr std::array<std::string_view, script_count> script_sources{
     "end; "
     "return redis.call('pttl', KEYS[1]);",
 
-    // release — KEYS[1] = lock key, KEYS[2] = unlock channel;
-    // ARGV[1] = message "0", ARGV[2] = lease ms, ARGV[3] = owner field.
-    // nil: not the owner; 0: still held (reentrant); 1: released and published.
+    // release (with Redisson's unlock latch, 3.24.1+) — KEYS[1] = lock key, KEYS[2] = unlock
+    // channel, KEYS[3] = latch key redisson_unlock_latch:{<key>}:<request id>;
+    // ARGV[1] = message "0", ARGV[2] = lease ms, ARGV[3] = owner field, ARGV[4] = publish
+    // command, ARGV[5] = latch TTL ms.
+    // nil: not the owner; 0: still held (reentrant); 1: released and published. A retry with the
+    // same request id returns the first attempt's answer, so a retried unlock is idempotent.
+    "local val = redis.call('get', KEYS[3]); "
+    "if val ~= false then return tonumber(val); end; "
     "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
     "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
     "if (counter > 0) then "
     "redis.call('pexpire', KEYS[1], ARGV[2]); "
+    "redis.call('set', KEYS[3], 0, 'px', ARGV[5]); "
     "return 0; "
     "else "
     "redis.call('del', KEYS[1]); "
-    "redis.call('publish', KEYS[2], ARGV[1]); "
+    "redis.call(ARGV[4], KEYS[2], ARGV[1]); "
+    "redis.call('set', KEYS[3], 1, 'px', ARGV[5]); "
     "return 1; "
     "end;",
 
     // renew — KEYS = lock keys; ARGV[1] = lease ms, ARGV[i + 1] = owner field of KEYS[i].
-    // One 1 (renewed) or 0 (no longer ours) per key.
+    // One 1 (renewed) or 0 (no longer ours) per key. Redisson's batch renewal, except that each
+    // key is checked with redis.pcall: a key of the wrong type (WRONGTYPE) answers 0 for itself
+    // instead of failing the renewal of the whole batch.
     "local result = {} "
     "for i = 1, #KEYS, 1 do "
-    "if (redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1) then "
+    "if (redis.pcall('hexists', KEYS[i], ARGV[i + 1]) == 1) then "
     "redis.call('pexpire', KEYS[i], ARGV[1]); table.insert(result, 1); "
     "else table.insert(result, 0); end; "
     "end; "

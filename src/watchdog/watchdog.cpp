@@ -1,12 +1,6 @@
 #include "watchdog/watchdog.hpp"
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/deferred.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/experimental/parallel_group.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -14,25 +8,45 @@ namespace rlock::detail {
 
 namespace asio = boost::asio;
 
+/// One renewal call: up to batch_size leases, and the views of its arguments into them (the
+/// snapshots keep the owners alive until the reply is in).
+struct watchdog::batch {
+  struct item {
+    std::shared_ptr<void> keep_alive;
+    lease* l;
+    std::uint64_t generation;
+  };
+  std::vector<item> items;
+  std::string lease_ms;
+  std::vector<std::string_view> keys;
+  std::vector<std::string_view> args;
+  clock::time_point sent{};  // set by the session each time the call is written
+};
+
 watchdog::watchdog(asio::any_io_executor ex, script_registry& scripts,
                    std::chrono::milliseconds lease_ms)
-    : executor_(std::move(ex)), scripts_(scripts), lease_(lease_ms), timer_(executor_) {}
+    : executor_(std::move(ex)),
+      scripts_(scripts),
+      lease_(lease_ms),
+      margin_(std::min(lease_ms / 100 + std::chrono::milliseconds(5), lease_ms / 2)),
+      timer_(executor_) {}
 
-void watchdog::add(lease& l, std::shared_ptr<void> keep_alive) {
-  if (l.renewing()) return;
+void watchdog::add(lease& l, std::shared_ptr<void> keep_alive, clock::time_point sent) {
+  if (l.renewing()) {
+    // Re-entered: the acquire script set the TTL again.
+    l.confirmed_ = std::max(l.confirmed_, sent);
+    return;
+  }
   l.keep_alive_ = std::move(keep_alive);
   l.generation_ = next_generation_++;
-  l.confirmed_ = clock::now();
+  l.confirmed_ = sent;
   l.prev_ = tail_;
   l.next_ = nullptr;
   (tail_ != nullptr ? tail_->next_ : head_) = &l;
   tail_ = &l;
   ++size_;
-  if (!running_) {
-    running_ = true;
-    asio::co_spawn(
-        executor_, [this, keep = owner_.lock()]() { return run(); }, asio::detached);
-  }
+  if (next_round_ == clock::time_point::max()) next_round_ = clock::now() + lease_ / 3;
+  arm_for(believe_until(l));
 }
 
 void watchdog::remove(lease& l) noexcept {
@@ -52,6 +66,9 @@ void watchdog::stop() noexcept {
     remove(l);
     l.on_watchdog_stopped();
   }
+  next_round_ = clock::time_point::max();
+  earliest_ = clock::time_point::max();
+  armed_at_ = clock::time_point::max();
   timer_.cancel();
 }
 
@@ -61,83 +78,99 @@ void watchdog::report_lost(lease& l) {
   l.on_lease_lost();
 }
 
-asio::awaitable<void> watchdog::run() {
-  while (head_ != nullptr) {
-    timer_.expires_after(lease_ / 3);
-    co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
-    if (head_ == nullptr) break;
-    co_await renew_round();
-  }
-  running_ = false;
+void watchdog::arm_for(clock::time_point deadline) {
+  earliest_ = std::min(earliest_, deadline);
+  const auto at = std::min(next_round_, earliest_);
+  if (at >= armed_at_ || at == clock::time_point::max()) return;
+  armed_at_ = at;
+  timer_.expires_at(at);
+  timer_.async_wait([this, keep = owner_.lock()](boost::system::error_code ec) {
+    if (ec) return;  // re-armed earlier, or stopped
+    armed_at_ = clock::time_point::max();
+    on_timer();
+  });
 }
 
-asio::awaitable<void> watchdog::renew_batch(std::vector<snapshot> batch, clock::time_point sent) {
-  const std::string lease_ms = std::to_string(lease_.count());
-  std::vector<std::string_view> keys;
-  std::vector<std::string_view> args{lease_ms};
-  keys.reserve(batch.size());
-  args.reserve(1 + batch.size());
-  // The views point into the owners, which `batch` keeps alive until the reply is in.
-  for (const auto& s : batch) {
-    keys.push_back(s.l->lease_key());
-    args.push_back(s.l->lease_field());
-  }
-  renew_calls_.fetch_add(1, std::memory_order_relaxed);
-  try {
-    auto reply = co_await scripts_.run(script::renew, keys, args);
-    for (std::size_t i = 0; i < batch.size() && i < reply.elements.size(); ++i) {
-      lease& l = *batch[i].l;
-      // Unlocked (or unlocked and locked again) while the call was in flight: not ours to judge.
-      if (!l.renewing() || l.generation_ != batch[i].generation) continue;
-      if (reply.elements[i].integer == 1) {
-        l.confirmed_ = sent;
-      } else {
-        report_lost(l);
-      }
-    }
-  } catch (const std::system_error&) {
-    // Connection trouble or a timeout: retried at the next tick; the expiry check in
-    // renew_round still tells holders whose lease ran out meanwhile.
-  }
-}
-
-asio::awaitable<void> watchdog::renew_round() {
-  const auto sent = clock::now();
-  // Snapshot first: leases come and go while the batches are in flight.
-  std::vector<std::vector<snapshot>> batches;
-  for (lease* l = head_; l != nullptr; l = l->next_) {
-    if (batches.empty() || batches.back().size() == batch_size) {
-      batches.emplace_back();
-      batches.back().reserve(batch_size);
-    }
-    batches.back().push_back({l->keep_alive_, l, l->generation_});
-  }
-  // All batches at once: they are pipelined on the connection, so a round costs about one round
-  // trip however many locks are held (sequential batches made a 100 000-lock round take ~0.3 s).
-  using op_type = decltype(asio::co_spawn(executor_, renew_batch({}, sent), asio::deferred));
-  std::vector<op_type> ops;
-  ops.reserve(batches.size());
-  for (auto& batch : batches) {
-    ops.push_back(asio::co_spawn(executor_, renew_batch(std::move(batch), sent), asio::deferred));
-  }
-  if (!ops.empty()) {
-    (void)co_await asio::experimental::make_parallel_group(std::move(ops))
-        .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
-  }
-
-  // A lease not confirmed for a whole lease period has expired on the server, whatever kept us
-  // from renewing it: tell the holder rather than pretend.
+void watchdog::on_timer() {
   const auto now = clock::now();
+  // First the holders whose belief deadline passed: they are told before anything else.
   std::vector<std::shared_ptr<void>> keep;
   std::vector<lease*> expired;
+  earliest_ = clock::time_point::max();
   for (lease* l = head_; l != nullptr; l = l->next_) {
-    if (l->confirmed_ + lease_ <= now) {
+    const auto until = believe_until(*l);
+    if (until <= now) {
       keep.push_back(l->keep_alive_);
       expired.push_back(l);
+    } else {
+      earliest_ = std::min(earliest_, until);
     }
   }
   for (lease* l : expired) {
     if (l->renewing()) report_lost(*l);
+  }
+  if (head_ == nullptr) {
+    next_round_ = clock::time_point::max();
+    return;
+  }
+  if (now >= next_round_) {
+    // A round still in flight (the session is down, the server stalled) is not doubled: its
+    // calls go out when the session is back, and the belief deadlines bound the wait.
+    if (batches_in_flight_ == 0) start_round();
+    next_round_ = now + lease_ / 3;
+  }
+  arm_for(clock::time_point::max());
+}
+
+void watchdog::start_round() {
+  auto owner = owner_.lock();
+  const std::string lease_ms = std::to_string(lease_.count());
+  for (lease* l = head_; l != nullptr;) {
+    auto b = std::make_unique<batch>();
+    b->lease_ms = lease_ms;
+    b->items.reserve(batch_size);
+    auto deadline = clock::time_point::max();
+    for (; l != nullptr && b->items.size() < batch_size; l = l->next_) {
+      b->items.push_back({l->keep_alive_, l, l->generation_});
+      deadline = std::min(deadline, believe_until(*l));
+    }
+    b->keys.reserve(b->items.size());
+    b->args.reserve(1 + b->items.size());
+    b->args.push_back(b->lease_ms);
+    for (const auto& it : b->items) {
+      b->keys.push_back(it.l->lease_key());
+      b->args.push_back(it.l->lease_field());
+    }
+    // Idempotent, so written again after a reconnect; useful until the earliest holder in the
+    // batch stops believing, and no longer.
+    request_options opts;
+    opts.unknown = if_unknown::retry;
+    opts.deadline = deadline;
+    opts.written_at = &b->sent;
+    renew_calls_.fetch_add(1, std::memory_order_relaxed);
+    ++batches_in_flight_;
+    batch& ref = *b;
+    scripts_.async_run(script::renew, ref.keys, ref.args, opts,
+                       [this, b = std::move(b), owner](std::error_code ec, resp3::value reply) {
+                         --batches_in_flight_;
+                         on_batch(*b, ec, reply);
+                       });
+  }
+}
+
+void watchdog::on_batch(batch& b, std::error_code ec, const resp3::value& reply) {
+  // A failed call renews nothing; the belief deadline tells the holders in time.
+  if (ec) return;
+  for (std::size_t i = 0; i < b.items.size() && i < reply.elements.size(); ++i) {
+    lease& l = *b.items[i].l;
+    // Unlocked (or unlocked and locked again) while the call was in flight: not ours to judge.
+    if (!l.renewing() || l.generation_ != b.items[i].generation) continue;
+    if (reply.elements[i].integer == 1) {
+      // The lease now runs from this call's (last) send time, at the earliest.
+      l.confirmed_ = std::max(l.confirmed_, b.sent);
+    } else {
+      report_lost(l);
+    }
   }
 }
 

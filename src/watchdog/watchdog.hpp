@@ -3,7 +3,6 @@
 #include "script/script_registry.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
@@ -15,10 +14,21 @@
 
 namespace rlock::detail {
 
-/// Keeps leases alive: one timer per client renews every registered lease each `lease / 3`, up
-/// to 100 locks per script call (Redisson's batch size). A lease found no longer ours, or not
-/// confirmed for a whole lease, is reported lost once and dropped. A failed round (connection
-/// trouble) is simply retried at the next tick.
+/// Keeps leases alive and tells holders the moment they may no longer hold: one timer per client
+/// renews every registered lease each `lease / 3`, up to 100 locks per script call (Redisson's
+/// batch size), and fires at the earliest *belief deadline*:
+///
+///     sent time of the last acquire or renewal known to have run + lease − margin,
+///     margin = lease / 100 + 5 ms
+///
+/// The server starts a lease no earlier than the command that sets it was sent, so at that
+/// deadline the key cannot have expired yet: a holder that could not renew (server down, stopped,
+/// unreachable) is told `lost()` strictly before another owner can acquire. The margin covers
+/// clock-rate drift between the two machines (1 %, as Redlock's drift factor) and timer latency
+/// (5 ms). A renewal answered "not ours" (expired, deleted, force-unlocked, wrong type) is
+/// reported at once. Renewals are idempotent: written and unanswered when the connection drops,
+/// they are written again on the next connection, and a round that fell due during an outage is
+/// sent as soon as the session is back (renewal requests wait until their leases' deadlines).
 ///
 /// Leases are intrusive: a lock embeds its `lease` node, so holding 100 000 locks costs no
 /// allocation here and a few dozen bytes per lock (see bench S5).
@@ -49,8 +59,8 @@ class watchdog {
     friend class watchdog;
     lease* prev_ = nullptr;
     lease* next_ = nullptr;
-    std::uint64_t generation_ = 0;   // bumped at every add: tells a stale batch reply apart
-    clock::time_point confirmed_{};  // when the last successful renewal (or the acquire) was sent
+    std::uint64_t generation_ = 0;      // bumped at every add: tells a stale batch reply apart
+    clock::time_point confirmed_{};     // send time of the last acquire/renewal known to have run
     std::shared_ptr<void> keep_alive_;  // the owner stays alive while renewed
   };
 
@@ -59,12 +69,13 @@ class watchdog {
   watchdog(const watchdog&) = delete;
   watchdog& operator=(const watchdog&) = delete;
 
-  /// The object whose lifetime bounds this watchdog's (the client); the renewal loop keeps it
-  /// alive while it runs.
+  /// The object whose lifetime bounds this watchdog's (the client); pending timers and renewal
+  /// calls keep it alive.
   void set_owner(std::weak_ptr<void> owner) { owner_ = std::move(owner); }
 
-  /// Starts renewing `l` (just acquired with this watchdog's lease); `keep_alive` owns it.
-  void add(lease& l, std::shared_ptr<void> keep_alive);
+  /// Starts renewing `l`, whose acquire (with this watchdog's lease) was sent at `sent`;
+  /// `keep_alive` owns it.
+  void add(lease& l, std::shared_ptr<void> keep_alive, clock::time_point sent);
 
   /// Stops renewing `l`; called before the final unlock is sent, so a released lock is never
   /// renewed. No effect if `l` is not registered.
@@ -73,35 +84,48 @@ class watchdog {
   /// Forgets every lease and stops the timer.
   void stop() noexcept;
 
+  /// The send time of `l`'s last acquire or renewal known to have run (epoch if not renewed).
+  clock::time_point confirmed(const lease& l) const noexcept {
+    return l.renewing() ? l.confirmed_ : clock::time_point{};
+  }
+
   std::size_t size() const noexcept { return size_; }
   /// Renewal script calls made so far (for tests and benchmarks).
   std::uint64_t renew_calls() const noexcept {
     return renew_calls_.load(std::memory_order_relaxed);
   }
+  std::chrono::milliseconds lease_length() const noexcept { return lease_; }
+  /// How long before a lease can expire on the server its holder stops believing.
+  std::chrono::milliseconds margin() const noexcept { return margin_; }
 
   static constexpr std::size_t batch_size = 100;
 
  private:
-  struct snapshot {
-    std::shared_ptr<void> keep_alive;
-    lease* l;
-    std::uint64_t generation;
-  };
+  struct batch;
 
-  boost::asio::awaitable<void> run();
-  boost::asio::awaitable<void> renew_round();
-  boost::asio::awaitable<void> renew_batch(std::vector<snapshot> batch, clock::time_point sent);
+  clock::time_point believe_until(const lease& l) const noexcept {
+    return l.confirmed_ + lease_ - margin_;
+  }
+  /// Arms the timer for the next round or the earliest belief deadline (including `deadline`).
+  void arm_for(clock::time_point deadline);
+  void on_timer();
+  void start_round();
+  void on_batch(batch& b, std::error_code ec, const resp3::value& reply);
   void report_lost(lease& l);
 
   boost::asio::any_io_executor executor_;
   script_registry& scripts_;
   std::chrono::milliseconds lease_;
+  std::chrono::milliseconds margin_;
   boost::asio::steady_timer timer_;
+  clock::time_point armed_at_ = clock::time_point::max();
+  clock::time_point next_round_ = clock::time_point::max();
+  clock::time_point earliest_ = clock::time_point::max();  // earliest belief deadline (or before)
   lease* head_ = nullptr;  // acquisition order: batches walk from here
   lease* tail_ = nullptr;
   std::size_t size_ = 0;
+  std::size_t batches_in_flight_ = 0;
   std::uint64_t next_generation_ = 1;
-  bool running_ = false;
   std::atomic<std::uint64_t> renew_calls_{0};
   std::weak_ptr<void> owner_;
 };

@@ -54,7 +54,7 @@ TEST(connection, authenticates_with_username_and_password) {
   rlock::client good(io.get_executor(), cfg);
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
     const auto bad_result = co_await error_of(bad.connect());
-    EXPECT_EQ(bad_result, rlock::errc::server_error);
+    EXPECT_EQ(bad_result, rlock::errc::auth_failed);
     co_await good.connect();
     auto lock = good.get_lock("account");
     EXPECT_TRUE(co_await lock.try_lock());
@@ -117,9 +117,10 @@ TEST(connection, close_aborts_pending_waiters) {
   });
 }
 
-TEST(connection, killed_connection_fails_with_connection_lost) {
+TEST(connection, killed_connection_without_reconnection_fails_with_connection_lost) {
   asio::io_context io;
   auto cfg = make_config();
+  cfg.reconnect.enabled = false;
   rlock::client redis(io.get_executor(), cfg);
   rlock::test::raw_client raw(cfg.port);
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
@@ -130,6 +131,7 @@ TEST(connection, killed_connection_fails_with_connection_lost) {
     std::error_code ec;
     for (int i = 0; i < 100 && !ec; ++i) ec = co_await error_of(lock.is_locked());
     EXPECT_EQ(ec, rlock::errc::connection_lost);
+    EXPECT_EQ(redis.state(), rlock::connection_state::disconnected);
   });
 }
 

@@ -1,0 +1,506 @@
+#include "session/connection.hpp"
+
+#include "resp3/request.hpp"
+#include "rlock/error.hpp"
+#include "session/redis_error.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <random>
+#include <utility>
+
+namespace rlock::detail {
+
+namespace asio = boost::asio;
+using asio::use_awaitable;
+
+namespace {
+
+std::uint64_t random_seed() {
+  std::random_device rd;
+  return (std::uint64_t{rd()} << 32) ^ rd();
+}
+
+/// The command bytes of one request.
+std::string command(std::initializer_list<std::string_view> args) {
+  std::string out;
+  resp3::append_command(out, args);
+  return out;
+}
+
+/// The error a failed `HELLO 3` stands for.
+errc errc_of_hello(std::string_view text) {
+  if (text.starts_with("NOPROTO") || text.find("unknown command") != std::string_view::npos) {
+    return errc::unsupported_server;
+  }
+  return errc_of_reply(text);
+}
+
+}  // namespace
+
+connection::connection(asio::any_io_executor ex, config cfg)
+    : executor_(std::move(ex)),
+      cfg_(std::move(cfg)),
+      resolver_(executor_),
+      socket_(executor_),
+      backoff_(cfg_.reconnect.backoff_initial, cfg_.reconnect.backoff_cap, random_seed()),
+      deadline_timer_(executor_),
+      connect_timer_(executor_),
+      reconnect_timer_(executor_),
+      health_timer_(executor_) {
+  mux_.set_push_handler([this](resp3::value& v) { on_push(v); });
+}
+
+connection::~connection() = default;
+
+// --- connecting -----------------------------------------------------------------------------
+
+void connection::async_connect(connect_handler handler) {
+  switch (state_) {
+    case link_state::connected:
+    case link_state::reconnecting:
+      // Connected once: from here on the connection keeps itself up.
+      asio::post(executor_, [h = std::move(handler)]() mutable {
+        std::move(h)(std::error_code{}, std::string{});
+      });
+      return;
+    case link_state::closed:
+      asio::post(executor_, [h = std::move(handler)]() mutable {
+        std::move(h)(make_error_code(errc::connection_lost), "the client is closed");
+      });
+      return;
+    case link_state::connecting:
+      connect_waiters_.push_back(std::move(handler));
+      return;
+    case link_state::idle:
+      connect_waiters_.push_back(std::move(handler));
+      state_ = link_state::connecting;
+      start_attempt();
+      return;
+  }
+}
+
+void connection::start_attempt() {
+  asio::co_spawn(
+      executor_, [self = shared_from_this(), gen = gen_]() { return self->attempt(gen); },
+      asio::detached);
+}
+
+asio::awaitable<void> connection::attempt(std::uint64_t gen) {
+  auto self = shared_from_this();
+  // The attempt's deadline drops the connection rather than cancelling operations one by one:
+  // whatever is in flight (resolve, connect, a handshake command) fails with it.
+  connect_timer_.expires_after(cfg_.connect_timeout);
+  connect_timer_.async_wait([this, self, gen](boost::system::error_code ec) {
+    if (ec || gen != gen_ || state_ == link_state::connected) return;
+    lose(gen, make_error_code(errc::timeout),
+         fmt::format("connecting to {}:{} took longer than {} ms (connect_timeout)", cfg_.host,
+                     cfg_.port, cfg_.connect_timeout.count()));
+  });
+
+  auto [rec, endpoints] = co_await resolver_.async_resolve(cfg_.host, std::to_string(cfg_.port),
+                                                           asio::as_tuple(use_awaitable));
+  if (gen != gen_) co_return;
+  if (rec) {
+    {
+      lose(gen, make_error_code(errc::resolve_failed),
+           fmt::format("cannot resolve '{}': {}", cfg_.host, rec.message()));
+      co_return;
+    }
+  }
+  auto [cec, ep] = co_await asio::async_connect(socket_, endpoints, asio::as_tuple(use_awaitable));
+  if (gen != gen_) co_return;
+  if (cec) {
+    {
+      lose(gen, make_error_code(errc::connect_failed),
+           fmt::format("cannot connect to {}:{}: {}", cfg_.host, cfg_.port, cec.message()));
+      co_return;
+    }
+  }
+  boost::system::error_code ignored;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  parser_ = resp3::parser{};
+  last_read_ = clock_type::now();
+  asio::co_spawn(
+      executor_, [self, gen]() { return self->reader(gen); }, asio::detached);
+
+  start_handshake(gen);
+}
+
+void connection::start_handshake(std::uint64_t gen) {
+  // Pipelined: every command is queued at once (one write), and the replies, which arrive in
+  // order, are checked once the last is in. A lost connection fails the steps in order too, so
+  // the last step's completion always means every step has its result.
+  std::vector<std::string> commands;
+  if (!cfg_.password.empty()) {
+    // Both arms must be string_views: a "default" : std::string ternary yields a temporary.
+    const std::string_view user =
+        cfg_.username.empty() ? std::string_view("default") : std::string_view(cfg_.username);
+    commands.push_back(command({"HELLO", "3", "AUTH", user, cfg_.password}));
+  } else {
+    commands.push_back(command({"HELLO", "3"}));
+  }
+  if (cfg_.database != 0) {
+    commands.push_back(command({"SELECT", std::to_string(cfg_.database)}));
+  }
+  for (const auto& step : steps_) commands.push_back(step.command);
+  auto results = std::make_shared<std::vector<step_result>>(commands.size());
+  request_options opts;
+  opts.handshake = true;
+  const std::size_t last = commands.size() - 1;
+  for (std::size_t i = 0; i <= last; ++i) {
+    mux_.add(std::move(commands[i]), answer_kind::reply, {}, opts,
+             [this, self = shared_from_this(), gen, results, i, last](std::error_code ec,
+                                                                      resp3::value v) {
+               (*results)[i] = {ec, std::move(v)};
+               if (i != last) return;
+               // Posted: the handshake goes on outside the multiplexer's bookkeeping.
+               asio::post(executor_, [this, self, gen, results] {
+                 if (gen != gen_) return;
+                 std::error_code failure;
+                 std::string diagnostic;
+                 check_handshake(*results, failure, diagnostic);
+                 if (failure) return lose(gen, failure, std::move(diagnostic));
+                 on_ready(gen);
+               });
+             });
+  }
+  start_write();
+}
+
+void connection::check_handshake(std::vector<step_result>& results, std::error_code& failure,
+                                 std::string& diagnostic) {
+  const bool select = cfg_.database != 0;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const std::error_code ec = results[i].ec;
+    resp3::value& reply = results[i].reply;
+    if (ec) {
+      failure = ec;
+      diagnostic = last_error_;
+      return;
+    }
+    if (i == 0) {
+      if (reply.is_error()) {
+        const errc e = errc_of_hello(reply.str);
+        failure = make_error_code(e);
+        diagnostic = fmt::format("HELLO 3 failed: {}{}", reply.str,
+                                 e == errc::unsupported_server
+                                     ? " (rlock needs Redis 6 or later, which speaks RESP3)"
+                                     : "");
+        return;
+      }
+      if (reply.type != resp3::type::map) {
+        failure = make_error_code(errc::unsupported_server);
+        diagnostic = "HELLO 3 did not answer with a map: the server does not speak RESP3";
+        return;
+      }
+    } else if (select && i == 1) {
+      if (reply.is_error()) {
+        failure = make_error_code(errc_of_reply(reply.str));
+        diagnostic = fmt::format("SELECT {} failed: {}", cfg_.database, reply.str);
+        return;
+      }
+    } else if ((failure = steps_[i - (select ? 2 : 1)].check(reply, diagnostic))) {
+      return;
+    }
+  }
+}
+
+void connection::on_ready(std::uint64_t gen) {
+  if (gen != gen_) return;
+  connect_timer_.cancel();
+  const bool again = ever_connected_;
+  ever_connected_ = true;
+  state_ = link_state::connected;
+  backoff_.reset();
+  if (again) ++counters_.reconnects;
+  // Every wanted channel again; its waiters retry once it is confirmed.
+  for (const auto& channel : subs_.replay()) send_subscription(channel, true);
+  last_read_ = clock_type::now();
+  ping_outstanding_ = false;
+  arm_health();
+  start_write();
+  arm_deadline(mux_.next_deadline());
+  finish_connect({}, {});
+  tell_state({}, {});
+}
+
+void connection::finish_connect(std::error_code ec, const std::string& diagnostic) {
+  auto waiters = std::exchange(connect_waiters_, {});
+  for (auto& h : waiters) {
+    asio::post(executor_,
+               [h = std::move(h), ec, diagnostic]() mutable { std::move(h)(ec, diagnostic); });
+  }
+}
+
+void connection::tell_state(std::error_code reason, const std::string& diagnostic) {
+  if (listener_ != nullptr) listener_->on_state(state_, reason, diagnostic);
+}
+
+void connection::lose(std::uint64_t gen, std::error_code ec, std::string diagnostic) {
+  if (gen != gen_ || state_ == link_state::closed || state_ == link_state::idle) return;
+  ++gen_;  // every callback of the lost connection is stale from here on
+  last_error_ = diagnostic.empty() ? ec.message() : diagnostic;
+  boost::system::error_code ignored;
+  resolver_.cancel();
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  connect_timer_.cancel();
+  health_timer_.cancel();
+  ping_outstanding_ = false;
+  subs_.on_disconnect();
+
+  // The state first, the requests' handlers last: a handler may resume a caller inline, which
+  // must find the connection in its new state (and may even close it).
+  const bool first = !ever_connected_;
+  const bool give_up = first || !cfg_.reconnect.enabled;
+  state_ = give_up ? link_state::idle : link_state::reconnecting;
+  const std::uint64_t now_gen = gen_;
+  if (!first) tell_state(ec, last_error_);
+
+  // Written requests: idempotent ones are written again on the next connection; the others
+  // learn that their outcome is unknown.
+  mux_.on_connection_lost(make_error_code(errc::connection_lost));
+  counters_.retried_commands.store(mux_.retried(), std::memory_order_relaxed);
+  if (first) {
+    // The first attempt failed: connect() reports it; nothing retries behind the caller's back.
+    mux_.fail_all(ec);
+    finish_connect(ec, last_error_);
+    return;
+  }
+  if (give_up) {
+    mux_.fail_all(make_error_code(errc::connection_lost));
+    return;
+  }
+  if (cfg_.fail_fast) mux_.fail_queued(make_error_code(errc::connection_lost));
+  if (gen_ == now_gen && state_ == link_state::reconnecting) schedule_reconnect();
+}
+
+void connection::schedule_reconnect() {
+  reconnect_timer_.expires_after(backoff_.next());
+  reconnect_timer_.async_wait(
+      [this, self = shared_from_this(), gen = gen_](boost::system::error_code ec) {
+        if (ec || gen != gen_ || state_ != link_state::reconnecting) return;
+        start_attempt();
+      });
+}
+
+void connection::close(std::error_code reason) {
+  if (state_ == link_state::closed) return;
+  const bool tell = ever_connected_ || state_ != link_state::idle;
+  state_ = link_state::closed;
+  ++gen_;
+  boost::system::error_code ignored;
+  resolver_.cancel();
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+  connect_timer_.cancel();
+  reconnect_timer_.cancel();
+  health_timer_.cancel();
+  deadline_timer_.cancel();
+  subs_.on_disconnect();
+  if (tell) tell_state(reason, {});
+  mux_.fail_all(reason);
+  finish_connect(reason, "the client was closed");
+}
+
+// --- requests ---------------------------------------------------------------------------------
+
+multiplexer::id_type connection::exec(std::string payload, request_options opts,
+                                      reply_handler handler) {
+  const bool down = state_ == link_state::idle || state_ == link_state::closed ||
+                    (cfg_.fail_fast && state_ != link_state::connected);
+  if (down) {
+    // Posted: never complete inside the initiating call.
+    asio::post(executor_, [h = std::move(handler)]() mutable {
+      std::move(h)(make_error_code(errc::connection_lost), resp3::value{});
+    });
+    return 0;
+  }
+  const auto deadline = opts.deadline;
+  const auto id = mux_.add(std::move(payload), answer_kind::reply, {}, opts, std::move(handler));
+  if (state_ == link_state::connected) start_write();
+  arm_deadline(deadline);
+  return id;
+}
+
+bool connection::withdraw(multiplexer::id_type id, std::error_code reason) {
+  return id != 0 && mux_.withdraw(id, reason);
+}
+
+void connection::start_write() {
+  if (write_in_flight_) return;
+  if (state_ != link_state::connected && state_ != link_state::connecting &&
+      state_ != link_state::reconnecting) {
+    return;
+  }
+  writing_.clear();
+  // Everything queued since the last write goes out in one write: natural pipelining. Started
+  // from the request itself, so an idle connection sends at once (Asio tries the send inline).
+  if (mux_.prepare_write(writing_, state_ == link_state::connected, clock_type::now()) == 0) return;
+  write_in_flight_ = true;
+  asio::async_write(
+      socket_, asio::buffer(writing_),
+      [this, self = shared_from_this(), gen = gen_](boost::system::error_code ec, std::size_t) {
+        write_in_flight_ = false;
+        if (gen != gen_) {
+          // The connection this write was for is gone; the next one may be
+          // waiting for this buffer (start_write checks what may go out).
+          start_write();
+          return;
+        }
+        if (ec) {
+          return lose(
+              gen, make_error_code(errc::connection_lost),
+              fmt::format("writing to {}:{} failed: {}", cfg_.host, cfg_.port, ec.message()));
+        }
+        start_write();
+      });
+}
+
+void connection::arm_deadline(clock_type::time_point d) {
+  if (d == clock_type::time_point::max() || d >= deadline_armed_at_) return;
+  deadline_armed_at_ = d;
+  deadline_timer_.expires_at(d);
+  deadline_timer_.async_wait([this, self = shared_from_this()](boost::system::error_code ec) {
+    if (ec == asio::error::operation_aborted) return;  // re-armed earlier, or closing
+    deadline_armed_at_ = clock_type::time_point::max();
+    if (state_ == link_state::closed) return;
+    mux_.expire(clock_type::now());
+    arm_deadline(mux_.next_deadline());
+  });
+}
+
+// --- reading ----------------------------------------------------------------------------------
+
+asio::awaitable<void> connection::reader(std::uint64_t gen) {
+  auto self = shared_from_this();
+  for (;;) {
+    auto [ec, n] =
+        co_await socket_.async_read_some(asio::buffer(read_buffer_), asio::as_tuple(use_awaitable));
+    if (gen != gen_) co_return;
+    if (ec) {
+      {
+        lose(
+            gen, make_error_code(errc::connection_lost),
+            ec == asio::error::eof
+                ? fmt::format("{}:{} closed the connection", cfg_.host, cfg_.port)
+                : fmt::format("reading from {}:{} failed: {}", cfg_.host, cfg_.port, ec.message()));
+        co_return;
+      }
+    }
+    last_read_ = clock_type::now();
+    parser_.feed(std::string_view(read_buffer_.data(), n));
+    std::error_code perr;
+    for (;;) {
+      auto v = parser_.next(perr);
+      if (!v) break;
+      if (mux_.on_value(*v) == multiplexer::verdict::out_of_step) {
+        {
+          lose(gen, make_error_code(errc::protocol_error),
+               "the server sent an answer no request was waiting for");
+          co_return;
+        }
+      }
+      // A handler may have closed the connection.
+      if (gen != gen_) co_return;
+    }
+    if (perr) {
+      {
+        lose(gen, perr, "the server sent bytes that are not valid RESP3");
+        co_return;
+      }
+    }
+  }
+}
+
+void connection::on_push(resp3::value& v) {
+  // ["message", channel, payload] (RESP3 pub/sub); "smessage" for sharded pub/sub.
+  if (v.elements.size() < 3 || listener_ == nullptr) return;
+  const auto& kind = v.elements[0].str;
+  if (kind == "message" || kind == "smessage") {
+    listener_->on_message(v.elements[1].str, v.elements[2].str);
+  }
+}
+
+// --- subscriptions ----------------------------------------------------------------------------
+
+void connection::subscribe(std::string_view channel) {
+  if (subs_.want(channel, connected()) == subscription_set::action::subscribe) {
+    send_subscription(channel, true);
+  }
+}
+
+void connection::unsubscribe(std::string_view channel) {
+  if (subs_.unwant(channel, connected()) == subscription_set::action::unsubscribe) {
+    send_subscription(channel, false);
+  }
+}
+
+void connection::send_subscription(std::string_view channel, bool on) {
+  // Answered by the confirmation push or by an error reply; never retried on its own: after a
+  // reconnect the subscription set replays every wanted channel.
+  mux_.add(command({on ? "SUBSCRIBE" : "UNSUBSCRIBE", channel}),
+           on ? answer_kind::subscribe : answer_kind::unsubscribe, std::string(channel), {},
+           [this, on, ch = std::string(channel)](std::error_code ec, resp3::value v) {
+             if (ec) return;  // the connection is gone; on_disconnect has reset the channel
+             if (!on) return subs_.on_unsubscribed(ch);
+             if (v.is_error()) {
+               if (subs_.on_refused(ch) && listener_ != nullptr) {
+                 listener_->on_refused(ch, make_error_code(errc_of_reply(v.str)), v.str);
+               }
+             } else if (subs_.on_subscribed(ch) && listener_ != nullptr) {
+               listener_->on_subscribed(ch);
+             }
+           });
+  start_write();
+}
+
+// --- health check -----------------------------------------------------------------------------
+
+void connection::arm_health() {
+  if (cfg_.health_check_interval.count() <= 0 || state_ != link_state::connected) return;
+  // With a PING outstanding, anything read since (a push) also proves the connection alive.
+  const auto since = ping_outstanding_ ? std::max(ping_sent_, last_read_) : last_read_;
+  const auto at = since + cfg_.health_check_interval;
+  health_timer_.expires_at(at);
+  health_timer_.async_wait(
+      [this, self = shared_from_this(), gen = gen_](boost::system::error_code ec) {
+        if (ec || gen != gen_) return;
+        on_health_tick();
+      });
+}
+
+void connection::on_health_tick() {
+  const auto now = clock_type::now();
+  const auto interval = cfg_.health_check_interval;
+  if (ping_outstanding_) {
+    if (now - last_read_ >= interval && now - ping_sent_ >= interval) {
+      ++counters_.health_check_failures;
+      return lose(gen_, make_error_code(errc::timeout),
+                  fmt::format("no answer to PING from {}:{} within {} ms (health check)", cfg_.host,
+                              cfg_.port, interval.count()));
+    }
+  } else if (now - last_read_ >= interval) {
+    ping_outstanding_ = true;
+    ping_sent_ = now;
+    mux_.add(command({"PING"}), answer_kind::reply, {}, {},
+             [this, gen = gen_](std::error_code ec, resp3::value) {
+               if (!ec && gen == gen_) ping_outstanding_ = false;
+             });
+    start_write();
+  }
+  arm_health();
+}
+
+}  // namespace rlock::detail

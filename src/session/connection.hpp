@@ -1,0 +1,172 @@
+#pragma once
+
+#include "resp3/parser.hpp"
+#include "resp3/value.hpp"
+#include "rlock/config.hpp"
+#include "session/backoff.hpp"
+#include "session/multiplexer.hpp"
+#include "session/subscription_set.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace rlock::detail {
+
+/// The state of a connection as its users see it.
+enum class link_state : std::uint8_t {
+  idle,          // never connected, or gave up (first connect failed, reconnection off)
+  connecting,    // the first connection attempt
+  connected,     // handshake done: requests are written
+  reconnecting,  // lost; waiting out the backoff or redoing the handshake
+  closed,        // closed by the client: nothing more will happen
+};
+
+/// A step of the handshake after `HELLO 3` and `SELECT` (e.g. a `SCRIPT LOAD`): its command and
+/// the check of its reply; a check that returns an error fails the connection attempt.
+struct handshake_step {
+  std::string command;
+  std::function<std::error_code(resp3::value& reply, std::string& diagnostic)> check;
+};
+
+/// One connection to one Redis node, kept alive: it connects, does the handshake, writes the
+/// multiplexer's requests, reads answers and pushes, checks health, and after a loss reconnects
+/// with backoff, replays its subscriptions and writes again what is safe to write again. The
+/// protocol logic lives in the sans-I/O multiplexer and subscription set; this class only decides
+/// which Asio operation to start next.
+///
+/// Nothing reaches the server before the handshake is complete: requests made while connecting or
+/// reconnecting wait in the queue, bounded by their own deadlines.
+///
+/// All member functions must be called on the connection's executor.
+class connection : public std::enable_shared_from_this<connection> {
+ public:
+  /// Who hears about pushes and state changes (the client); called on the executor.
+  struct listener {
+    virtual void on_message(std::string_view channel, std::string_view payload) = 0;
+    /// A channel became active (its SUBSCRIBE confirmed), first time or after a reconnect.
+    virtual void on_subscribed(std::string_view channel) = 0;
+    /// The server refused to subscribe a wanted channel (e.g. -NOPERM).
+    virtual void on_refused(std::string_view channel, std::error_code ec,
+                            std::string_view text) = 0;
+    virtual void on_state(link_state state, std::error_code reason,
+                          const std::string& diagnostic) = 0;
+
+   protected:
+    ~listener() = default;
+  };
+
+  using connect_handler = boost::asio::any_completion_handler<void(std::error_code, std::string)>;
+
+  connection(boost::asio::any_io_executor ex, config cfg);
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+  ~connection();
+
+  void set_listener(listener* l) noexcept { listener_ = l; }
+  /// Adds a step to every handshake; call before connecting.
+  void add_handshake_step(handshake_step step) { steps_.push_back(std::move(step)); }
+
+  /// The first connection: completes with no error once the handshake is done, or with why not
+  /// (errc::timeout after config::connect_timeout, resolve_failed, connect_failed, auth_failed,
+  /// unsupported_server, server_error, protocol_error) and Redis's text or the OS's message.
+  /// From then on the connection reconnects by itself (config::reconnect).
+  void async_connect(connect_handler handler);
+
+  /// Queues a request (see multiplexer). Fails it, posted, with errc::connection_lost when not
+  /// connected and not about to be (never connected, closed, reconnection off, fail_fast).
+  /// Returns the id for withdraw(), or 0 if the request was failed at once.
+  multiplexer::id_type exec(std::string payload, request_options opts, reply_handler handler);
+  bool withdraw(multiplexer::id_type id, std::error_code reason);
+
+  /// Wants / no longer wants `channel` (reference counting is the caller's).
+  void subscribe(std::string_view channel);
+  void unsubscribe(std::string_view channel);
+  bool subscribed(std::string_view channel) const { return subs_.active(channel); }
+  std::size_t subscriptions() const noexcept { return subs_.size(); }
+
+  /// Fails everything with `reason` and closes for good. Idempotent.
+  void close(std::error_code reason);
+
+  link_state state() const noexcept { return state_; }
+  bool connected() const noexcept { return state_ == link_state::connected; }
+  /// Why the connection was last lost or failed to connect (for error messages).
+  const std::string& last_error() const noexcept { return last_error_; }
+  const config& cfg() const noexcept { return cfg_; }
+  const boost::asio::any_io_executor& get_executor() const noexcept { return executor_; }
+
+  struct counters {
+    std::atomic<std::uint64_t> reconnects{0};
+    std::atomic<std::uint64_t> health_check_failures{0};
+    std::atomic<std::uint64_t> retried_commands{0};
+  };
+  const counters& stats() const noexcept { return counters_; }
+
+ private:
+  struct step_result {
+    std::error_code ec;
+    resp3::value reply;
+  };
+  boost::asio::awaitable<void> attempt(std::uint64_t gen);
+  void start_handshake(std::uint64_t gen);
+  void check_handshake(std::vector<step_result>& results, std::error_code& failure,
+                       std::string& diagnostic);
+  boost::asio::awaitable<void> reader(std::uint64_t gen);
+  void on_ready(std::uint64_t gen);
+  void lose(std::uint64_t gen, std::error_code ec, std::string diagnostic);
+  void schedule_reconnect();
+  void start_attempt();
+  void start_write();
+  void arm_deadline(clock_type::time_point d);
+  void arm_health();
+  void on_health_tick();
+  void send_subscription(std::string_view channel, bool on);
+  void on_push(resp3::value& v);
+  void tell_state(std::error_code reason, const std::string& diagnostic);
+  void finish_connect(std::error_code ec, const std::string& diagnostic);
+
+  boost::asio::any_io_executor executor_;
+  config cfg_;
+  listener* listener_ = nullptr;
+  std::vector<handshake_step> steps_;
+  boost::asio::ip::tcp::resolver resolver_;
+  boost::asio::ip::tcp::socket socket_;
+  resp3::parser parser_;
+  multiplexer mux_;
+  subscription_set subs_;
+  backoff backoff_;
+
+  link_state state_ = link_state::idle;
+  bool ever_connected_ = false;
+  std::uint64_t gen_ = 1;  // the current connection attempt; callbacks of older ones do nothing
+  std::string writing_;    // the bytes of the write in flight
+  bool write_in_flight_ = false;
+  std::array<char, 16 * 1024> read_buffer_{};
+
+  boost::asio::steady_timer deadline_timer_;  // the earliest request deadline
+  clock_type::time_point deadline_armed_at_ = clock_type::time_point::max();
+  boost::asio::steady_timer connect_timer_;    // bounds one attempt
+  boost::asio::steady_timer reconnect_timer_;  // the backoff
+  boost::asio::steady_timer health_timer_;
+  clock_type::time_point last_read_{};
+  clock_type::time_point ping_sent_{};
+  bool ping_outstanding_ = false;
+
+  std::vector<connect_handler> connect_waiters_;
+  std::string last_error_;
+  counters counters_;
+};
+
+}  // namespace rlock::detail
