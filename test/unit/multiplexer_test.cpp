@@ -1,0 +1,332 @@
+// The multiplexer without a server: requests in, bytes out, answers and pushes in, completions out.
+#include "session/multiplexer.hpp"
+
+#include "resp3/parser.hpp"
+#include "rlock/error.hpp"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using rlock::detail::answer_kind;
+using rlock::detail::clock_type;
+using rlock::detail::if_unknown;
+using rlock::detail::multiplexer;
+using rlock::detail::request_options;
+namespace resp3 = rlock::detail::resp3;
+using namespace std::chrono_literals;
+
+/// What one request's handler saw.
+struct outcome {
+  int calls = 0;
+  std::error_code ec;
+  resp3::value reply;
+};
+
+rlock::detail::reply_handler record_into(outcome& o) {
+  return [&o](std::error_code ec, resp3::value v) {
+    ++o.calls;
+    o.ec = ec;
+    o.reply = std::move(v);
+  };
+}
+
+resp3::value text(std::string s) {
+  resp3::value v;
+  v.type = resp3::type::blob_string;
+  v.str = std::move(s);
+  return v;
+}
+
+resp3::value error(std::string s) {
+  resp3::value v;
+  v.type = resp3::type::simple_error;
+  v.str = std::move(s);
+  return v;
+}
+
+resp3::value push(std::string kind, std::string channel, std::string third = "1") {
+  resp3::value v;
+  v.type = resp3::type::push;
+  v.elements = {text(std::move(kind)), text(std::move(channel)), text(std::move(third))};
+  return v;
+}
+
+std::string written(multiplexer& m, bool ready = true) {
+  std::string out;
+  m.prepare_write(out, ready, clock_type::now());
+  return out;
+}
+
+TEST(multiplexer, replies_complete_requests_in_order) {
+  multiplexer m;
+  outcome a, b;
+  m.add("A", answer_kind::reply, {}, {}, record_into(a));
+  m.add("B", answer_kind::reply, {}, {}, record_into(b));
+  EXPECT_EQ(written(m), "AB");
+  auto r1 = text("one");
+  auto r2 = text("two");
+  EXPECT_EQ(m.on_value(r1), multiplexer::verdict::ok);
+  EXPECT_EQ(m.on_value(r2), multiplexer::verdict::ok);
+  EXPECT_EQ(a.reply.str, "one");
+  EXPECT_EQ(b.reply.str, "two");
+  EXPECT_EQ(a.calls, 1);
+  EXPECT_EQ(b.calls, 1);
+  EXPECT_EQ(m.written(), 0u);
+}
+
+TEST(multiplexer, a_refused_subscribe_takes_its_error_and_shifts_nothing) {
+  // The ACL bug: -NOPERM to SUBSCRIBE went to the next command waiting, and every later reply
+  // went to the wrong request (an acquire could take someone else's nil for "acquired").
+  multiplexer m;
+  outcome sub, acquire, query;
+  m.add("SUBSCRIBE", answer_kind::subscribe, "ch", {}, record_into(sub));
+  m.add("EVALSHA", answer_kind::reply, {}, {}, record_into(acquire));
+  m.add("PTTL", answer_kind::reply, {}, {}, record_into(query));
+  written(m);
+  auto refusal = error("NOPERM this user has no permissions to access one of the channels");
+  auto busy = resp3::value{};
+  busy.type = resp3::type::number;
+  busy.integer = 1234;
+  auto ttl = text("ttl");
+  EXPECT_EQ(m.on_value(refusal), multiplexer::verdict::ok);
+  EXPECT_EQ(m.on_value(busy), multiplexer::verdict::ok);
+  EXPECT_EQ(m.on_value(ttl), multiplexer::verdict::ok);
+  EXPECT_TRUE(sub.reply.is_error());
+  EXPECT_EQ(acquire.reply.integer, 1234);
+  EXPECT_EQ(query.reply.str, "ttl");
+}
+
+TEST(multiplexer, confirmations_answer_subscriptions_and_messages_go_to_the_push_handler) {
+  multiplexer m;
+  std::vector<std::string> messages;
+  m.set_push_handler([&](resp3::value& v) { messages.push_back(v.elements[2].str); });
+  outcome sub, cmd, unsub;
+  m.add("SUBSCRIBE", answer_kind::subscribe, "ch", {}, record_into(sub));
+  m.add("X", answer_kind::reply, {}, {}, record_into(cmd));
+  m.add("UNSUBSCRIBE", answer_kind::unsubscribe, "ch", {}, record_into(unsub));
+  written(m);
+  auto message_before = push("message", "other", "0");
+  auto confirm = push("subscribe", "ch");
+  auto message_between = push("message", "ch", "1");
+  auto reply = text("x");
+  auto unconfirm = push("unsubscribe", "ch", "0");
+  for (auto* v : {&message_before, &confirm, &message_between, &reply, &unconfirm}) {
+    EXPECT_EQ(m.on_value(*v), multiplexer::verdict::ok);
+  }
+  EXPECT_EQ(messages, (std::vector<std::string>{"0", "1"}));
+  EXPECT_EQ(sub.calls, 1);
+  EXPECT_FALSE(sub.ec);
+  EXPECT_EQ(cmd.reply.str, "x");
+  EXPECT_EQ(unsub.calls, 1);
+}
+
+TEST(multiplexer, answers_no_request_expects_are_out_of_step) {
+  {
+    multiplexer m;
+    auto stray = text("nobody asked");
+    EXPECT_EQ(m.on_value(stray), multiplexer::verdict::out_of_step);
+  }
+  {
+    multiplexer m;
+    outcome sub;
+    m.add("SUBSCRIBE", answer_kind::subscribe, "ch", {}, record_into(sub));
+    written(m);
+    auto other = push("subscribe", "another-channel");
+    EXPECT_EQ(m.on_value(other), multiplexer::verdict::out_of_step);
+    EXPECT_EQ(sub.calls, 0);
+  }
+  {
+    multiplexer m;
+    outcome sub;
+    m.add("SUBSCRIBE", answer_kind::subscribe, "ch", {}, record_into(sub));
+    written(m);
+    auto plain = text("OK");  // a plain reply where the confirmation was due
+    EXPECT_EQ(m.on_value(plain), multiplexer::verdict::out_of_step);
+  }
+  {
+    multiplexer m;
+    outcome cmd;
+    m.add("X", answer_kind::reply, {}, {}, record_into(cmd));
+    written(m);
+    auto confirm = push("subscribe", "ch");
+    EXPECT_EQ(m.on_value(confirm), multiplexer::verdict::out_of_step);
+    EXPECT_EQ(cmd.calls, 0);
+  }
+}
+
+TEST(multiplexer, nothing_but_the_handshake_is_written_before_the_connection_is_ready) {
+  multiplexer m;
+  outcome user, hello;
+  m.add("USER", answer_kind::reply, {}, {}, record_into(user));
+  request_options hs;
+  hs.handshake = true;
+  m.add("HELLO", answer_kind::reply, {}, hs, record_into(hello));
+  EXPECT_EQ(written(m, false), "HELLO");
+  EXPECT_EQ(written(m, false), "");
+  EXPECT_EQ(written(m, true), "USER");
+}
+
+TEST(multiplexer, a_lost_connection_retries_idempotent_requests_and_fails_the_others) {
+  multiplexer m;
+  outcome query, acquire, tombstone, queued;
+  request_options retry;
+  retry.unknown = if_unknown::retry;
+  request_options timed;
+  timed.deadline = clock_type::now() - 1ms;
+  m.add("Q", answer_kind::reply, {}, retry, record_into(query));
+  m.add("A", answer_kind::reply, {}, {}, record_into(acquire));
+  m.add("T", answer_kind::reply, {}, timed, record_into(tombstone));
+  EXPECT_EQ(written(m), "QAT");
+  m.expire(clock_type::now());  // T's caller is told; its answer would be dropped
+  EXPECT_EQ(tombstone.ec, rlock::errc::timeout);
+  m.add("N", answer_kind::reply, {}, {}, record_into(queued));
+  m.on_connection_lost(make_error_code(rlock::errc::connection_lost));
+  EXPECT_EQ(acquire.ec, rlock::errc::connection_lost);
+  EXPECT_EQ(query.calls, 0);
+  EXPECT_EQ(queued.calls, 0);
+  EXPECT_EQ(tombstone.calls, 1);
+  EXPECT_EQ(m.retried(), 1u);
+  // The retried request goes first, then what was queued; the tombstone is gone.
+  EXPECT_EQ(written(m), "QN");
+  auto r1 = text("q");
+  auto r2 = text("n");
+  m.on_value(r1);
+  m.on_value(r2);
+  EXPECT_EQ(query.reply.str, "q");
+  EXPECT_EQ(queued.reply.str, "n");
+}
+
+TEST(multiplexer, deadlines_fail_queued_requests_and_tell_written_ones) {
+  multiplexer m;
+  outcome queued, written_plain, written_hooked;
+  int hook_calls = 0;
+  request_options soon;
+  soon.deadline = clock_type::now() + 10ms;
+  request_options hooked = soon;
+  hooked.on_deadline = [](void* p) { ++*static_cast<int*>(p); };
+  hooked.context = &hook_calls;
+  m.add("P", answer_kind::reply, {}, soon, record_into(written_plain));
+  m.add("H", answer_kind::reply, {}, hooked, record_into(written_hooked));
+  written(m);
+  m.add("Q", answer_kind::reply, {}, soon, record_into(queued));
+  EXPECT_EQ(m.next_deadline(), soon.deadline);
+  m.expire(soon.deadline);
+  EXPECT_EQ(queued.ec, rlock::errc::timeout);  // never written: certainly not run
+  EXPECT_EQ(m.queued(), 0u);
+  EXPECT_EQ(written_plain.ec, rlock::errc::timeout);
+  EXPECT_EQ(hook_calls, 1);
+  EXPECT_EQ(written_hooked.calls, 0);  // still waiting for its answer
+  m.expire(soon.deadline + 1s);
+  EXPECT_EQ(hook_calls, 1);  // once only
+  // The late answers: the plain request's is dropped, the hooked one's is delivered.
+  auto late1 = text("late-p");
+  auto late2 = text("late-h");
+  EXPECT_EQ(m.on_value(late1), multiplexer::verdict::ok);
+  EXPECT_EQ(m.on_value(late2), multiplexer::verdict::ok);
+  EXPECT_EQ(written_plain.calls, 1);
+  EXPECT_EQ(written_hooked.reply.str, "late-h");
+}
+
+TEST(multiplexer, withdraw_takes_back_only_what_was_not_written) {
+  multiplexer m;
+  outcome a, b;
+  const auto id_a = m.add("A", answer_kind::reply, {}, {}, record_into(a));
+  written(m);
+  const auto id_b = m.add("B", answer_kind::reply, {}, {}, record_into(b));
+  EXPECT_FALSE(m.withdraw(id_a, std::make_error_code(std::errc::operation_canceled)));
+  EXPECT_TRUE(m.withdraw(id_b, std::make_error_code(std::errc::operation_canceled)));
+  EXPECT_EQ(b.ec, std::errc::operation_canceled);
+  EXPECT_EQ(written(m), "");
+}
+
+TEST(multiplexer, written_at_is_the_time_of_the_last_write) {
+  multiplexer m;
+  outcome o;
+  clock_type::time_point sent{};
+  request_options opts;
+  opts.unknown = if_unknown::retry;
+  opts.written_at = &sent;
+  m.add("R", answer_kind::reply, {}, opts, record_into(o));
+  std::string out;
+  const auto t1 = clock_type::now();
+  m.prepare_write(out, true, t1);
+  EXPECT_EQ(sent, t1);
+  m.on_connection_lost(make_error_code(rlock::errc::connection_lost));
+  const auto t2 = t1 + 5s;
+  m.prepare_write(out, true, t2);
+  EXPECT_EQ(sent, t2);
+}
+
+TEST(multiplexer, handlers_may_add_requests_while_being_completed) {
+  multiplexer m;
+  outcome second;
+  m.add("A", answer_kind::reply, {}, {}, [&](std::error_code, resp3::value) {
+    m.add("B", answer_kind::reply, {}, {}, record_into(second));
+  });
+  written(m);
+  auto r = text("a");
+  m.on_value(r);
+  EXPECT_EQ(written(m), "B");
+}
+
+TEST(multiplexer, random_interleavings_never_mismatch_an_answer) {
+  // Each request's answer carries its own id; messages are sprinkled in between. Whatever the
+  // mix of kinds, every handler must see exactly its own answer, once.
+  std::mt19937 rng(12345);
+  for (int round = 0; round < 200; ++round) {
+    multiplexer m;
+    int messages = 0;
+    m.set_push_handler([&](resp3::value&) { ++messages; });
+    const int n = 1 + static_cast<int>(rng() % 30);
+    std::vector<outcome> out(static_cast<std::size_t>(n));
+    std::vector<answer_kind> kinds;
+    for (int i = 0; i < n; ++i) {
+      const auto kind = static_cast<answer_kind>(rng() % 3);
+      kinds.push_back(kind);
+      m.add("C", kind, "ch" + std::to_string(i), {}, record_into(out[static_cast<std::size_t>(i)]));
+    }
+    written(m);
+    int sent_messages = 0;
+    for (int i = 0; i < n; ++i) {
+      if (rng() % 2 == 0) {
+        auto msg = push("message", "ch" + std::to_string(i), "0");
+        ++sent_messages;
+        ASSERT_EQ(m.on_value(msg), multiplexer::verdict::ok);
+      }
+      resp3::value answer;
+      switch (kinds[static_cast<std::size_t>(i)]) {
+        case answer_kind::reply:
+          answer = text("id" + std::to_string(i));
+          break;
+        case answer_kind::subscribe:
+          answer = rng() % 2 == 0 ? push("subscribe", "ch" + std::to_string(i))
+                                  : error("NOPERM id" + std::to_string(i));
+          break;
+        case answer_kind::unsubscribe:
+          answer = push("unsubscribe", "ch" + std::to_string(i));
+          break;
+      }
+      ASSERT_EQ(m.on_value(answer), multiplexer::verdict::ok);
+    }
+    EXPECT_EQ(messages, sent_messages);
+    for (int i = 0; i < n; ++i) {
+      const auto& o = out[static_cast<std::size_t>(i)];
+      ASSERT_EQ(o.calls, 1);
+      if (o.reply.type == resp3::type::push) {
+        EXPECT_EQ(o.reply.elements[1].str, "ch" + std::to_string(i));
+      } else if (o.reply.is_error()) {
+        EXPECT_EQ(o.reply.str, "NOPERM id" + std::to_string(i));
+      } else {
+        EXPECT_EQ(o.reply.str, "id" + std::to_string(i));
+      }
+    }
+  }
+}
+
+}  // namespace
