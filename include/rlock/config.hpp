@@ -20,6 +20,10 @@ struct config {
   /// Logical database selected after the handshake.
   int database = 0;
 
+  /// Sent with `HELLO 3 ... SETNAME` on every connection, so operators can tell this client's
+  /// connections apart in `CLIENT LIST`. Empty: no name. Must not contain spaces or newlines.
+  std::string client_name;
+
   /// Lease of locks taken without an explicit lease; the watchdog renews them every third of it.
   /// Redisson's default is 30 s (lockWatchdogTimeout).
   std::chrono::milliseconds watchdog_timeout{30'000};

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <random>
+#include <span>
 #include <utility>
 
 namespace rlock::detail {
@@ -142,14 +143,16 @@ void connection::start_handshake(std::uint64_t gen) {
   // order, are checked once the last is in. A lost connection fails the steps in order too, so
   // the last step's completion always means every step has its result.
   std::vector<std::string> commands;
+  std::vector<std::string_view> hello{"HELLO", "3"};
   if (!cfg_.password.empty()) {
     // Both arms must be string_views: a "default" : std::string ternary yields a temporary.
     const std::string_view user =
         cfg_.username.empty() ? std::string_view("default") : std::string_view(cfg_.username);
-    commands.push_back(command({"HELLO", "3", "AUTH", user, cfg_.password}));
-  } else {
-    commands.push_back(command({"HELLO", "3"}));
+    hello.insert(hello.end(), {"AUTH", user, cfg_.password});
   }
+  if (!cfg_.client_name.empty()) hello.insert(hello.end(), {"SETNAME", cfg_.client_name});
+  commands.emplace_back();
+  resp3::append_command(commands.back(), std::span<const std::string_view>(hello));
   if (cfg_.database != 0) {
     commands.push_back(command({"SELECT", std::to_string(cfg_.database)}));
   }

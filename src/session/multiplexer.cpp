@@ -53,8 +53,16 @@ multiplexer::id_type multiplexer::add(std::string payload, answer_kind kind, std
 std::size_t multiplexer::prepare_write(std::string& out, bool ready, clock_type::time_point now) {
   std::size_t n = 0;
   auto take = [&](std::deque<record>& from) {
+    std::deque<record> late;
     while (!from.empty()) {
       record& r = from.front();
+      if (r.opts.deadline <= now) {
+        // Never write a request past its deadline (a renewal sent after its holder stopped
+        // believing would extend a lease nobody holds): it stays queued for expire() to fail.
+        late.push_back(std::move(r));
+        from.pop_front();
+        continue;
+      }
       out.append(r.payload);
       if (r.opts.written_at != nullptr) *r.opts.written_at = now;
       // Only an idempotent request is ever written again; the others need not keep their bytes.
@@ -63,6 +71,7 @@ std::size_t multiplexer::prepare_write(std::string& out, bool ready, clock_type:
       from.pop_front();
       ++n;
     }
+    for (auto it = late.rbegin(); it != late.rend(); ++it) from.push_front(std::move(*it));
   };
   take(handshake_);
   if (ready) take(queued_);

@@ -79,7 +79,8 @@ class multiplexer {
               reply_handler handler);
 
   /// Moves queued requests to the written list, in order, appending their bytes to `out`:
-  /// handshake requests always, the others only once the connection is `ready`. Returns how many.
+  /// handshake requests always, the others only once the connection is `ready`. A request whose
+  /// deadline has passed is never written; it stays for expire(). Returns how many were moved.
   std::size_t prepare_write(std::string& out, bool ready, clock_type::time_point now);
 
   /// What reading a value means for the connection.

@@ -192,7 +192,9 @@ bool reaped(pid_t pid, int& status) {
 
 }  // namespace
 
-redis_server::redis_server() {
+redis_server::redis_server() : redis_server(options{}) {}
+
+redis_server::redis_server(options opts) : opts_(opts) {
   dir_ = make_temp_dir();
   try {
     for (int attempt = 0; attempt < max_attempts; ++attempt) {
@@ -222,6 +224,26 @@ redis_server::~redis_server() {
 
 std::string redis_server::log_path() const { return dir_ + "/redis.log"; }
 
+void redis_server::kill_hard() noexcept {
+  if (pid_ <= 0 || owner_ != ::getpid()) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+}
+
+void redis_server::restart() {
+  if (pid_ > 0) kill_hard();
+  // The port was ours a moment ago; another process taking it in between is unlikely, but the
+  // start is retried a few times (TIME_WAIT does not matter: redis-server sets SO_REUSEADDR).
+  for (int attempt = 0; attempt < max_attempts; ++attempt) {
+    if (try_start(port_)) return;
+    std::this_thread::sleep_for(100ms);
+  }
+  throw std::runtime_error("redis_server: could not restart on port " + std::to_string(port_));
+}
+
 bool redis_server::try_start(std::uint16_t port) {
   const std::string exe = find_redis_server();
   const std::string port_text = std::to_string(port);
@@ -229,6 +251,10 @@ bool redis_server::try_start(std::uint16_t port) {
   std::vector<std::string> args = {exe,      "--port",     port_text,      "--bind", "127.0.0.1",
                                    "--save", "",           "--appendonly", "no",     "--daemonize",
                                    "no",     "--loglevel", "warning",      "--dir",  dir_};
+  if (opts_.aof) {
+    args[8] = "yes";
+    args.insert(args.end(), {"--appendfsync", "always"});
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

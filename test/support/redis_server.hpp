@@ -17,7 +17,14 @@ namespace rlock::test {
 /// The destructor sends SIGTERM, waits up to 5 s, then SIGKILLs, and removes the directory.
 class redis_server {
  public:
+  struct options {
+    /// Append-only file with `appendfsync always`: every write is on disk before it is
+    /// answered, so a SIGKILL loses nothing.
+    bool aof = false;
+  };
+
   redis_server();
+  explicit redis_server(options opts);
   ~redis_server();
 
   redis_server(const redis_server&) = delete;
@@ -30,12 +37,19 @@ class redis_server {
   /// The file the server's stdout and stderr go to.
   std::string log_path() const;
 
+  /// SIGKILLs the server and reaps it: no shutdown, no final save.
+  void kill_hard() noexcept;
+  /// Starts the server again on the same port and directory (so an AOF is replayed); returns
+  /// once it answers PING. Throws like the constructor.
+  void restart();
+
  private:
   /// One attempt on `port`: true once the server answers, false if the port turned out to be
   /// taken (the child has been reaped then); throws on any other failure.
   bool try_start(std::uint16_t port);
   void stop() noexcept;
 
+  options opts_;
   std::string dir_;
   std::uint16_t port_ = 0;
   pid_t pid_ = -1;

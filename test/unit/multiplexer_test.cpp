@@ -178,12 +178,12 @@ TEST(multiplexer, a_lost_connection_retries_idempotent_requests_and_fails_the_ot
   request_options retry;
   retry.unknown = if_unknown::retry;
   request_options timed;
-  timed.deadline = clock_type::now() - 1ms;
+  timed.deadline = clock_type::now() + 1h;
   m.add("Q", answer_kind::reply, {}, retry, record_into(query));
   m.add("A", answer_kind::reply, {}, {}, record_into(acquire));
   m.add("T", answer_kind::reply, {}, timed, record_into(tombstone));
   EXPECT_EQ(written(m), "QAT");
-  m.expire(clock_type::now());  // T's caller is told; its answer would be dropped
+  m.expire(timed.deadline);  // T's caller is told; its answer would be dropped
   EXPECT_EQ(tombstone.ec, rlock::errc::timeout);
   m.add("N", answer_kind::reply, {}, {}, record_into(queued));
   m.on_connection_lost(make_error_code(rlock::errc::connection_lost));
@@ -327,6 +327,23 @@ TEST(multiplexer, random_interleavings_never_mismatch_an_answer) {
       }
     }
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(multiplexer, a_request_past_its_deadline_is_never_written) {
+  multiplexer m;
+  outcome stale, fresh;
+  request_options past;
+  past.deadline = clock_type::now() - 1ms;
+  m.add("STALE", answer_kind::reply, {}, past, record_into(stale));
+  m.add("FRESH", answer_kind::reply, {}, {}, record_into(fresh));
+  EXPECT_EQ(written(m), "FRESH");
+  EXPECT_EQ(stale.calls, 0);
+  m.expire(clock_type::now());
+  EXPECT_EQ(stale.ec, rlock::errc::timeout);
 }
 
 }  // namespace

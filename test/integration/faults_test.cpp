@@ -1,0 +1,676 @@
+// Faults against real redis-server processes: killed connections, restarts, a stopped server,
+// CLIENT PAUSE, an ACL user without channel rights, a bad key in a renewal batch. Each test
+// checks what an owner believed against what the server holds: exclusion among owners who
+// believed they held the lock, no ghost lock, no drifted hold count, and bounded waiting.
+#include "rlock/rlock.hpp"
+#include "support/lock_env.hpp"
+#include "support/raw_client.hpp"
+#include "support/redis_server.hpp"
+#include "support/run.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+using rlock::test::error_of;
+using rlock::test::make_config;
+using rlock::test::sleep_for;
+using rlock::test::wait_until;
+using clock_type = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+/// Kills the connections of the client named `name` (config::client_name); returns how many.
+int kill_client(rlock::test::raw_client& raw, const std::string& name) {
+  const auto list = raw.command({"CLIENT", "LIST"}).str;
+  std::istringstream lines(list);
+  std::string line;
+  int killed = 0;
+  while (std::getline(lines, line)) {
+    if (line.find(" name=" + name + " ") == std::string::npos) continue;
+    const auto id_at = line.find("id=");
+    const auto id = line.substr(id_at + 3, line.find(' ', id_at) - id_at - 3);
+    killed += static_cast<int>(raw.command_int({"CLIENT", "KILL", "ID", id}));
+  }
+  return killed;
+}
+
+/// This test's config for the server on `port`, with fast fault detection: short health check
+/// and backoff. Every config of one test shares its key prefix, so their locks contend.
+rlock::config fast_config(std::uint16_t port, const std::string& name) {
+  static std::string prefix;
+  static std::string for_test;
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string test = info != nullptr ? info->name() : "";
+  if (test != for_test || prefix.empty()) {
+    for_test = test;
+    prefix = rlock::test::unique_prefix();
+  }
+  auto cfg = make_config();
+  cfg.key_prefix = prefix;
+  cfg.port = port;
+  cfg.client_name = name;
+  cfg.health_check_interval = 200ms;
+  cfg.connect_timeout = 500ms;
+  cfg.reconnect.backoff_initial = 20ms;
+  cfg.reconnect.backoff_cap = 200ms;
+  return cfg;
+}
+
+/// Records a client's connection states; `bell` rings at each.
+struct state_log {
+  state_log(asio::io_context& io, rlock::client& c) : bell(io, clock_type::time_point::max()) {
+    c.on_state_change([this](const rlock::connection_event& e) {
+      states.push_back(e.state);
+      if (e.state == rlock::connection_state::reconnecting) reasons.push_back(e.diagnostic);
+      bell.cancel();
+    });
+  }
+  int count(rlock::connection_state s) const {
+    return static_cast<int>(std::count(states.begin(), states.end(), s));
+  }
+  asio::awaitable<void> wait_for(rlock::connection_state s, int n,
+                                 clock_type::duration limit = 10s) {
+    co_await wait_until(
+        bell, [&] { return count(s) >= n; }, limit);
+  }
+  asio::steady_timer bell;
+  std::vector<rlock::connection_state> states;
+  std::vector<std::string> reasons;
+};
+
+TEST(faults, killed_connection_reconnects_and_the_holder_keeps_its_lock) {
+  asio::io_context io;
+  auto cfg = fast_config(rlock::test::shared_server().port(), "kill-holder");
+  cfg.watchdog_timeout = 900ms;
+  rlock::client holder(io.get_executor(), cfg);
+  rlock::client other(io.get_executor(), fast_config(cfg.port, "other"));
+  rlock::test::raw_client raw(cfg.port);
+  state_log log(io, holder);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder.connect();
+    co_await other.connect();
+    auto lock = holder.get_lock("account");
+    co_await lock.lock();
+    bool lost = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          auto ec = co_await error_of(lock.lost());
+          lost = !ec;
+        },
+        asio::detached);
+    EXPECT_EQ(kill_client(raw, "kill-holder"), 1);
+    co_await log.wait_for(rlock::connection_state::connected, 2);
+    EXPECT_GE(holder.stats().reconnects, 1u);
+    // Two leases later the lock is still ours, renewed over the new connection.
+    co_await sleep_for(2 * cfg.watchdog_timeout);
+    EXPECT_FALSE(lost);
+    EXPECT_TRUE(co_await lock.is_held());
+    auto intruder = other.get_lock(lock.name());
+    EXPECT_FALSE(co_await intruder.try_lock());
+    co_await lock.unlock();
+    EXPECT_TRUE(co_await intruder.try_lock());
+    co_await intruder.unlock();
+    co_await holder.close();
+    co_await other.close();
+  });
+}
+
+TEST(faults, killed_waiter_keeps_waiting_and_an_unlock_it_missed_costs_no_ttl) {
+  asio::io_context io;
+  auto cfg = fast_config(rlock::test::shared_server().port(), "kill-waiter");
+  rlock::client holder(io.get_executor(), fast_config(cfg.port, "holder"));
+  rlock::client waiter(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  state_log log(io, waiter);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder.connect();
+    co_await waiter.connect();
+    auto held = holder.get_lock("account");
+    co_await held.lock(60s);  // a long lease: the waiter must not sit it out
+    auto wanted = waiter.get_lock(held.name());
+    bool acquired = false;
+    asio::steady_timer bell(io, clock_type::time_point::max());
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await wanted.lock();
+          acquired = true;
+          bell.cancel();
+        },
+        asio::detached);
+    // Asleep and subscribed (polled: the server's state has no event to wait for).
+    for (int i = 0; i < 500 && rlock::test::numsub(raw, rlock::test::channel_of(wanted)) != 1;
+         ++i) {
+      co_await sleep_for(10ms);
+    }
+    EXPECT_EQ(kill_client(raw, "kill-waiter"), 1);
+    // The unlock is published while the waiter's connection is down (or not yet resubscribed).
+    co_await held.unlock();
+    co_await wait_until(
+        bell, [&] { return acquired; }, 10s);
+    RLOCK_CO_ASSERT(acquired);
+    EXPECT_GE(waiter.stats().reconnects, 1u);
+    EXPECT_EQ(waiter.stats().expiry_wakeups, 0u);
+    EXPECT_EQ(co_await wanted.hold_count(), 1);
+    co_await wanted.unlock();
+    co_await holder.close();
+    co_await waiter.close();
+  });
+}
+
+TEST(faults, unlock_in_flight_when_the_connection_dies_is_retried_with_its_latch) {
+  rlock::test::redis_server server;
+  asio::io_context io;
+  auto cfg = fast_config(server.port(), "latch");
+  cfg.command_timeout = 10s;  // the unlock waits for the reconnection
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(server.port());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    co_await lock.lock(60s);
+    // The unlock is written to a stopped server; the health check drops the connection; the
+    // server, resumed, may run the buffered unlock of the dead connection as well as the retry.
+    ::kill(server.pid(), SIGSTOP);
+    std::error_code unlock_result = make_error_code(rlock::errc::timeout);
+    bool done = false;
+    asio::steady_timer bell(io, clock_type::time_point::max());
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          unlock_result = co_await error_of(lock.unlock());
+          done = true;
+          bell.cancel();
+        },
+        asio::detached);
+    co_await sleep_for(800ms);
+    ::kill(server.pid(), SIGCONT);
+    co_await wait_until(
+        bell, [&] { return done; }, 10s);
+    RLOCK_CO_ASSERT(done);
+    EXPECT_FALSE(unlock_result) << unlock_result.message();  // never a false not_owner
+    EXPECT_GE(redis.stats().retried_commands, 1u);
+    EXPECT_EQ(raw.command_int({"EXISTS", lock.key()}), 0);
+    EXPECT_FALSE(co_await lock.is_held());
+    co_await redis.close();
+  });
+}
+
+TEST(faults, server_restart_with_aof_keeps_the_lock_and_exclusion) {
+  rlock::test::redis_server server({.aof = true});
+  asio::io_context io;
+  auto cfg = fast_config(server.port(), "aof");
+  cfg.watchdog_timeout = 1500ms;
+  rlock::client holder(io.get_executor(), cfg);
+  rlock::client waiter(io.get_executor(), cfg);
+  state_log holder_log(io, holder);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder.connect();
+    co_await waiter.connect();
+    auto held = holder.get_lock("account");
+    co_await held.lock();
+    bool lost = false;
+    asio::co_spawn(
+        io, [&]() -> asio::awaitable<void> { lost = !(co_await error_of(held.lost())); },
+        asio::detached);
+    auto wanted = waiter.get_lock(held.name());
+    bool acquired = false;
+    bool holder_released = false;
+    bool overlap = false;
+    asio::steady_timer bell(io, clock_type::time_point::max());
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await wanted.lock();
+          acquired = true;
+          overlap = !holder_released;
+          bell.cancel();
+        },
+        asio::detached);
+    co_await sleep_for(100ms);
+    server.kill_hard();
+    co_await sleep_for(300ms);
+    server.restart();
+    co_await holder_log.wait_for(rlock::connection_state::connected, 2);
+    // Longer than a lease: the lock survived in the AOF and is renewed by the watchdog.
+    co_await sleep_for(2 * cfg.watchdog_timeout);
+    EXPECT_FALSE(lost);
+    EXPECT_FALSE(acquired);
+    EXPECT_TRUE(co_await held.is_held());
+    holder_released = true;
+    co_await held.unlock();
+    co_await wait_until(
+        bell, [&] { return acquired; }, 10s);
+    EXPECT_TRUE(acquired);
+    EXPECT_FALSE(overlap);
+    co_await wanted.unlock();
+    co_await holder.close();
+    co_await waiter.close();
+  });
+}
+
+TEST(faults, operations_while_the_server_is_down_are_bounded_and_lock_waits_across) {
+  rlock::test::redis_server server;
+  asio::io_context io;
+  auto cfg = fast_config(server.port(), "down");
+  cfg.command_timeout = 300ms;
+  rlock::client redis(io.get_executor(), cfg);
+  state_log log(io, redis);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    server.kill_hard();
+    co_await log.wait_for(rlock::connection_state::reconnecting, 1);
+    auto lock = redis.get_lock("account");
+    // try_lock while Redis is down ends within its bound (Redisson #2801, #4025 hang here).
+    const auto start = clock_type::now();
+    EXPECT_EQ(co_await error_of(lock.try_lock(200ms)), rlock::errc::timeout);
+    EXPECT_LT(clock_type::now() - start, 3s);
+    EXPECT_EQ(co_await error_of(lock.is_locked()), rlock::errc::timeout);
+    // lock() without a wait waits for the server to come back.
+    bool acquired = false;
+    asio::steady_timer bell(io, clock_type::time_point::max());
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await lock.lock();
+          acquired = true;
+          bell.cancel();
+        },
+        asio::detached);
+    co_await sleep_for(300ms);
+    EXPECT_FALSE(acquired);
+    server.restart();
+    co_await wait_until(
+        bell, [&] { return acquired; }, 10s);
+    EXPECT_TRUE(acquired);
+    EXPECT_TRUE(co_await lock.is_held());
+    co_await lock.unlock();
+    co_await redis.close();
+  });
+}
+
+TEST(faults, fail_fast_fails_at_once_while_disconnected) {
+  rlock::test::redis_server server;
+  asio::io_context io;
+  auto cfg = fast_config(server.port(), "fail-fast");
+  cfg.fail_fast = true;
+  rlock::client redis(io.get_executor(), cfg);
+  state_log log(io, redis);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    server.kill_hard();
+    co_await log.wait_for(rlock::connection_state::reconnecting, 1);
+    auto lock = redis.get_lock("account");
+    const auto start = clock_type::now();
+    EXPECT_EQ(co_await error_of(lock.lock()), rlock::errc::connection_lost);
+    EXPECT_EQ(co_await error_of(lock.is_locked()), rlock::errc::connection_lost);
+    EXPECT_LT(clock_type::now() - start, 1s);
+    server.restart();
+    co_await log.wait_for(rlock::connection_state::connected, 2);
+    EXPECT_TRUE(co_await lock.try_lock());
+    co_await lock.unlock();
+    co_await redis.close();
+  });
+}
+
+TEST(faults, health_check_replaces_a_connection_that_stopped_answering) {
+  rlock::test::redis_server server;
+  asio::io_context io;
+  auto cfg = fast_config(server.port(), "health");
+  rlock::client redis(io.get_executor(), cfg);
+  state_log log(io, redis);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    ::kill(server.pid(), SIGSTOP);  // the socket stays open: only silence tells
+    co_await log.wait_for(rlock::connection_state::reconnecting, 1, 5s);
+    ::kill(server.pid(), SIGCONT);
+    EXPECT_GE(redis.stats().health_check_failures, 1u);
+    RLOCK_CO_ASSERT(!log.reasons.empty());
+    EXPECT_NE(log.reasons.front().find("PING"), std::string::npos) << log.reasons.front();
+    co_await log.wait_for(rlock::connection_state::connected, 2);
+    auto lock = redis.get_lock("account");
+    EXPECT_TRUE(co_await lock.try_lock());
+    co_await lock.unlock();
+    co_await redis.close();
+  });
+}
+
+/// The holder's connection is killed and its user deleted, so it can neither renew nor
+/// reconnect; a second client waits. The holder must be told lost() before the second client
+/// acquires. Prints the margin.
+TEST(faults, holder_is_told_lost_before_another_owner_acquires) {
+  rlock::test::redis_server server;
+  rlock::test::raw_client raw(server.port());
+  raw.command({"ACL", "SETUSER", "holder", "on", ">pw", "~*", "&*", "+@all"});
+  asio::io_context io;
+  auto cfg = fast_config(server.port(), "doomed");
+  cfg.username = "holder";
+  cfg.password = "pw";
+  cfg.watchdog_timeout = 1000ms;
+  rlock::client holder(io.get_executor(), cfg);
+  rlock::client waiter(io.get_executor(), fast_config(server.port(), "waiter"));
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder.connect();
+    co_await waiter.connect();
+    auto held = holder.get_lock("account");
+    co_await held.lock();
+    std::optional<clock_type::time_point> lost_at, acquired_at;
+    asio::steady_timer bell(io, clock_type::time_point::max());
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          if (!co_await error_of(held.lost())) lost_at = clock_type::now();
+          bell.cancel();
+        },
+        asio::detached);
+    auto wanted = waiter.get_lock(held.name());
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await wanted.lock();
+          acquired_at = clock_type::now();
+          bell.cancel();
+        },
+        asio::detached);
+    co_await sleep_for(500ms);                  // a renewal or two went through
+    raw.command({"ACL", "DELUSER", "holder"});  // drops its connection; reconnects are refused
+    co_await wait_until(
+        bell, [&] { return lost_at && acquired_at; }, 10s);
+    RLOCK_CO_ASSERT(lost_at && acquired_at);
+    EXPECT_LT(*lost_at, *acquired_at);
+    const auto margin =
+        std::chrono::duration_cast<std::chrono::microseconds>(*acquired_at - *lost_at);
+    std::printf("lost() came %lld us before the other owner acquired (configured margin %lld ms)\n",
+                static_cast<long long>(margin.count()),
+                static_cast<long long>(holder.lease_margin().count()));
+    RecordProperty("lost_margin_us", std::to_string(margin.count()));
+    co_await wanted.unlock();
+    co_await holder.close();
+    co_await waiter.close();
+  });
+}
+
+TEST(faults, server_stopped_past_the_lease_holder_is_told_first) {
+  rlock::test::redis_server server;
+  asio::io_context io;
+  auto cfg = fast_config(server.port(), "stopped");
+  cfg.watchdog_timeout = 1000ms;
+  rlock::client holder(io.get_executor(), cfg);
+  rlock::client waiter(io.get_executor(), fast_config(server.port(), "waiter"));
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder.connect();
+    co_await waiter.connect();
+    auto held = holder.get_lock("account");
+    co_await held.lock();
+    std::optional<clock_type::time_point> lost_at, acquired_at;
+    asio::steady_timer bell(io, clock_type::time_point::max());
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          if (!co_await error_of(held.lost())) lost_at = clock_type::now();
+          bell.cancel();
+        },
+        asio::detached);
+    auto wanted = waiter.get_lock(held.name());
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await wanted.lock();
+          acquired_at = clock_type::now();
+          bell.cancel();
+        },
+        asio::detached);
+    co_await sleep_for(300ms);
+    ::kill(server.pid(), SIGSTOP);
+    co_await sleep_for(1500ms);  // longer than the lease
+    ::kill(server.pid(), SIGCONT);
+    co_await wait_until(
+        bell, [&] { return lost_at && acquired_at; }, 10s);
+    RLOCK_CO_ASSERT(lost_at && acquired_at);
+    EXPECT_LT(*lost_at, *acquired_at);
+    co_await wanted.unlock();
+    co_await holder.close();
+    co_await waiter.close();
+  });
+}
+
+TEST(faults, acquire_answered_after_its_timeout_is_given_back) {
+  rlock::test::redis_server server;
+  asio::io_context io;
+  auto cfg = fast_config(server.port(), "pause-acquire");
+  cfg.command_timeout = 300ms;
+  cfg.health_check_interval = 0ms;  // the pause must not look like a dead connection here
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(server.port());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    raw.command({"CLIENT", "PAUSE", "1000", "ALL"});
+    EXPECT_EQ(co_await error_of(lock.try_lock()), rlock::errc::timeout);
+    (void)raw.command({"PING"});  // answered when the pause ends
+    // After the pause the acquire runs; its late answer is processed and the lock given back.
+    // Each query below is written after the one before was answered, so the second comes after
+    // the give-back on the same connection.
+    (void)co_await lock.is_locked();
+    EXPECT_FALSE(co_await lock.is_locked());
+    EXPECT_FALSE(co_await lock.is_held());
+    EXPECT_EQ(redis.stats().given_back, 1u);
+    EXPECT_EQ(raw.command_int({"EXISTS", lock.key()}), 0);
+    // The owner's count did not drift: it can lock and unlock as usual.
+    EXPECT_TRUE(co_await lock.try_lock());
+    EXPECT_EQ(co_await lock.hold_count(), 1);
+    co_await lock.unlock();
+    co_await redis.close();
+  });
+}
+
+TEST(faults, unlock_answered_after_its_timeout_updates_the_owner) {
+  rlock::test::redis_server server;
+  asio::io_context io;
+  auto cfg = fast_config(server.port(), "pause-unlock");
+  cfg.command_timeout = 300ms;
+  cfg.health_check_interval = 0ms;
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(server.port());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    co_await lock.lock();  // a watchdog lock
+    raw.command({"CLIENT", "PAUSE", "1000", "ALL"});
+    EXPECT_EQ(co_await error_of(lock.unlock()), rlock::errc::timeout);
+    (void)raw.command({"PING"});      // answered when the pause ends
+    (void)co_await lock.is_locked();  // answered after the pause, and after the release
+    EXPECT_FALSE(co_await lock.is_locked());
+    EXPECT_FALSE(co_await lock.is_held());
+    // Not renewed any more, not counted as held: locking again starts from one.
+    EXPECT_TRUE(co_await lock.try_lock());
+    EXPECT_EQ(co_await lock.hold_count(), 1);
+    co_await lock.unlock();
+    EXPECT_EQ(raw.command_int({"EXISTS", lock.key()}), 0);
+    co_await redis.close();
+  });
+}
+
+TEST(faults, user_without_channel_rights_fails_only_its_waiters) {
+  asio::io_context io;
+  auto cfg = make_config();
+  rlock::test::raw_client raw(cfg.port);
+  const std::string user = "no-channels-" + std::to_string(::getpid());
+  raw.command({"ACL", "SETUSER", user, "on", ">pw", "~*", "resetchannels", "+@all"});
+  auto limited_cfg = cfg;
+  limited_cfg.username = user;
+  limited_cfg.password = "pw";
+  rlock::client limited(io.get_executor(), limited_cfg);
+  rlock::client full(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await limited.connect();
+    co_await full.connect();
+    auto held = full.get_lock("contended");
+    co_await held.lock(30s);
+    // The limited client's waiter needs the channel and is refused; meanwhile 400 other
+    // acquisitions on the same connection must each get their own reply (before the fix, the
+    // -NOPERM went to the next command waiting and shifted every later reply by one).
+    std::error_code waiter_error;
+    std::string waiter_text;
+    bool waiter_done = false;
+    int ok = 0;
+    int failed = 0;
+    asio::steady_timer bell(io, clock_type::time_point::max());
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          try {
+            co_await limited.get_lock("contended").lock();
+          } catch (const std::system_error& e) {
+            waiter_error = e.code();
+            waiter_text = e.what();
+          }
+          waiter_done = true;
+          bell.cancel();
+        },
+        asio::detached);
+    for (int i = 0; i < 400; ++i) {
+      asio::co_spawn(
+          io,
+          [&, i]() -> asio::awaitable<void> {
+            // An acquisition and a query whose replies differ in type (nil, a number): a reply
+            // taken by the wrong request shows as a wrong answer or an error.
+            auto l = limited.get_lock("free-" + std::to_string(i));
+            bool good = false;
+            try {
+              const bool acquired = co_await l.try_lock(0ms, 10s);
+              const auto count = co_await l.hold_count();
+              good = acquired && count == 1;
+            } catch (const std::exception&) {
+            }
+            ++(good ? ok : failed);
+            bell.cancel();
+          },
+          asio::detached);
+    }
+    co_await wait_until(
+        bell, [&] { return waiter_done && ok + failed == 400; }, 30s);
+    EXPECT_TRUE(waiter_done);
+    EXPECT_EQ(waiter_error, rlock::errc::permission_denied) << waiter_error.message();
+    EXPECT_NE(waiter_text.find("NOPERM"), std::string::npos) << waiter_text;
+    EXPECT_EQ(ok, 400);
+    EXPECT_EQ(failed, 0);
+    // Releasing publishes on the channel inside the script, so this user cannot unlock either:
+    // a clear error with Redis's text, not a silent success.
+    auto own = limited.get_lock("own");
+    EXPECT_TRUE(co_await own.try_lock(0ms, 10s));
+    try {
+      co_await own.unlock();
+      ADD_FAILURE() << "unlock without channel rights succeeded";
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code(), rlock::errc::permission_denied) << e.what();
+      EXPECT_NE(std::string(e.what()).find("publish"), std::string::npos) << e.what();
+    }
+    raw.command({"DEL", own.key()});
+    for (int i = 0; i < 400; ++i) {
+      raw.command({"DEL", cfg.key_prefix + "free-" + std::to_string(i)});
+    }
+    EXPECT_TRUE(co_await held.is_held());
+    co_await held.unlock();
+    co_await limited.close();
+    co_await full.close();
+  });
+  raw.command({"ACL", "DELUSER", user});
+}
+
+TEST(faults, commands_issued_while_connecting_wait_for_select) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.database = 5;
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    bool connected = false;
+    asio::co_spawn(io, redis.connect(), [&](std::exception_ptr e) { connected = !e; });
+    // Issued while the connection is being made: it must not run before SELECT.
+    auto lock = redis.get_lock("account");
+    co_await lock.lock(30s);
+    EXPECT_TRUE(connected);
+    EXPECT_EQ(raw.command_int({"EXISTS", lock.key()}), 0);
+    raw.command({"SELECT", "5"});
+    EXPECT_EQ(raw.command_int({"EXISTS", lock.key()}), 1);
+    co_await lock.unlock();
+    co_await redis.close();
+  });
+}
+
+TEST(faults, a_key_of_the_wrong_type_fails_only_its_own_renewal) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.watchdog_timeout = 600ms;
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    std::vector<rlock::reentrant_lock> locks;
+    for (int i = 0; i < 3; ++i) {
+      locks.push_back(redis.get_lock("batch-" + std::to_string(i)));
+      co_await locks.back().lock();
+    }
+    int lost = 0;
+    for (auto& l : locks) {
+      asio::co_spawn(
+          io, [&]() -> asio::awaitable<void> { lost += !(co_await error_of(l.lost())); },
+          asio::detached);
+    }
+    raw.command({"DEL", locks[1].key()});
+    raw.command({"SET", locks[1].key(), "a string"});
+    co_await sleep_for(3 * cfg.watchdog_timeout);
+    EXPECT_EQ(lost, 1);
+    EXPECT_EQ(redis.stats().lost_locks, 1u);
+    EXPECT_TRUE(co_await locks[0].is_held());
+    EXPECT_TRUE(co_await locks[2].is_held());
+    co_await locks[0].unlock();
+    co_await locks[2].unlock();
+    raw.command({"DEL", locks[1].key()});
+    co_await redis.close();
+  });
+}
+
+TEST(faults, a_release_answered_still_held_keeps_the_lock_renewed) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.watchdog_timeout = 600ms;
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    co_await lock.lock();
+    // The server counts one hold more than the owner knows of (another handle of the same owner
+    // id in another process, say).
+    raw.command({"HINCRBY", lock.key(), lock.owner_field(), "1"});
+    co_await lock.unlock();  // the owner's "last" unlock; the server says: still held
+    co_await sleep_for(3 * cfg.watchdog_timeout);
+    EXPECT_TRUE(co_await lock.is_held());
+    EXPECT_GT(raw.command_int({"PTTL", lock.key()}), 0);
+    co_await lock.unlock();
+    EXPECT_EQ(raw.command_int({"EXISTS", lock.key()}), 0);
+    co_await redis.close();
+  });
+}
+
+}  // namespace
