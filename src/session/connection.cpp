@@ -39,6 +39,16 @@ std::string command(std::initializer_list<std::string_view> args) {
   return out;
 }
 
+/// Bounds on what the server may send. rlock's replies and pushes are small (a lock name, a
+/// SHA1, an error text); a header announcing more than this is hostile or corrupt and is
+/// rejected before a byte of it is buffered.
+resp3::parser_limits reply_limits() {
+  resp3::parser_limits limits;
+  limits.max_blob = 16u * 1024 * 1024;
+  limits.max_elements = 1u << 20;
+  return limits;
+}
+
 /// The error a failed `HELLO 3` stands for.
 errc errc_of_hello(std::string_view text) {
   if (text.starts_with("NOPROTO") || text.find("unknown command") != std::string_view::npos) {
@@ -130,7 +140,7 @@ asio::awaitable<void> connection::attempt(std::uint64_t gen) {
   }
   boost::system::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
-  parser_ = resp3::parser{};
+  parser_ = resp3::parser{reply_limits()};
   last_read_ = clock_type::now();
   asio::co_spawn(
       executor_, [self, gen]() { return self->reader(gen); }, asio::detached);
@@ -157,66 +167,57 @@ void connection::start_handshake(std::uint64_t gen) {
     commands.push_back(command({"SELECT", std::to_string(cfg_.database)}));
   }
   for (const auto& step : steps_) commands.push_back(step.command);
-  auto results = std::make_shared<std::vector<step_result>>(commands.size());
   request_options opts;
   opts.handshake = true;
   const std::size_t last = commands.size() - 1;
   for (std::size_t i = 0; i <= last; ++i) {
+    // Each reply is checked as it arrives (a server that refuses HELLO and then says nothing
+    // fails the attempt at once); the last one's completes the handshake. Posted: the
+    // handshake goes on outside the multiplexer's bookkeeping.
     mux_.add(std::move(commands[i]), answer_kind::reply, {}, opts,
-             [this, self = shared_from_this(), gen, results, i, last](std::error_code ec,
-                                                                      resp3::value v) {
-               (*results)[i] = {ec, std::move(v)};
-               if (i != last) return;
-               // Posted: the handshake goes on outside the multiplexer's bookkeeping.
-               asio::post(executor_, [this, self, gen, results] {
-                 if (gen != gen_) return;
-                 std::error_code failure;
-                 std::string diagnostic;
-                 check_handshake(*results, failure, diagnostic);
-                 if (failure) return lose(gen, failure, std::move(diagnostic));
-                 on_ready(gen);
-               });
+             [this, self = shared_from_this(), gen, i, last](std::error_code ec, resp3::value v) {
+               if (gen != gen_) return;
+               std::string diagnostic;
+               if (!ec) ec = check_step(i, v, diagnostic);
+               if (ec) {
+                 if (diagnostic.empty()) diagnostic = last_error_;
+                 asio::post(executor_, [this, self, gen, ec, d = std::move(diagnostic)]() mutable {
+                   lose(gen, ec, std::move(d));
+                 });
+               } else if (i == last) {
+                 asio::post(executor_, [this, self, gen] { on_ready(gen); });
+               }
              });
   }
   start_write();
 }
 
-void connection::check_handshake(std::vector<step_result>& results, std::error_code& failure,
-                                 std::string& diagnostic) {
+std::error_code connection::check_step(std::size_t i, resp3::value& reply,
+                                       std::string& diagnostic) {
   const bool select = cfg_.database != 0;
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const std::error_code ec = results[i].ec;
-    resp3::value& reply = results[i].reply;
-    if (ec) {
-      failure = ec;
-      diagnostic = last_error_;
-      return;
+  if (i == 0) {
+    if (reply.is_error()) {
+      const errc e = errc_of_hello(reply.str);
+      diagnostic = fmt::format("HELLO 3 failed: {}{}", reply.str,
+                               e == errc::unsupported_server
+                                   ? " (rlock needs Redis 6 or later, which speaks RESP3)"
+                                   : "");
+      return make_error_code(e);
     }
-    if (i == 0) {
-      if (reply.is_error()) {
-        const errc e = errc_of_hello(reply.str);
-        failure = make_error_code(e);
-        diagnostic = fmt::format("HELLO 3 failed: {}{}", reply.str,
-                                 e == errc::unsupported_server
-                                     ? " (rlock needs Redis 6 or later, which speaks RESP3)"
-                                     : "");
-        return;
-      }
-      if (reply.type != resp3::type::map) {
-        failure = make_error_code(errc::unsupported_server);
-        diagnostic = "HELLO 3 did not answer with a map: the server does not speak RESP3";
-        return;
-      }
-    } else if (select && i == 1) {
-      if (reply.is_error()) {
-        failure = make_error_code(errc_of_reply(reply.str));
-        diagnostic = fmt::format("SELECT {} failed: {}", cfg_.database, reply.str);
-        return;
-      }
-    } else if ((failure = steps_[i - (select ? 2 : 1)].check(reply, diagnostic))) {
-      return;
+    if (reply.type != resp3::type::map) {
+      diagnostic =
+          "HELLO 3 did not answer with a map: the server does not speak RESP3 "
+          "(rlock needs Redis 6 or later)";
+      return make_error_code(errc::unsupported_server);
     }
+    return {};
   }
+  if (select && i == 1) {
+    if (!reply.is_error()) return {};
+    diagnostic = fmt::format("SELECT {} failed: {}", cfg_.database, reply.str);
+    return make_error_code(errc_of_reply(reply.str));
+  }
+  return steps_[i - (select ? 2 : 1)].check(reply, diagnostic);
 }
 
 void connection::on_ready(std::uint64_t gen) {

@@ -115,14 +115,10 @@ class connection : public std::enable_shared_from_this<connection> {
   const counters& stats() const noexcept { return counters_; }
 
  private:
-  struct step_result {
-    std::error_code ec;
-    resp3::value reply;
-  };
   boost::asio::awaitable<void> attempt(std::uint64_t gen);
   void start_handshake(std::uint64_t gen);
-  void check_handshake(std::vector<step_result>& results, std::error_code& failure,
-                       std::string& diagnostic);
+  /// Checks the reply to handshake step `i` (0: HELLO, then SELECT if any, then the steps).
+  std::error_code check_step(std::size_t i, resp3::value& reply, std::string& diagnostic);
   boost::asio::awaitable<void> reader(std::uint64_t gen);
   void on_ready(std::uint64_t gen);
   void lose(std::uint64_t gen, std::error_code ec, std::string diagnostic);

@@ -1,0 +1,170 @@
+// Hostile and broken servers, played by a stand-in server: every one gives connect() a distinct,
+// clear error within connect_timeout, never a crash, a hang or a success. README's table of
+// hostile inputs lists these cases.
+#include "rlock/rlock.hpp"
+#include "support/fake_server.hpp"
+#include "support/lock_env.hpp"
+#include "support/run.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+namespace {
+
+namespace asio = boost::asio;
+using rlock::test::fake_server;
+using clock_type = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+/// The outcome of connect() against `port`: its error and text, and how long it took.
+struct attempt_result {
+  std::error_code ec;
+  std::string what;
+  clock_type::duration took{};
+};
+
+attempt_result connect_to(std::string host, std::uint16_t port,
+                          std::chrono::milliseconds connect_timeout = 1000ms,
+                          std::string password = {}) {
+  asio::io_context io;
+  rlock::config cfg;
+  cfg.host = std::move(host);
+  cfg.port = port;
+  cfg.password = std::move(password);
+  cfg.connect_timeout = connect_timeout;
+  rlock::client redis(io.get_executor(), cfg);
+  attempt_result r;
+  rlock::test::run(
+      io,
+      [&]() -> asio::awaitable<void> {
+        const auto start = clock_type::now();
+        try {
+          co_await redis.connect();
+        } catch (const std::system_error& e) {
+          r.ec = e.code();
+          r.what = e.what();
+        }
+        r.took = clock_type::now() - start;
+        co_await redis.close();
+      },
+      10s);
+  return r;
+}
+
+/// A stand-in that reads the client's HELLO and answers it with `answer`, then waits.
+fake_server answering(std::string answer) {
+  return fake_server([answer](fake_server::socket& s, fake_server& self) {
+    if (fake_server::read_some(s).empty()) return;
+    fake_server::write(s, answer);
+    self.until_stopped();
+  });
+}
+
+TEST(hostile_server, silent_server_times_out_within_connect_timeout) {
+  fake_server silent([](fake_server::socket&, fake_server& self) { self.until_stopped(); });
+  const auto r = connect_to("127.0.0.1", silent.port(), 300ms);
+  EXPECT_EQ(r.ec, rlock::errc::timeout) << r.what;
+  EXPECT_GE(r.took, 250ms);
+  EXPECT_LT(r.took, 3s);
+  EXPECT_NE(r.what.find("connect_timeout"), std::string::npos) << r.what;
+}
+
+TEST(hostile_server, garbage_is_a_protocol_error) {
+  auto garbage = answering("HTTP/1.1 400 Bad Request\r\n\r\n");
+  const auto r = connect_to("127.0.0.1", garbage.port());
+  EXPECT_EQ(r.ec, rlock::errc::protocol_error) << r.what;
+  EXPECT_LT(r.took, 900ms);  // at once, not at the deadline
+}
+
+TEST(hostile_server, a_half_gigabyte_bulk_header_is_rejected_before_its_body) {
+  // Only the header is sent: an error now proves nothing was waited for, let alone buffered.
+  auto huge = answering("$536870912\r\n");
+  const auto r = connect_to("127.0.0.1", huge.port(), 5000ms);
+  EXPECT_EQ(r.ec, rlock::errc::protocol_error) << r.what;
+  EXPECT_LT(r.took, 2s);
+}
+
+TEST(hostile_server, a_server_without_resp3_needs_redis_6) {
+  auto old = answering("-ERR unknown command 'HELLO'\r\n");
+  const auto r = connect_to("127.0.0.1", old.port());
+  EXPECT_EQ(r.ec, rlock::errc::unsupported_server) << r.what;
+  EXPECT_NE(r.what.find("Redis 6"), std::string::npos) << r.what;
+  EXPECT_NE(r.what.find("unknown command"), std::string::npos) << r.what;
+}
+
+TEST(hostile_server, a_resp2_answer_to_hello_is_unsupported) {
+  auto resp2 = answering("*2\r\n$6\r\nserver\r\n$5\r\nredis\r\n");
+  const auto r = connect_to("127.0.0.1", resp2.port());
+  EXPECT_EQ(r.ec, rlock::errc::unsupported_server) << r.what;
+}
+
+TEST(hostile_server, wrong_password_is_auth_failed) {
+  auto strict = answering("-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+  const auto r = connect_to("127.0.0.1", strict.port(), 1000ms, "nope");
+  EXPECT_EQ(r.ec, rlock::errc::auth_failed) << r.what;
+  EXPECT_NE(r.what.find("WRONGPASS"), std::string::npos) << r.what;
+}
+
+TEST(hostile_server, closed_port_is_connect_failed) {
+  std::uint16_t port = 0;
+  {
+    // A port that was just free, and nobody listens on now.
+    fake_server gone([](fake_server::socket&, fake_server&) {});
+    port = gone.port();
+  }
+  const auto r = connect_to("127.0.0.1", port);
+  EXPECT_EQ(r.ec, rlock::errc::connect_failed) << r.what;
+  EXPECT_LT(r.took, 900ms);
+}
+
+TEST(hostile_server, unresolvable_host_is_resolve_failed) {
+  // .invalid never resolves (RFC 6761).
+  const auto r = connect_to("rlock-test.invalid", 6379, 5000ms);
+  EXPECT_EQ(r.ec, rlock::errc::resolve_failed) << r.what;
+  EXPECT_NE(r.what.find("rlock-test.invalid"), std::string::npos) << r.what;
+}
+
+TEST(hostile_server, an_answer_nobody_asked_for_drops_the_connection) {
+  // A well-formed handshake; then the first command gets its reply and one more.
+  fake_server chatty([](fake_server::socket& s, fake_server& self) {
+    std::string in;
+    while (in.find("SCRIPT") == std::string::npos) {
+      auto more = fake_server::read_some(s);
+      if (more.empty()) return;
+      in += more;
+    }
+    std::string handshake = "%1\r\n$6\r\nserver\r\n$5\r\nredis\r\n";
+    for (int i = 0; i < 4; ++i) handshake += "$40\r\n0123456789012345678901234567890123456789\r\n";
+    fake_server::write(s, handshake);
+    if (fake_server::read_some(s).empty()) return;
+    fake_server::write(s, ":0\r\n+UNASKED\r\n");
+    self.until_stopped();
+  });
+  asio::io_context io;
+  rlock::config cfg;
+  cfg.port = chatty.port();
+  cfg.reconnect.enabled = false;
+  rlock::client redis(io.get_executor(), cfg);
+  std::vector<rlock::connection_event> events;
+  asio::steady_timer bell(io, clock_type::time_point::max());
+  redis.on_state_change([&](const rlock::connection_event& e) {
+    events.push_back(e);
+    bell.cancel();
+  });
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    EXPECT_FALSE(co_await redis.get_lock("x").is_locked());
+    co_await rlock::test::wait_until(
+        bell, [&] { return redis.state() == rlock::connection_state::disconnected; }, 5s);
+    co_await redis.close();
+  });
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events[1].state, rlock::connection_state::disconnected);
+  EXPECT_EQ(events[1].reason, rlock::errc::protocol_error);
+}
+
+}  // namespace
