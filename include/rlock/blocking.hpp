@@ -26,6 +26,12 @@ class reentrant_lock;
 /// watchdog renewals and anything posted to async_client(). Destruction closes the connection
 /// and joins the thread. Calls made from a handler of this client throw errc::would_deadlock
 /// instead of hanging.
+///
+/// A handler posted to async_client()'s executor that throws is run by whichever thread drives;
+/// its exception reaches one blocking call, never while that call's own operation is still in
+/// flight: the call completes first, an acquisition it made is given back, and then the
+/// exception is thrown. unlock() never throws it (it runs in guards' destructors); the next
+/// other call does.
 class client {
  public:
   explicit client(config cfg);

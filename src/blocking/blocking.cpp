@@ -73,8 +73,30 @@ struct client_state {
   /// The outcome lives on the caller's stack: no shared state to allocate.
   template <typename T, typename Start>
   T wait_for(Start start) {
+    return wait_for<T>(std::move(start), [](auto&&...) {});
+  }
+
+  /// How a call takes an exception thrown by a handler of the caller's (posted on
+  /// async_client()'s executor) that a blocking call happened to run.
+  enum class handler_errors {
+    /// After its own operation completed (and was undone): lock, try_lock, queries.
+    deliver,
+    /// Never: unlock() runs in guards' destructors, where a throw terminates; the exception
+    /// waits for the next other call.
+    defer,
+  };
+
+  /// wait_for, and `undo(result)` if a handler run by this thread threw meanwhile: the caller
+  /// then gets that exception instead of its result, so an acquisition must be given back.
+  template <typename T, typename Start, typename Undo>
+  T wait_for(Start start, Undo undo, handler_errors mode = handler_errors::deliver) {
     if (driving == this) {
       throw_error(errc::would_deadlock, "blocking rlock call from a handler of its own client");
+    }
+    // A handler the background thread ran threw: its exception goes to the next caller that
+    // takes them, before anything is started.
+    if (mode == handler_errors::deliver) {
+      if (auto e = take_background_error()) std::rethrow_exception(e);
     }
     struct outcome {
       std::atomic<bool> done{false};
@@ -110,28 +132,46 @@ struct client_state {
       --callers;
       throw;
     }
-    drive_until(out.done, out.bed);
+    std::exception_ptr handler_error;
+    drive_until(out.done, out.bed, handler_error);
+    if (handler_error && mode == handler_errors::defer) {
+      std::lock_guard guard(m);
+      if (!background_error) background_error = handler_error;
+    } else if (handler_error) {
+      if (!out.error) {
+        if constexpr (std::is_void_v<T>) {
+          undo();
+        } else {
+          undo(*out.value);
+        }
+      }
+      std::rethrow_exception(handler_error);
+    }
     if (out.error) std::rethrow_exception(out.error);
     if constexpr (!std::is_void_v<T>) return std::move(*out.value);
   }
 
-  void drive_until(const std::atomic<bool>& done, sleeper& bed) {
+  std::exception_ptr take_background_error() {
+    std::lock_guard guard(m);
+    return std::exchange(background_error, nullptr);
+  }
+
+  void drive_until(const std::atomic<bool>& done, sleeper& bed, std::exception_ptr& handler_error) {
     std::unique_lock lock(m);
     while (!done.load(std::memory_order_acquire)) {
       if (!driver_busy) {
         driver_busy = true;
         lock.unlock();
         driving = this;
-        try {
-          while (!done.load(std::memory_order_acquire)) io.run_one();
-        } catch (...) {
-          // A throwing handler (user code on async_client()'s executor) must not take the
-          // driver's seat with it.
-          driving = nullptr;
-          lock.lock();
-          --callers;
-          release_driver();
-          throw;
+        while (!done.load(std::memory_order_acquire)) {
+          try {
+            io.run_one();
+          } catch (...) {
+            // A throwing handler (user code on async_client()'s executor) must not unwind this
+            // stack while our own operation still points into it: the caller gets the
+            // exception once that operation is complete (see wait_for).
+            if (!handler_error) handler_error = std::current_exception();
+          }
         }
         driving = nullptr;
         lock.lock();
@@ -183,7 +223,14 @@ struct client_state {
       driver_busy = background_driving = true;
       lock.unlock();
       driving = this;
-      while (callers_pending() == 0 && !io.stopped()) io.run_one();
+      while (callers_pending() == 0 && !io.stopped()) {
+        try {
+          io.run_one();
+        } catch (...) {
+          std::lock_guard guard(m);
+          if (!background_error) background_error = std::current_exception();
+        }
+      }
       driving = nullptr;
       lock.lock();
       release_driver();
@@ -209,17 +256,33 @@ struct client_state {
   /// The hot operations start the callback operations directly, with no coroutine at all.
   bool acquire(std::shared_ptr<rlock::detail::lock_state> s, milliseconds wait,
                std::optional<milliseconds> lease) {
-    return wait_for<bool>([&](auto finish) {
-      rlock::detail::async_acquire(std::move(s), wait, lease, std::move(finish));
-    });
+    auto keep = s;
+    return wait_for<bool>(
+        [&](auto finish) {
+          rlock::detail::async_acquire(std::move(s), wait, lease, std::move(finish));
+        },
+        [&](bool acquired) {
+          if (acquired) release_quietly(keep);
+        });
   }
   void lock(std::shared_ptr<rlock::detail::lock_state> s, std::optional<milliseconds> lease) {
+    auto keep = s;
     wait_for<void>(
-        [&](auto finish) { rlock::detail::async_lock(std::move(s), lease, std::move(finish)); });
+        [&](auto finish) { rlock::detail::async_lock(std::move(s), lease, std::move(finish)); },
+        [&] { release_quietly(keep); });
+  }
+  /// Gives back an acquisition whose caller gets another exception instead.
+  void release_quietly(std::shared_ptr<rlock::detail::lock_state> s) {
+    try {
+      release(std::move(s));
+    } catch (...) {
+      // The caller is about to get the handler's exception; the lease bounds a failed release.
+    }
   }
   void release(std::shared_ptr<rlock::detail::lock_state> s) {
     wait_for<void>(
-        [&](auto finish) { rlock::detail::async_release(std::move(s), std::move(finish)); });
+        [&](auto finish) { rlock::detail::async_release(std::move(s), std::move(finish)); }, [] {},
+        handler_errors::defer);
   }
 
   /// One owner id per thread, from the same counter as get_lock(name): like Redisson's
@@ -240,6 +303,7 @@ struct client_state {
   bool driver_busy = false;
   bool background_driving = false;
   bool stopping = false;
+  std::exception_ptr background_error;  // thrown by a handler the background thread ran
   std::chrono::steady_clock::time_point last_exit{};
   std::thread background;
 };

@@ -269,3 +269,40 @@ TEST(blocking, destruction_is_prompt_and_joins_the_io_thread) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(blocking, a_throwing_handler_reaches_a_caller_only_after_its_own_operation) {
+  // A handler of the caller's (posted on async_client()'s executor) throws while some thread
+  // runs the io_context. The exception must not unwind a caller whose operation still points
+  // into its stack, and must not leave an acquisition nobody knows about.
+  const auto cfg = make_config();
+  rlock::blocking::client redis(cfg);
+  auto lock = redis.get_lock("account");
+  int thrown = 0;
+  auto taking_handler_errors = [&](auto f) {
+    try {
+      f();
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "a handler's bug");
+      ++thrown;
+    }
+  };
+  for (int i = 0; i < 20; ++i) {
+    asio::post(redis.async_client().get_executor(),
+               [] { throw std::runtime_error("a handler's bug"); });
+    // unlock() never throws it (it runs in guards' destructors): the next other call does.
+    taking_handler_errors([&] {
+      if (lock.try_lock()) lock.unlock();
+    });
+    // An acquisition that met the exception was given back.
+    taking_handler_errors([&] { EXPECT_FALSE(lock.is_held()); });
+  }
+  taking_handler_errors([&] { (void)lock.is_locked(); });
+  EXPECT_EQ(thrown, 20);  // each exception reached exactly one caller
+  EXPECT_TRUE(lock.try_lock());
+  lock.unlock();
+  EXPECT_FALSE(lock.is_locked());
+}
+
+}  // namespace

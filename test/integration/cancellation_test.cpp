@@ -8,14 +8,17 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
 
 #include <gtest/gtest.h>
 
@@ -23,9 +26,11 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <optional>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -436,6 +441,85 @@ TEST(cancellation, close_ends_a_pending_lost) {
       EXPECT_EQ(*result, asio::error::operation_aborted) << result->message();
     }
   });
+}
+
+}  // namespace
+
+namespace {
+
+TEST(cancellation, a_cancellation_emitted_before_the_operation_started_is_not_lost) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> { co_await redis.connect(); });
+  auto lock = redis.get_lock("account");
+  asio::cancellation_signal signal;
+  std::optional<boost::system::error_code> result;
+  // Initiated from outside the running io_context, and cancelled before it gets to start: the
+  // request is recorded and the operation ends before it acquires anything.
+  lock.async_lock(std::nullopt,
+                  asio::bind_cancellation_slot(signal.slot(),
+                                               [&](boost::system::error_code ec) { result = ec; }));
+  signal.emit(asio::cancellation_type::terminal);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    asio::steady_timer bell(io, clock_type::time_point::max());
+    for (int i = 0; i < 200 && !result; ++i) co_await sleep_for(5ms);
+    RLOCK_CO_ASSERT(result.has_value());
+    EXPECT_EQ(*result, asio::error::operation_aborted);
+    EXPECT_FALSE(co_await lock.is_locked());
+    co_await redis.close();
+  });
+  EXPECT_EQ(raw.command_int({"EXISTS", lock.key()}), 0);
+}
+
+TEST(cancellation, cancellation_emitted_on_another_thread_is_safe) {
+  // The client's state lives on one thread; the caller, its handler and its cancellation signal
+  // on another. Under TSan this proves the operation's state is only touched on the client's.
+  asio::io_context client_io;
+  asio::io_context caller_io;
+  auto client_work = asio::make_work_guard(client_io);
+  auto caller_work = asio::make_work_guard(caller_io);
+  const auto cfg = make_config();
+  rlock::client holder_client(client_io.get_executor(), cfg);
+  rlock::client waiter_client(client_io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  std::thread client_thread([&] { client_io.run(); });
+  std::thread caller_thread([&] { caller_io.run(); });
+  holder_client.async_connect(asio::use_future).get();
+  waiter_client.async_connect(asio::use_future).get();
+  auto holder = holder_client.get_lock("account");
+  holder.async_lock(30'000ms, asio::use_future).get();
+  auto waiter = waiter_client.get_lock("account");
+  int aborted = 0;
+  for (int i = 0; i < 30; ++i) {
+    asio::cancellation_signal signal;
+    std::promise<boost::system::error_code> done;
+    auto finished = done.get_future();
+    asio::post(caller_io, [&] {
+      waiter.async_lock(
+          std::nullopt,
+          asio::bind_cancellation_slot(
+              signal.slot(), asio::bind_executor(caller_io, [&](boost::system::error_code ec) {
+                done.set_value(ec);
+              })));
+    });
+    // Sometimes before the operation has started on the client's thread, sometimes later.
+    if (i % 3 == 1) std::this_thread::sleep_for(std::chrono::microseconds(200 * i));
+    asio::post(caller_io, [&] { signal.emit(asio::cancellation_type::terminal); });
+    ASSERT_EQ(finished.wait_for(10s), std::future_status::ready);
+    aborted += finished.get() == asio::error::operation_aborted;
+  }
+  EXPECT_EQ(aborted, 30);
+  holder.async_unlock(asio::use_future).get();
+  holder_client.async_close(asio::use_future).get();
+  waiter_client.async_close(asio::use_future).get();
+  client_work.reset();
+  caller_work.reset();
+  client_thread.join();
+  caller_thread.join();
+  EXPECT_EQ(raw.command_int({"EXISTS", holder.key()}), 0);
+  EXPECT_EQ(numsub(raw, channel_of(waiter)), 0);
 }
 
 }  // namespace
