@@ -9,6 +9,9 @@
 //   s3-floor                     release → notification → acquire with blocking minimal clients
 //   s6-floor --waiters N         RSS of N bare parked Asio coroutines: the floor under S6
 //   s7-floor --threads T         T blocking threads, each its own connection: the floor under S7
+//   s8 --restarts N [--redis-server PATH]
+//                                recovery on a private redis-server it starts itself: SIGKILL +
+//                                restart and CLIENT KILL, N each, and the holder's lost() margin
 //   print-acquire-script         the acquire Lua, for the EVALSHA reference
 // Results: one JSON line on stdout; progress on stderr. Only 127.0.0.1 is contacted.
 #include "lock/lock_state.hpp"
@@ -21,6 +24,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -34,15 +38,20 @@
 #include <array>
 #include <charconv>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <netinet/in.h>
 #include <numeric>
 #include <optional>
+#include <spawn.h>
 #include <string>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -67,6 +76,8 @@ struct options {
   std::string out;
   std::string prefix = "bench:";
   std::string waiter = "coroutine";
+  int restarts = 20;
+  std::string redis_server = "redis-server";
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -115,6 +126,10 @@ options parse(int argc, char** argv) {
       o.prefix = value;
     else if (flag == "--waiter")
       o.waiter = value;
+    else if (flag == "--restarts")
+      o.restarts = integer();
+    else if (flag == "--redis-server")
+      o.redis_server = value;
     else
       usage("unknown flag " + flag);
   }
@@ -847,6 +862,183 @@ void run_s7_floor(const options& o) {
       threads, o.seconds, s.count, s.p50, s.p90, s.p99, s.max, s.mean);
 }
 
+// --- s8: recovery after faults -----------------------------------------------------------------
+
+/// A private redis-server on a free loopback port, killed and restarted on the same port: the
+/// bench's own server must not be killed under the other scenarios.
+class private_server {
+ public:
+  explicit private_server(std::string exe) : exe_(std::move(exe)) {
+    asio::io_context io;
+    asio::ip::tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
+    port_ = probe.local_endpoint().port();
+    probe.close();
+    start();
+  }
+  ~private_server() { kill(); }
+  std::uint16_t port() const { return port_; }
+
+  void kill() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  /// Starts the server and returns the moment it first answered PING.
+  clock_type::time_point start() {
+    const std::string port = std::to_string(port_);
+    std::vector<std::string> args{exe_,      "--port",    port,           "--bind", "127.0.0.1",
+                                  "--save",  "",          "--appendonly", "no",     "--loglevel",
+                                  "warning", "--logfile", "/dev/null"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (::posix_spawnp(&pid_, exe_.c_str(), nullptr, nullptr, argv.data(), environ) != 0) {
+      throw std::runtime_error("cannot start " + exe_);
+    }
+    // A blocking probe: connect and PING until the server answers (bounded: 10 s).
+    for (int i = 0; i < 10'000; ++i) {
+      try {
+        asio::io_context io;
+        tight_client c(io, port_);
+        if (c.command({"PING"}).str == "PONG") return clock_type::now();
+      } catch (const std::exception&) {
+      }
+      std::this_thread::sleep_for(1ms);
+    }
+    throw std::runtime_error("the private redis-server did not come up within 10 s");
+  }
+
+ private:
+  std::string exe_;
+  std::uint16_t port_ = 0;
+  pid_t pid_ = -1;
+};
+
+double ms_between(clock_type::time_point a, clock_type::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+/// The first try_lock that succeeds after a fault, retried (bounded) through the errors a
+/// reconnecting client may give; returns when it succeeded.
+clock_type::time_point first_acquire(rlock::reentrant_lock& lock) {
+  for (int i = 0; i < 1000; ++i) {
+    try {
+      if (lock.async_try_lock(0ms, std::nullopt, asio::use_future).get()) {
+        const auto at = clock_type::now();
+        lock.async_unlock(asio::use_future).get();
+        return at;
+      }
+    } catch (const std::exception&) {
+      // use_future throws boost::system::system_error: a timeout while reconnecting, say.
+    }
+  }
+  throw std::runtime_error("no acquisition after 1000 attempts");
+}
+
+void run_s8(const options& o) {
+  const int rounds = std::max(1, o.restarts);
+  private_server server(o.redis_server);
+  asio::io_context io;
+  // The io thread is stopped and joined however this function ends.
+  struct io_runner {
+    asio::io_context& io;
+    asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+    std::thread thread{[this] { io.run(); }};
+    ~io_runner() {
+      work.reset();
+      io.stop();
+      thread.join();
+    }
+  } runner{io};
+  rlock::config cfg;  // the defaults under test: 50 ms initial backoff, 2 s cap
+  cfg.port = server.port();
+  cfg.key_prefix = o.prefix;
+  auto client = std::make_unique<rlock::client>(io.get_executor(), cfg);
+  client->async_connect(asio::use_future).get();
+  auto lock = client->get_lock("s8");
+
+  progress(fmt::format("s8: {} restarts", rounds));
+  std::vector<double> restart_ms;
+  for (int i = 0; i < rounds; ++i) {
+    server.kill();
+    const auto back = server.start();
+    restart_ms.push_back(ms_between(back, first_acquire(lock)));
+    progress(fmt::format("s8: restart {}: {:.1f} ms", i + 1, restart_ms.back()));
+  }
+  progress(fmt::format("s8: {} CLIENT KILLs", rounds));
+  std::vector<double> kill_ms;
+  {
+    asio::io_context raw_io;
+    tight_client raw(raw_io, server.port());
+    for (int i = 0; i < rounds; ++i) {
+      (void)raw.command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+      const auto killed = clock_type::now();
+      kill_ms.push_back(ms_between(killed, first_acquire(lock)));
+    }
+  }
+  const auto reconnects = client->stats().reconnects;
+
+  // The holder's margin: it can neither renew nor reconnect (its user is deleted); another
+  // client waits. lost() must come before the other's acquisition; the gap is the margin.
+  const int margin_rounds = std::max(1, std::min(rounds, 5));
+  progress(fmt::format("s8: {} lost() margins", margin_rounds));
+  std::vector<double> margin_ms;
+  rlock::config holder_cfg = cfg;
+  holder_cfg.username = "s8-holder";
+  holder_cfg.password = "pw";
+  holder_cfg.watchdog_timeout = 1000ms;
+  holder_cfg.health_check_interval = 200ms;
+  for (int i = 0; i < margin_rounds; ++i) {
+    asio::io_context raw_io;
+    tight_client raw(raw_io, server.port());
+    (void)raw.command({"ACL", "SETUSER", "s8-holder", "on", ">pw", "~*", "&*", "+@all"});
+    rlock::client holder(io.get_executor(), holder_cfg);
+    rlock::client waiter(io.get_executor(), cfg);
+    holder.async_connect(asio::use_future).get();
+    waiter.async_connect(asio::use_future).get();
+    auto held = holder.get_lock(fmt::format("s8-margin-{}", i));
+    held.async_lock(std::nullopt, asio::use_future).get();
+    auto lost = held.async_lost(asio::use_future);
+    auto wanted = waiter.get_lock(held.name());
+    auto acquired = wanted.async_lock(std::nullopt, asio::use_future);
+    std::this_thread::sleep_for(400ms);  // a renewal or two go through first
+    (void)raw.command({"ACL", "DELUSER", "s8-holder"});
+    std::optional<clock_type::time_point> lost_at, acquired_at;
+    for (int polls = 0; polls < 5000 && !(lost_at && acquired_at); ++polls) {
+      if (!lost_at && lost.wait_for(1ms) == std::future_status::ready) lost_at = clock_type::now();
+      if (!acquired_at && acquired.wait_for(1ms) == std::future_status::ready) {
+        acquired_at = clock_type::now();
+      }
+    }
+    if (!lost_at || !acquired_at) {
+      throw std::runtime_error(
+          fmt::format("margin round {} did not finish (lost: {}, acquired: {})", i,
+                      lost_at.has_value(), acquired_at.has_value()));
+    }
+    progress(fmt::format("s8: margin {}: {:.2f} ms", i + 1, ms_between(*lost_at, *acquired_at)));
+    margin_ms.push_back(ms_between(*lost_at, *acquired_at));
+    wanted.async_unlock(asio::use_future).get();
+    holder.async_close(asio::use_future).get();
+    waiter.async_close(asio::use_future).get();
+  }
+  const auto margin_cfg = holder_cfg.watchdog_timeout / 100 + 5ms;
+
+  client->async_close(asio::use_future).get();
+  const auto r = summarize(restart_ms);
+  const auto k = summarize(kill_ms);
+  const auto m = summarize(margin_ms);
+  fmt::print(R"({{"library": "rlock", "mode": "s8", "params": {{"restarts": {}}}, "metrics": )"
+             R"({{"restart_p50_ms": {:.2f}, "restart_max_ms": {:.2f}, "kill_p50_ms": {:.2f}, )"
+             R"("kill_max_ms": {:.2f}, "reconnects": {}, "backoff_cap_ms": {}, )"
+             R"("margin_min_ms": {:.2f}, "margin_p50_ms": {:.2f}, "margin_configured_ms": {}, )"
+             R"("margin_rounds": {}}}}})"
+             "\n",
+             rounds, r.p50, r.max, k.p50, k.max, reconnects, cfg.reconnect.backoff_cap.count(),
+             *std::min_element(margin_ms.begin(), margin_ms.end()), m.p50, margin_cfg.count(),
+             margin_rounds);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -877,6 +1069,8 @@ int main(int argc, char** argv) {
       run_s3_floor(o);
     else if (o.mode == "s7-floor")
       run_s7_floor(o);
+    else if (o.mode == "s8")
+      run_s8(o);
     else
       usage("unknown mode " + o.mode);
   } catch (const std::exception& e) {

@@ -92,6 +92,11 @@ class reentrant_lock {
   executor_type get_executor() const noexcept { return detail::executor_of(*state_); }
   /// How this owner's latest successful acquisition came about.
   wake_reason last_wake() const noexcept;
+  /// The text of this owner's latest failed lock, try_lock or unlock: Redis's error text (e.g.
+  /// "WRONGTYPE ...", "NOPERM ...") or what the client knows of a transport failure. The
+  /// async_* forms complete with an error_code only; read this in the handler for the words.
+  /// Empty if none failed. May be called from any thread.
+  std::string last_error() const;
 
   /// Waits until acquired, with the watchdog keeping the lease. Completion: void(error_code).
   boost::asio::awaitable<void> lock();

@@ -212,6 +212,7 @@ struct release_operation {
   /// session's bookkeeping.
   void tell(std::exception_ptr e, bool from_hook = false) {
     if (!handler) return;
+    s->set_last_error(e);
     void_handler h(std::move(handler));
     // unlock() ignores cancellation: no slot handler was installed, none is cleared.
     deliver(s->client->executor, std::move(h), asio::cancellation_slot(), from_hook, std::move(e));
@@ -358,7 +359,8 @@ struct acquire_operation {
     resp3::append_command(hget, {"HGET", op->s->key, op->s->field});
     request_options opts;
     opts.unknown = if_unknown::retry;
-    opts.deadline = op->detached ? clock_type::time_point::max() : op->deadline;
+    // The question stays open as long as the attempt's own bound (max once detached).
+    opts.deadline = op->attempt_deadline();
     auto* p = op.get();
     p->in_flight = true;
     p->request =
@@ -462,6 +464,7 @@ struct acquire_operation {
 
   void tell(std::exception_ptr e, bool acquired, bool inside_initiation) {
     const auto& ex = client().executor;
+    if (e && (report || done)) s->set_last_error(e);
     if (report) {
       bool_handler h(std::move(report));
       deliver(ex, std::move(h), slot, inside_initiation, std::move(e), acquired);

@@ -104,6 +104,25 @@ void lock_state::on_released(const resp3::value& reply,
   }
 }
 
+void lock_state::set_last_error(const std::exception_ptr& e) {
+  if (!e) return;
+  std::string text;
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    text = ex.what();
+  } catch (...) {
+    text = "unknown error";
+  }
+  std::lock_guard guard(last_error_mutex_);
+  last_error_ = std::move(text);
+}
+
+std::string lock_state::last_error() const {
+  std::lock_guard guard(last_error_mutex_);
+  return last_error_;
+}
+
 void lock_state::reset(bool was_lost) {
   local_holds = 0;
   lost = was_lost;

@@ -10,7 +10,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -77,6 +79,15 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   bool watched_before_release = false;
   std::chrono::steady_clock::time_point confirmed_before_release{};
   std::unique_ptr<boost::asio::steady_timer> lost_signal;  // cancelled to wake lost() waiters
+
+  /// Redis's (or the transport's) text of this owner's latest failed operation: what the
+  /// async_* forms' error codes cannot carry. Written on the client's executor, read anywhere.
+  void set_last_error(const std::exception_ptr& e);
+  std::string last_error() const;
+
+ private:
+  mutable std::mutex last_error_mutex_;
+  std::string last_error_;
 };
 
 }  // namespace rlock::detail

@@ -95,6 +95,7 @@ wake_reason reentrant_lock::last_wake() const noexcept {
   return state_->last_wake.load(std::memory_order_relaxed);
 }
 const std::string& reentrant_lock::owner_field() const noexcept { return state_->field; }
+std::string reentrant_lock::last_error() const { return state_->last_error(); }
 
 template <typename T>
 asio::awaitable<T> reentrant_lock::spawn(asio::awaitable<T> op) {

@@ -340,3 +340,27 @@ TEST(bad_input, blocking_client_to_closed_port_throws) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(bad_input, async_forms_keep_redis_text_in_last_error) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    EXPECT_EQ(lock.last_error(), "");
+    raw.command({"SET", lock.key(), "not a hash"});
+    auto [ec, ok] =
+        co_await lock.async_try_lock(0ms, std::nullopt, asio::as_tuple(asio::use_awaitable));
+    EXPECT_EQ(std::error_code(ec), rlock::errc::server_error) << ec.message();
+    EXPECT_FALSE(ok);
+    EXPECT_NE(lock.last_error().find("WRONGTYPE"), std::string::npos) << lock.last_error();
+    raw.command({"DEL", lock.key()});
+    co_await redis.close();
+  });
+}
+
+}  // namespace

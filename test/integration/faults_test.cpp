@@ -176,6 +176,26 @@ TEST(faults, killed_waiter_keeps_waiting_and_an_unlock_it_missed_costs_no_ttl) {
   });
 }
 
+TEST(faults, an_acquire_written_to_a_dead_connection_is_reconciled) {
+  asio::io_context io;
+  auto cfg = fast_config(rlock::test::shared_server().port(), "reconcile");
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    // Killed while this thread is busy: the client has not read the EOF when it writes the
+    // acquire, so the acquire's answer is lost and the hold count tells what happened.
+    EXPECT_EQ(kill_client(raw, "reconcile"), 1);
+    EXPECT_TRUE(co_await lock.try_lock());
+    EXPECT_GE(redis.stats().reconciled_acquires, 1u);
+    EXPECT_EQ(co_await lock.hold_count(), 1);  // not taken twice
+    co_await lock.unlock();
+    EXPECT_EQ(raw.command_int({"EXISTS", lock.key()}), 0);
+    co_await redis.close();
+  });
+}
+
 TEST(faults, unlock_in_flight_when_the_connection_dies_is_retried_with_its_latch) {
   rlock::test::redis_server server;
   asio::io_context io;
