@@ -40,6 +40,7 @@ SCENARIOS = {
     "S5": "S5: watchdog scale, N held locks (rlock)",
     "S6": "S6: waiter scale, N waiters on K names (rlock)",
     "S7": "S7: blocking facade vs coroutines (rlock-blocking)",
+    "S8": "S8: recovery after faults, and the holder's lost() margin (rlock)",
 }
 PLOT_P = 4  # handoff_latency.png shows S3 at this P (or the nearest one that ran)
 CDF_POINTS = 400
@@ -277,6 +278,8 @@ def compare(value, op, limit):
         return value < limit
     if op == ">=":
         return value >= limit
+    if op == ">":
+        return value > limit
     if op == "==":
         return value == limit
     raise ValueError(op)
@@ -702,6 +705,38 @@ class Report:
         return (md1 + "\n\nS3 through `s3-worker-blocking`, each P right after its coroutine twin (`rlock`):\n\n"
                 + md3, data)
 
+    def section_s8(self):
+        rows, data = [], {}
+        rtt_ms = (self.ping_p50_us() or 0) / 1000.0
+        for run in self.runs["S8"]:
+            m = run["output"]["metrics"] if run["output"] and not run["failure"] else {}
+            n = run["entry"].get("params", {}).get("restarts")
+            data[str(n)] = m or {"failure": run["failure"]}
+            if not m:
+                rows.append([n, "failed: " + (run["failure"] or "?"), "", "", "", "", ""])
+                continue
+            cap = m.get("backoff_cap_ms")
+            rows.append([n, num(m.get("restart_p50_ms")), num(m.get("restart_max_ms")),
+                         num(m.get("kill_p50_ms")), num(m.get("kill_max_ms")),
+                         "%s / %s" % (num(m.get("margin_min_ms")), num(m.get("margin_p50_ms"))),
+                         num(m.get("margin_configured_ms"))])
+            for what, key in (("server restart", "restart"), ("CLIENT KILL", "kill")):
+                self.goals.append(goal("S8", "%s: server back -> first acquire p50 <= 100 ms" % what,
+                                       "p50 ms", m.get(key + "_p50_ms"), None, None, "<=", 100.0))
+                self.goals.append(goal("S8", "%s: max <= backoff cap + 1 RTT" % what, "max ms",
+                                       m.get(key + "_max_ms"), "cap + PING p50 (ms)",
+                                       (cap or 0) + rtt_ms, "<=", 1.0))
+            self.goals.append(goal("S8", "lost() strictly before another owner acquires", "min margin ms",
+                                   m.get("margin_min_ms"), None, None, ">", 0.0))
+        md = table(["rounds", "restart p50 ms", "restart max ms", "kill p50 ms", "kill max ms",
+                    "lost() margin min / p50 ms", "configured margin ms"], rows)
+        md += ("\n\nRecovery: from the moment the restarted server answers PING (or from the CLIENT "
+               "KILL) to the client's first successful `try_lock`, default reconnect policy (50 ms "
+               "initial backoff, full jitter, 2 s cap). Margin: the holder can neither renew nor "
+               "reconnect (its ACL user deleted), another client waits; the gap from the holder's "
+               "`lost()` to the other's acquisition, 1 s lease.")
+        return md, data
+
     # -- plots --
     def write_plot_data(self, out):
         # handoff gaps: CDF per library at P=PLOT_P (or the nearest P that ran)
@@ -761,8 +796,10 @@ class Report:
         s5_md, s5 = self.section_s5()
         s6_md, s6 = self.section_s6()
         s7_md, s7 = self.section_s7(s1, s3)
-        bodies = {"S1": s1_md, "S2": s2_md, "S3": s3_md, "S4": s4_md, "S5": s5_md, "S6": s6_md, "S7": s7_md}
-        data.update({"S1": s1, "S2": s2, "S3": s3, "S4": s4, "S5": s5, "S6": s6, "S7": s7})
+        s8_md, s8 = self.section_s8()
+        bodies = {"S1": s1_md, "S2": s2_md, "S3": s3_md, "S4": s4_md, "S5": s5_md, "S6": s6_md, "S7": s7_md,
+                  "S8": s8_md}
+        data.update({"S1": s1, "S2": s2, "S3": s3, "S4": s4, "S5": s5, "S6": s6, "S7": s7, "S8": s8})
         plot_p = self.write_plot_data(out)
         for (s, l, p), g in self.s3.items():
             if g["stats"]["overlaps"]:

@@ -72,8 +72,14 @@ const std::shared_ptr<lock_state>& state_of(const reentrant_lock& l) noexcept;
 /// **Per-operation cancellation** (terminal, partial and total) is supported by the waiting
 /// operations `lock`, `try_lock(wait...)` and `lost`: a cancelled wait completes with
 /// `operation_aborted` and leaves no lock taken, no local waiter and no subscription behind.
-/// A Redis round trip already sent is awaited first (bounded by `config::command_timeout`), and an
-/// acquisition it made is undone. Other operations are single round trips and ignore cancellation.
+/// The cancellation may be emitted from any thread or executor, also before the operation has
+/// started on the client's executor. An attempt still queued (the client is reconnecting) is
+/// withdrawn; one already written is awaited while the connection is up (its answer is due at
+/// once; a server that stops answering is found by the health check), and an acquisition it made
+/// is undone before the caller is told; if the connection is lost meanwhile, the caller is told at
+/// once and the acquisition, if the server made it, is given back when the reconnection tells.
+/// Other operations are single round trips bounded by `config::command_timeout` and ignore
+/// cancellation.
 class reentrant_lock {
  public:
   using executor_type = boost::asio::any_io_executor;

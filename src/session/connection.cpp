@@ -123,20 +123,16 @@ asio::awaitable<void> connection::attempt(std::uint64_t gen) {
                                                            asio::as_tuple(use_awaitable));
   if (gen != gen_) co_return;
   if (rec) {
-    {
-      lose(gen, make_error_code(errc::resolve_failed),
-           fmt::format("cannot resolve '{}': {}", cfg_.host, rec.message()));
-      co_return;
-    }
+    lose(gen, make_error_code(errc::resolve_failed),
+         fmt::format("cannot resolve '{}': {}", cfg_.host, rec.message()));
+    co_return;
   }
   auto [cec, ep] = co_await asio::async_connect(socket_, endpoints, asio::as_tuple(use_awaitable));
   if (gen != gen_) co_return;
   if (cec) {
-    {
-      lose(gen, make_error_code(errc::connect_failed),
-           fmt::format("cannot connect to {}:{}: {}", cfg_.host, cfg_.port, cec.message()));
-      co_return;
-    }
+    lose(gen, make_error_code(errc::connect_failed),
+         fmt::format("cannot connect to {}:{}: {}", cfg_.host, cfg_.port, cec.message()));
+    co_return;
   }
   boost::system::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
@@ -394,14 +390,11 @@ asio::awaitable<void> connection::reader(std::uint64_t gen) {
         co_await socket_.async_read_some(asio::buffer(read_buffer_), asio::as_tuple(use_awaitable));
     if (gen != gen_) co_return;
     if (ec) {
-      {
-        lose(
-            gen, make_error_code(errc::connection_lost),
-            ec == asio::error::eof
-                ? fmt::format("{}:{} closed the connection", cfg_.host, cfg_.port)
-                : fmt::format("reading from {}:{} failed: {}", cfg_.host, cfg_.port, ec.message()));
-        co_return;
-      }
+      lose(gen, make_error_code(errc::connection_lost),
+           ec == asio::error::eof
+               ? fmt::format("{}:{} closed the connection", cfg_.host, cfg_.port)
+               : fmt::format("reading from {}:{} failed: {}", cfg_.host, cfg_.port, ec.message()));
+      co_return;
     }
     last_read_ = clock_type::now();
     parser_.feed(std::string_view(read_buffer_.data(), n));
@@ -410,20 +403,16 @@ asio::awaitable<void> connection::reader(std::uint64_t gen) {
       auto v = parser_.next(perr);
       if (!v) break;
       if (mux_.on_value(*v) == multiplexer::verdict::out_of_step) {
-        {
-          lose(gen, make_error_code(errc::protocol_error),
-               "the server sent an answer no request was waiting for");
-          co_return;
-        }
+        lose(gen, make_error_code(errc::protocol_error),
+             "the server sent an answer no request was waiting for");
+        co_return;
       }
       // A handler may have closed the connection.
       if (gen != gen_) co_return;
     }
     if (perr) {
-      {
-        lose(gen, perr, "the server sent bytes that are not valid RESP3");
-        co_return;
-      }
+      lose(gen, perr, "the server sent bytes that are not valid RESP3");
+      co_return;
     }
   }
 }
