@@ -67,6 +67,7 @@ client_impl::client_impl(const asio::any_io_executor& ex, config c)
       scripts(session),
       hub(session),
       dog(executor, scripts, cfg.watchdog_timeout),
+      latches(executor, session, cfg.command_timeout),
       ids_(std::random_device{}()) {}
 
 client_impl::~client_impl() {
@@ -77,6 +78,7 @@ client_impl::~client_impl() {
 
 void client_impl::start() {
   dog.set_owner(weak_from_this());
+  latches.set_owner(weak_from_this());
   session.set_listener(this);
 }
 

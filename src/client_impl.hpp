@@ -1,5 +1,6 @@
 #pragma once
 
+#include "lock/latch_sweeper.hpp"
 #include "notify/notify_hub.hpp"
 #include "rlock/client.hpp"
 #include "rlock/config.hpp"
@@ -66,6 +67,7 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
   } counters;
   notify_hub hub;
   watchdog dog;
+  latch_sweeper latches;
 
  private:
   void on_message(std::string_view channel, std::string_view payload) override;

@@ -195,17 +195,13 @@ struct release_operation {
       } catch (...) {
         e = std::current_exception();
       }
-      // The answer is in: the latch has done its work. Not awaited.
-      std::string del;
-      resp3::append_command(del, {"DEL", op->latch});
-      request_options opts;
-      opts.deadline = clock_type::now() + c.cfg.command_timeout;
-      c.session.exec(op->s->key, std::move(del), opts, [](std::error_code, resp3::value) {});
-    } else {
-      if (op->written == clock_type::time_point{}) op->s->release_not_sent();
-      e = failure_of(c, ec, reply, fmt::format("unlock of '{}'", op->s->name()));
+      op->tell(std::move(e));
+      // The answer is in: the latch has done its work.
+      c.latches.add(std::move(op->latch));
+      return;
     }
-    op->tell(std::move(e));
+    if (op->written == clock_type::time_point{}) op->s->release_not_sent();
+    op->tell(failure_of(c, ec, reply, fmt::format("unlock of '{}'", op->s->name())));
   }
 
   /// Tells the caller (once). Posted when called from the deadline hook, which runs inside the

@@ -21,6 +21,7 @@ namespace {
 namespace asio = boost::asio;
 using rlock::test::error_of;
 using rlock::test::make_config;
+using rlock::test::sleep_for;
 using namespace std::chrono_literals;
 
 TEST(connection, selects_the_configured_database) {
@@ -170,6 +171,30 @@ TEST(connection, connect_times_out_against_a_stalled_server) {
     EXPECT_EQ(co_await error_of(redis.connect()), rlock::errc::timeout);
   });
   ::kill(server.pid(), SIGCONT);
+}
+
+TEST(connection, a_connect_deadline_racing_success_never_closes_the_new_connection) {
+  // connect_timeout about as long as the handshake: the deadline fires around the moment it
+  // completes. Whichever wins, connect() and the connection must agree: a success stays
+  // connected (before the fix the late deadline closed it with timeout).
+  asio::io_context io;
+  const auto base = make_config();
+  int succeeded = 0;
+  for (int i = 0; i < 40; ++i) {
+    auto cfg = base;
+    cfg.connect_timeout = std::chrono::milliseconds(1 + i % 3);
+    cfg.reconnect.enabled = false;  // a close after success would show as disconnected
+    rlock::client redis(io.get_executor(), cfg);
+    rlock::test::run(io, [&]() -> asio::awaitable<void> {
+      if (co_await error_of(redis.connect())) co_return;
+      ++succeeded;
+      co_await sleep_for(5ms);  // past the deadline
+      EXPECT_EQ(redis.state(), rlock::connection_state::connected);
+      EXPECT_FALSE(co_await redis.get_lock("account").is_locked());
+      co_await redis.close();
+    });
+  }
+  EXPECT_GT(succeeded, 0);
 }
 
 TEST(connection, many_coroutines_share_one_connection) {

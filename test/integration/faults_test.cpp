@@ -234,6 +234,45 @@ TEST(faults, unlock_in_flight_when_the_connection_dies_is_retried_with_its_latch
   });
 }
 
+TEST(faults, unlocking_client_killed_mid_unlock_retries_it_on_the_next_connection) {
+  rlock::test::redis_server server;
+  asio::io_context io;
+  auto cfg = fast_config(server.port(), "kill-unlocking");
+  cfg.command_timeout = 10s;
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(server.port());
+  state_log log(io, redis);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("account");
+    co_await lock.lock();
+    // Writes wait (the release script among them); CLIENT KILL is not a write and goes through.
+    raw.command({"CLIENT", "PAUSE", "5000", "WRITE"});
+    std::error_code unlock_result = make_error_code(rlock::errc::timeout);
+    bool done = false;
+    asio::steady_timer bell(io, clock_type::time_point::max());
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          unlock_result = co_await error_of(lock.unlock());
+          done = true;
+          bell.cancel();
+        },
+        asio::detached);
+    co_await sleep_for(50ms);  // the release is written and held by the pause
+    EXPECT_EQ(kill_client(raw, "kill-unlocking"), 1);
+    co_await log.wait_for(rlock::connection_state::connected, 2);
+    raw.command({"CLIENT", "UNPAUSE"});
+    co_await wait_until(
+        bell, [&] { return done; }, 10s);
+    RLOCK_CO_ASSERT(done);
+    EXPECT_FALSE(unlock_result) << unlock_result.message();
+    EXPECT_GE(redis.stats().retried_commands, 1u);
+    EXPECT_EQ(raw.command_int({"EXISTS", lock.key()}), 0);
+    co_await redis.close();
+  });
+}
+
 TEST(faults, server_restart_with_aof_keeps_the_lock_and_exclusion) {
   rlock::test::redis_server server({.aof = true});
   asio::io_context io;

@@ -1,7 +1,9 @@
 // Redisson interop: a foreign Redisson client, played with raw_client and Redisson's own Lua
 // scripts (quoted from /work/shared/redisson-wire.md, deliberately not rlock's scripts.hpp),
 // and rlock must exclude each other and wake each other on unlock.
+#include "lock/lock_state.hpp"
 #include "rlock/rlock.hpp"
+#include "script/scripts.hpp"
 #include "support/lock_env.hpp"
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
@@ -56,6 +58,25 @@ if (counter > 0) then
 else
   redis.call('del', KEYS[1]);
   redis.call('publish', KEYS[2], ARGV[1]);
+  return 1;
+end;
+)lua";
+
+// Redisson >= 3.24.1: KEYS = [name, channel, latch], ARGV = ["0", lease_ms, owner_field,
+// publish_command, latch_ttl_ms]
+constexpr std::string_view redisson_latched_release = R"lua(
+local val = redis.call('get', KEYS[3]);
+if val ~= false then return tonumber(val); end;
+if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end;
+local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1);
+if (counter > 0) then
+  redis.call('pexpire', KEYS[1], ARGV[2]);
+  redis.call('set', KEYS[3], 0, 'px', ARGV[5]);
+  return 0;
+else
+  redis.call('del', KEYS[1]);
+  redis.call(ARGV[4], KEYS[2], ARGV[1]);
+  redis.call('set', KEYS[3], 1, 'px', ARGV[5]);
   return 1;
 end;
 )lua";
@@ -410,6 +431,47 @@ TEST(interop, foreign_force_unlock_deletes_our_lock_and_wakes_our_waiter) {
     EXPECT_EQ(again.integer, 0) << rlock::test::describe(again);
     co_await holder_client.close();
     co_await waiter_client.close();
+  });
+}
+
+TEST(interop, unlock_latch_is_redissons_and_a_retry_gets_the_first_answer) {
+  // The latch key, Redisson's layout.
+  EXPECT_EQ(rlock::detail::unlock_latch("account", "00ff"), "redisson_unlock_latch:{account}:00ff");
+  EXPECT_EQ(rlock::detail::unlock_latch("{tag}x", "00ff"), "redisson_unlock_latch:{tag}x:00ff");
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  const std::string ours(rlock::detail::script_sources[1]);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    // rlock's release and Redisson's answer the same way, a retry with the same request id
+    // returning the first attempt's answer.
+    for (const std::string_view script : {std::string_view(ours), redisson_latched_release}) {
+      auto lock = redis.get_lock("account");
+      co_await lock.lock(30s);
+      const std::string channel = redisson_channel(lock.key());
+      const std::string latch = rlock::detail::unlock_latch(lock.key(), "0123456789abcdef");
+      auto release = [&] {
+        return raw.command({"EVAL", script, "3", lock.key(), channel, latch, "0", "30000",
+                            lock.owner_field(), "publish", "10000"});
+      };
+      EXPECT_EQ(release().integer, 1);
+      const auto retried = release();
+      EXPECT_FALSE(retried.is_null()) << "a retried unlock must not say not_owner";
+      EXPECT_EQ(retried.integer, 1);
+      raw.command({"DEL", latch});
+      EXPECT_TRUE(release().is_null());  // a new attempt (latch gone) finds it not held
+    }
+    // rlock deletes its latch once the answer is in (not awaited: two round trips later).
+    auto lock = redis.get_lock("latched");
+    co_await lock.lock();
+    co_await lock.unlock();
+    (void)co_await lock.is_locked();
+    (void)co_await lock.is_locked();
+    const auto latches = raw.command({"KEYS", "redisson_unlock_latch:{" + lock.key() + "}:*"});
+    EXPECT_TRUE(latches.elements.empty());
+    co_await redis.close();
   });
 }
 

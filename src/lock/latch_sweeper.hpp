@@ -1,0 +1,39 @@
+#pragma once
+
+#include "session/session.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace rlock::detail {
+
+/// Deletes unlock latch keys once their release has been answered (the latch only matters while a
+/// retry may still come), one `DEL` per turn of the event loop however many unlocks completed in
+/// it: under load the latch costs a fraction of a command per unlock, not one. Not awaited; a
+/// latch that is not deleted expires by itself (its TTL).
+class latch_sweeper {
+ public:
+  latch_sweeper(boost::asio::any_io_executor ex, session& s, std::chrono::milliseconds timeout)
+      : executor_(std::move(ex)), session_(s), timeout_(timeout) {}
+
+  /// The object whose lifetime bounds this one's (the client); a posted sweep keeps it alive.
+  void set_owner(std::weak_ptr<void> owner) { owner_ = std::move(owner); }
+
+  void add(std::string key);
+
+ private:
+  void sweep();
+
+  boost::asio::any_io_executor executor_;
+  session& session_;
+  std::chrono::milliseconds timeout_;
+  std::weak_ptr<void> owner_;
+  std::vector<std::string> keys_;
+  bool scheduled_ = false;
+};
+
+}  // namespace rlock::detail
