@@ -70,15 +70,17 @@ std::exception_ptr failure_of(const client_impl& c, std::error_code ec, const re
   return std::make_exception_ptr(std::system_error(ec, text));
 }
 
-void validate(std::optional<milliseconds> wait, std::optional<milliseconds> lease) {
+/// Why the arguments are invalid, or nothing.
+std::exception_ptr validate(std::optional<milliseconds> wait, std::optional<milliseconds> lease) {
   if (lease && lease->count() <= 0) {
-    throw_error(errc::invalid_argument,
-                fmt::format("lease must be positive, got {} ms", lease->count()));
+    return error_with(errc::invalid_argument,
+                      fmt::format("lease must be positive, got {} ms", lease->count()));
   }
   if (wait && wait->count() < 0) {
-    throw_error(errc::invalid_argument,
-                fmt::format("wait must not be negative, got {} ms", wait->count()));
+    return error_with(errc::invalid_argument,
+                      fmt::format("wait must not be negative, got {} ms", wait->count()));
   }
+  return nullptr;
 }
 
 /// A millisecond count as a script argument, stored in the operation: no allocation per command.
@@ -188,14 +190,8 @@ struct release_operation {
 
   static void on_reply(owner op, std::error_code ec, const resp3::value& reply) {
     client_impl& c = *op->s->client;
-    std::exception_ptr e;
     if (!ec) {
-      try {
-        op->s->on_released(reply, op->written);
-      } catch (...) {
-        e = std::current_exception();
-      }
-      op->tell(std::move(e));
+      op->tell(op->s->on_released(reply, op->written));
       // The answer is in: the latch has done its work.
       c.latches.add(std::move(op->latch));
       return;
@@ -521,10 +517,8 @@ void start_acquire(std::unique_ptr<acquire_operation> op) {
   const auto ex = op->s->client->executor;
   op->slot = op->report ? asio::get_associated_cancellation_slot(op->report)
                         : asio::get_associated_cancellation_slot(op->done);
-  try {
-    validate(op->wait, op->lease);
-  } catch (...) {
-    return acquire_operation::finish(std::move(op), std::current_exception(), false, true);
+  if (auto invalid = validate(op->wait, op->lease)) {
+    return acquire_operation::finish(std::move(op), std::move(invalid), false, true);
   }
   install_cancellation(op->slot, op->link, ex);
   asio::dispatch(ex, [op = std::move(op)]() mutable { acquire_operation::start(std::move(op)); });

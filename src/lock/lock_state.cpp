@@ -83,14 +83,17 @@ void lock_state::release_not_sent() {
   if (watched_before_release) client->dog.add(*this, shared_from_this(), confirmed_before_release);
 }
 
-void lock_state::on_released(const resp3::value& reply,
-                             std::chrono::steady_clock::time_point sent) {
+std::exception_ptr lock_state::on_released(const resp3::value& reply,
+                                           std::chrono::steady_clock::time_point sent) {
   if (reply.is_null()) {
     reset(false);
-    throw_error(errc::not_owner, fmt::format("lock '{}' is not held by {}", name(), field));
+    return std::make_exception_ptr(
+        std::system_error(make_error_code(errc::not_owner),
+                          fmt::format("lock '{}' is not held by {}", name(), field)));
   }
   if (reply.type != resp3::type::number) {
-    throw_error(errc::protocol_error, "release script: unexpected reply");
+    return std::make_exception_ptr(std::system_error(make_error_code(errc::protocol_error),
+                                                     "release script: unexpected reply"));
   }
   if (reply.integer == 1) {
     reset(false);
@@ -102,6 +105,7 @@ void lock_state::on_released(const resp3::value& reply,
     local_holds = 1;
     if (watched) client->dog.add(*this, shared_from_this(), sent);
   }
+  return nullptr;
 }
 
 void lock_state::set_last_error(const std::exception_ptr& e) {

@@ -47,10 +47,11 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   /// The release was never sent (it timed out while the session was down): undo
   /// before_release.
   void release_not_sent();
-  /// Bookkeeping after the release script's reply (sent at `sent`): null (not held) throws
-  /// errc::not_owner. "Still held" when this owner thought it the last hold means the counts
-  /// drifted: the owner holds on, and a watchdog lock is renewed again.
-  void on_released(const resp3::value& reply, std::chrono::steady_clock::time_point sent);
+  /// Bookkeeping after the release script's reply (sent at `sent`); returns the error to report:
+  /// null (not held) is errc::not_owner. "Still held" when this owner thought it the last hold
+  /// means the counts drifted: the owner holds on, and a watchdog lock is renewed again.
+  std::exception_ptr on_released(const resp3::value& reply,
+                                 std::chrono::steady_clock::time_point sent);
   /// Stops renewal and tells lost() waiters; local bookkeeping only.
   void reset(bool lost);
 
