@@ -101,6 +101,24 @@ std::string client_impl::next_request_id() {
   return id;
 }
 
+void client_impl::set_last_error(const lock_state* owner, std::string text) {
+  // Every owner forgets its entry when it goes; without any failure that costs no lock.
+  if (text.empty() && !any_last_error_.load(std::memory_order_acquire)) return;
+  std::lock_guard guard(states_mutex_);
+  if (text.empty()) {
+    last_errors_.erase(owner);
+  } else {
+    last_errors_[owner] = std::move(text);
+    any_last_error_.store(true, std::memory_order_release);
+  }
+}
+
+std::string client_impl::last_error(const lock_state* owner) {
+  std::lock_guard guard(states_mutex_);
+  auto it = last_errors_.find(owner);
+  return it == last_errors_.end() ? std::string{} : it->second;
+}
+
 void client_impl::on_message(std::string_view channel, std::string_view payload) {
   hub.on_message(channel, payload);
 }

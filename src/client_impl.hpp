@@ -46,6 +46,11 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
   /// 16 random bytes in lowercase hex: the request id of an unlock (Redisson's latch).
   std::string next_request_id();
 
+  /// The text of an owner's latest failed operation (empty: none; setting empty forgets).
+  /// Thread-safe.
+  void set_last_error(const lock_state* owner, std::string text);
+  std::string last_error(const lock_state* owner);
+
   void set_state_handler(std::function<void(const connection_event&)> h) {
     state_handler_ = std::move(h);
   }
@@ -77,6 +82,8 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
 
   std::mutex states_mutex_;
   std::unordered_map<std::string, std::weak_ptr<lock_state>> states_;
+  std::unordered_map<const lock_state*, std::string> last_errors_;  // under states_mutex_
+  std::atomic<bool> any_last_error_{false};
   std::mt19937_64 ids_;
   std::function<void(const connection_event&)> state_handler_;
   std::atomic<connection_state> state_{connection_state::disconnected};

@@ -155,7 +155,7 @@ struct release_operation {
   static void start(owner op) {
     lock_state& s = *op->s;
     client_impl& c = *s.client;
-    s.before_release();
+    op->undo = s.before_release();
     const auto lease = s.lease.count() > 0 ? s.lease : c.cfg.watchdog_timeout;
     op->lease_arg.assign(lease.count());
     // A retry may come until the operation's bound and one reconnect later.
@@ -196,7 +196,7 @@ struct release_operation {
       c.latches.add(std::move(op->latch));
       return;
     }
-    if (op->written == clock_type::time_point{}) op->s->release_not_sent();
+    if (op->written == clock_type::time_point{}) op->s->release_not_sent(op->undo);
     op->tell(failure_of(c, ec, reply, fmt::format("unlock of '{}'", op->s->name())));
   }
 
@@ -219,6 +219,7 @@ struct release_operation {
   std::array<std::string_view, 3> keys;
   std::array<std::string_view, 5> args;
   clock_type::time_point written{};
+  lock_state::release_undo undo;
 };
 
 // --- acquire ----------------------------------------------------------------------------------
@@ -237,7 +238,7 @@ struct acquire_operation {
       : s(std::move(st)), wait(w), lease(l), report(std::move(r)), done(std::move(d)) {}
 
   ~acquire_operation() {
-    link->op = nullptr;
+    if (link) link->op = nullptr;
     if (waiter) s->client->hub.remove(*waiter);
   }
 
@@ -245,8 +246,10 @@ struct acquire_operation {
 
   static void start(owner op) {
     client_impl& c = op->client();
-    op->link->op = op.get();
-    op->cancelled = op->link->requested.load();
+    if (op->link) {
+      op->link->op = op.get();
+      op->cancelled = op->link->requested.load();
+    }
     op->lease_ms = op->lease.value_or(c.cfg.watchdog_timeout);
     op->lease_arg.assign(op->lease_ms.count());
     op->keys = {op->s->key};
@@ -493,8 +496,8 @@ struct acquire_operation {
   bool_handler report;
   void_handler done;
   asio::cancellation_slot slot;
-  std::shared_ptr<cancel_link<acquire_operation>> link =
-      std::make_shared<cancel_link<acquire_operation>>();
+  // Only for a caller with a cancellation slot: it outlives the operation in the slot handler.
+  std::shared_ptr<cancel_link<acquire_operation>> link;
   clock_type::time_point deadline;
   clock_type::time_point attempt_started;
   clock_type::time_point written{};  // when the current attempt was written; epoch: not (yet)
@@ -520,7 +523,10 @@ void start_acquire(std::unique_ptr<acquire_operation> op) {
   if (auto invalid = validate(op->wait, op->lease)) {
     return acquire_operation::finish(std::move(op), std::move(invalid), false, true);
   }
-  install_cancellation(op->slot, op->link, ex);
+  if (op->slot.is_connected()) {
+    op->link = std::make_shared<cancel_link<acquire_operation>>();
+    install_cancellation(op->slot, op->link, ex);
+  }
   asio::dispatch(ex, [op = std::move(op)]() mutable { acquire_operation::start(std::move(op)); });
 }
 

@@ -53,6 +53,7 @@ lock_state::lock_state(std::shared_ptr<client_impl> c, std::string_view n, std::
       registered(in_table) {}
 
 lock_state::~lock_state() {
+  client->set_last_error(this, {});
   if (registered) client->forget(*this);
 }
 
@@ -70,17 +71,16 @@ void lock_state::on_acquired(std::chrono::milliseconds lease_ms, bool renew,
   if (renew) client->dog.add(*this, shared_from_this(), sent);
 }
 
-void lock_state::before_release() {
-  holds_before_release = local_holds;
-  watched_before_release = renewing();
-  confirmed_before_release = client->dog.confirmed(*this);
+lock_state::release_undo lock_state::before_release() {
+  release_undo undo{local_holds, renewing(), client->dog.confirmed(*this)};
   if (local_holds <= 1) reset(false);
+  return undo;
 }
 
-void lock_state::release_not_sent() {
-  if (local_holds != 0 || holds_before_release == 0) return;
-  local_holds = holds_before_release;
-  if (watched_before_release) client->dog.add(*this, shared_from_this(), confirmed_before_release);
+void lock_state::release_not_sent(const release_undo& undo) {
+  if (local_holds != 0 || undo.holds == 0) return;
+  local_holds = undo.holds;
+  if (undo.watched) client->dog.add(*this, shared_from_this(), undo.confirmed);
 }
 
 std::exception_ptr lock_state::on_released(const resp3::value& reply,
@@ -118,14 +118,10 @@ void lock_state::set_last_error(const std::exception_ptr& e) {
   } catch (...) {
     text = "unknown error";
   }
-  std::lock_guard guard(last_error_mutex_);
-  last_error_ = std::move(text);
+  client->set_last_error(this, std::move(text));
 }
 
-std::string lock_state::last_error() const {
-  std::lock_guard guard(last_error_mutex_);
-  return last_error_;
-}
+std::string lock_state::last_error() const { return client->last_error(this); }
 
 void lock_state::reset(bool was_lost) {
   local_holds = 0;

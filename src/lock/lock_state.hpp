@@ -41,12 +41,18 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   /// Bookkeeping after the acquire script, sent at `sent`, took (or re-entered) the lock.
   void on_acquired(std::chrono::milliseconds lease, bool renew,
                    std::chrono::steady_clock::time_point sent);
+  /// What before_release changed, for release_not_sent to undo.
+  struct release_undo {
+    std::uint64_t holds = 0;
+    bool watched = false;
+    std::chrono::steady_clock::time_point confirmed{};
+  };
   /// Bookkeeping before a release is sent: stop renewing before the final release goes out,
   /// so a released lock is never renewed.
-  void before_release();
+  release_undo before_release();
   /// The release was never sent (it timed out while the session was down): undo
   /// before_release.
-  void release_not_sent();
+  void release_not_sent(const release_undo& undo);
   /// Bookkeeping after the release script's reply (sent at `sent`); returns the error to report:
   /// null (not held) is errc::not_owner. "Still held" when this owner thought it the last hold
   /// means the counts drifted: the owner holds on, and a watchdog lock is renewed again.
@@ -75,20 +81,13 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   std::uint64_t local_holds = 0;       // acquisitions not yet released, as far as we know
   std::chrono::milliseconds lease{0};  // of the latest acquire: a nested release re-arms it
   bool watched = false;                // the latest acquisition is kept by the watchdog
-  // Saved by before_release, for release_not_sent.
-  std::uint64_t holds_before_release = 0;
-  bool watched_before_release = false;
-  std::chrono::steady_clock::time_point confirmed_before_release{};
   std::unique_ptr<boost::asio::steady_timer> lost_signal;  // cancelled to wake lost() waiters
 
   /// Redis's (or the transport's) text of this owner's latest failed operation: what the
-  /// async_* forms' error codes cannot carry. Written on the client's executor, read anywhere.
+  /// async_* forms' error codes cannot carry. Kept by the client beside the state (failures are
+  /// rare; a held lock should cost no bytes for them). Read from any thread.
   void set_last_error(const std::exception_ptr& e);
   std::string last_error() const;
-
- private:
-  mutable std::mutex last_error_mutex_;
-  std::string last_error_;
 };
 
 }  // namespace rlock::detail
