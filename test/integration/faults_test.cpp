@@ -412,6 +412,34 @@ TEST(faults, health_check_replaces_a_connection_that_stopped_answering) {
   });
 }
 
+/// Records when the holder of `held` is told lost() and when a second owner `wanted` acquires.
+struct loss_race {
+  loss_race(asio::io_context& io, rlock::reentrant_lock held, rlock::reentrant_lock wanted)
+      : bell(io, clock_type::time_point::max()) {
+    asio::co_spawn(
+        io,
+        [this, held]() mutable -> asio::awaitable<void> {
+          if (!co_await error_of(held.lost())) lost_at = clock_type::now();
+          bell.cancel();
+        },
+        asio::detached);
+    asio::co_spawn(
+        io,
+        [this, wanted]() mutable -> asio::awaitable<void> {
+          co_await wanted.lock();
+          acquired_at = clock_type::now();
+          bell.cancel();
+        },
+        asio::detached);
+  }
+  asio::awaitable<void> wait(clock_type::duration limit) {
+    co_await wait_until(
+        bell, [this] { return lost_at && acquired_at; }, limit);
+  }
+  std::optional<clock_type::time_point> lost_at, acquired_at;
+  asio::steady_timer bell;
+};
+
 /// The holder's connection is killed and its user deleted, so it can neither renew nor
 /// reconnect; a second client waits. The holder must be told lost() before the second client
 /// acquires. Prints the margin.
@@ -431,32 +459,15 @@ TEST(faults, holder_is_told_lost_before_another_owner_acquires) {
     co_await waiter.connect();
     auto held = holder.get_lock("account");
     co_await held.lock();
-    std::optional<clock_type::time_point> lost_at, acquired_at;
-    asio::steady_timer bell(io, clock_type::time_point::max());
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          if (!co_await error_of(held.lost())) lost_at = clock_type::now();
-          bell.cancel();
-        },
-        asio::detached);
     auto wanted = waiter.get_lock(held.name());
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          co_await wanted.lock();
-          acquired_at = clock_type::now();
-          bell.cancel();
-        },
-        asio::detached);
+    loss_race race(io, held, wanted);
     co_await sleep_for(500ms);                  // a renewal or two went through
     raw.command({"ACL", "DELUSER", "holder"});  // drops its connection; reconnects are refused
-    co_await wait_until(
-        bell, [&] { return lost_at && acquired_at; }, 10s);
-    RLOCK_CO_ASSERT(lost_at && acquired_at);
-    EXPECT_LT(*lost_at, *acquired_at);
+    co_await race.wait(10s);
+    RLOCK_CO_ASSERT(race.lost_at && race.acquired_at);
+    EXPECT_LT(*race.lost_at, *race.acquired_at);
     const auto margin =
-        std::chrono::duration_cast<std::chrono::microseconds>(*acquired_at - *lost_at);
+        std::chrono::duration_cast<std::chrono::microseconds>(*race.acquired_at - *race.lost_at);
     std::printf("lost() came %lld us before the other owner acquired (configured margin %lld ms)\n",
                 static_cast<long long>(margin.count()),
                 static_cast<long long>(holder.lease_margin().count()));
@@ -479,32 +490,15 @@ TEST(faults, server_stopped_past_the_lease_holder_is_told_first) {
     co_await waiter.connect();
     auto held = holder.get_lock("account");
     co_await held.lock();
-    std::optional<clock_type::time_point> lost_at, acquired_at;
-    asio::steady_timer bell(io, clock_type::time_point::max());
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          if (!co_await error_of(held.lost())) lost_at = clock_type::now();
-          bell.cancel();
-        },
-        asio::detached);
     auto wanted = waiter.get_lock(held.name());
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          co_await wanted.lock();
-          acquired_at = clock_type::now();
-          bell.cancel();
-        },
-        asio::detached);
+    loss_race race(io, held, wanted);
     co_await sleep_for(300ms);
     ::kill(server.pid(), SIGSTOP);
     co_await sleep_for(1500ms);  // longer than the lease
     ::kill(server.pid(), SIGCONT);
-    co_await wait_until(
-        bell, [&] { return lost_at && acquired_at; }, 10s);
-    RLOCK_CO_ASSERT(lost_at && acquired_at);
-    EXPECT_LT(*lost_at, *acquired_at);
+    co_await race.wait(10s);
+    RLOCK_CO_ASSERT(race.lost_at && race.acquired_at);
+    EXPECT_LT(*race.lost_at, *race.acquired_at);
     co_await wanted.unlock();
     co_await holder.close();
     co_await waiter.close();
