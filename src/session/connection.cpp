@@ -145,9 +145,8 @@ asio::awaitable<void> connection::attempt(std::uint64_t gen) {
 }
 
 void connection::start_handshake(std::uint64_t gen) {
-  // Pipelined: every command is queued at once (one write), and the replies, which arrive in
-  // order, are checked once the last is in. A lost connection fails the steps in order too, so
-  // the last step's completion always means every step has its result.
+  // Pipelined: every command is queued at once (one write). The replies arrive in order and are
+  // checked as they come; the first bad one fails the attempt, the last good one completes it.
   std::vector<std::string> commands;
   std::vector<std::string_view> hello{"HELLO", "3"};
   if (!cfg_.password.empty()) {
@@ -167,9 +166,8 @@ void connection::start_handshake(std::uint64_t gen) {
   opts.handshake = true;
   const std::size_t last = commands.size() - 1;
   for (std::size_t i = 0; i <= last; ++i) {
-    // Each reply is checked as it arrives (a server that refuses HELLO and then says nothing
-    // fails the attempt at once); the last one's completes the handshake. Posted: the
-    // handshake goes on outside the multiplexer's bookkeeping.
+    // A server that refuses HELLO and then says nothing fails the attempt at once, not at the
+    // connect deadline. Posted: the handshake goes on outside the multiplexer's bookkeeping.
     mux_.add(std::move(commands[i]), answer_kind::reply, {}, opts,
              [this, self = shared_from_this(), gen, i, last](std::error_code ec, resp3::value v) {
                if (gen != gen_) return;

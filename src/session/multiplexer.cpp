@@ -53,7 +53,7 @@ multiplexer::id_type multiplexer::add(std::string payload, answer_kind kind, std
 std::size_t multiplexer::prepare_write(std::string& out, bool ready, clock_type::time_point now) {
   std::size_t n = 0;
   auto take = [&](std::deque<record>& from) {
-    std::deque<record> late;
+    std::vector<record> late;  // a vector: a deque would allocate on every write
     while (!from.empty()) {
       record& r = from.front();
       if (r.opts.deadline <= now) {
