@@ -245,10 +245,8 @@ void connection::tell_state(std::error_code reason, const std::string& diagnosti
   if (listener_ != nullptr) listener_->on_state(state_, reason, diagnostic);
 }
 
-void connection::lose(std::uint64_t gen, std::error_code ec, std::string diagnostic) {
-  if (gen != gen_ || state_ == link_state::closed || state_ == link_state::idle) return;
-  ++gen_;  // every callback of the lost connection is stale from here on
-  last_error_ = diagnostic.empty() ? ec.message() : diagnostic;
+void connection::drop_socket() {
+  ++gen_;  // every callback of the dropped connection is stale from here on
   boost::system::error_code ignored;
   resolver_.cancel();
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
@@ -257,6 +255,12 @@ void connection::lose(std::uint64_t gen, std::error_code ec, std::string diagnos
   health_timer_.cancel();
   ping_outstanding_ = false;
   subs_.on_disconnect();
+}
+
+void connection::lose(std::uint64_t gen, std::error_code ec, std::string diagnostic) {
+  if (gen != gen_ || state_ == link_state::closed || state_ == link_state::idle) return;
+  drop_socket();
+  last_error_ = diagnostic.empty() ? ec.message() : diagnostic;
 
   // The state first, the requests' handlers last: a handler may resume a caller inline, which
   // must find the connection in its new state (and may even close it).
@@ -297,16 +301,9 @@ void connection::close(std::error_code reason) {
   if (state_ == link_state::closed) return;
   const bool tell = ever_connected_ || state_ != link_state::idle;
   state_ = link_state::closed;
-  ++gen_;
-  boost::system::error_code ignored;
-  resolver_.cancel();
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-  socket_.close(ignored);
-  connect_timer_.cancel();
+  drop_socket();
   reconnect_timer_.cancel();
-  health_timer_.cancel();
   deadline_timer_.cancel();
-  subs_.on_disconnect();
   if (tell) tell_state(reason, {});
   mux_.fail_all(reason);
   finish_connect(reason, "the client was closed");

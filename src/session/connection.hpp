@@ -121,6 +121,9 @@ class connection : public std::enable_shared_from_this<connection> {
   std::error_code check_step(std::size_t i, resp3::value& reply, std::string& diagnostic);
   boost::asio::awaitable<void> reader(std::uint64_t gen);
   void on_ready(std::uint64_t gen);
+  /// Ends the current connection (socket, attempt, health check, subscriptions' server state);
+  /// what happens to the requests and the state is the caller's: lose() or close().
+  void drop_socket();
   void lose(std::uint64_t gen, std::error_code ec, std::string diagnostic);
   void schedule_reconnect();
   void start_attempt();
