@@ -50,26 +50,6 @@ std::exception_ptr error_with(errc e, const std::string& what) {
   return std::make_exception_ptr(std::system_error(make_error_code(e), what));
 }
 
-/// The exception for a failed script call: Redis's text for an error reply, what the session
-/// knows for a transport error.
-std::exception_ptr failure_of(const client_impl& c, std::error_code ec, const resp3::value& reply,
-                              std::string_view what) {
-  if (ec == std::errc::operation_canceled) {
-    return cancelled_error();
-  }
-  std::string text;
-  if (reply.is_error()) {
-    text = reply.str;
-  } else if (ec == errc::timeout) {
-    text = fmt::format("{}: no answer within {} ms", what, c.cfg.command_timeout.count());
-  } else if (ec == errc::connection_lost) {
-    const auto& last = c.session.last_error();
-    text = last.empty() ? fmt::format("{}: not connected", what)
-                        : fmt::format("{}: not connected ({})", what, last);
-  }
-  return std::make_exception_ptr(std::system_error(ec, text));
-}
-
 /// Why the arguments are invalid, or nothing.
 std::exception_ptr validate(std::optional<milliseconds> wait, std::optional<milliseconds> lease) {
   if (lease && lease->count() <= 0) {

@@ -2,6 +2,7 @@
 
 #include "client_impl.hpp"
 #include "rlock/error.hpp"
+#include "session/redis_error.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -15,6 +16,26 @@
 namespace rlock::detail {
 
 namespace asio = boost::asio;
+
+std::exception_ptr failure_of(const client_impl& c, std::error_code ec, const resp3::value& reply,
+                              std::string_view what) {
+  if (ec == std::errc::operation_canceled) {
+    return std::make_exception_ptr(std::system_error(ec));
+  }
+  if (reply.is_error()) {
+    return std::make_exception_ptr(
+        std::system_error(ec ? ec : make_error_code(errc_of_reply(reply.str)), reply.str));
+  }
+  std::string text(what);
+  if (ec == errc::timeout) {
+    text = fmt::format("{}: no answer within {} ms", what, c.cfg.command_timeout.count());
+  } else if (ec == errc::connection_lost) {
+    const auto& last = c.session.last_error();
+    text = last.empty() ? fmt::format("{}: not connected", what)
+                        : fmt::format("{}: not connected ({})", what, last);
+  }
+  return std::make_exception_ptr(std::system_error(ec, text));
+}
 
 std::string unlock_channel(std::string_view key) {
   // Built by hand, not with fmt: every final unlock derives it.

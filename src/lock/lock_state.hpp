@@ -21,6 +21,12 @@ namespace rlock::detail {
 
 class client_impl;
 
+/// The exception for a failed round trip of a lock operation `what` ("lock 'x'", "PTTL"):
+/// Redis's text for an error reply, the bound for a timeout, the session's last error for a lost
+/// connection. Made, not thrown: the awaitable boundary throws it.
+std::exception_ptr failure_of(const client_impl& c, std::error_code ec, const resp3::value& reply,
+                              std::string_view what);
+
 /// Redisson's names for an RLock: the unlock channel is `redisson_lock__channel:{<key>}`, without
 /// the added braces when the key already contains '{' (it then carries its own hash tag).
 std::string unlock_channel(std::string_view key);

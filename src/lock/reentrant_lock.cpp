@@ -4,14 +4,11 @@
 #include "lock/lock_state.hpp"
 #include "resp3/request.hpp"
 #include "rlock/error.hpp"
-#include "session/redis_error.hpp"
 
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-
-#include <fmt/format.h>
 
 #include <charconv>
 
@@ -31,22 +28,6 @@ detail::request_options round_trip(const detail::lock_state& s) {
   return opts;
 }
 
-/// Throws what a failed round trip means: Redis's text for an error reply, the bound or the
-/// session's last error otherwise.
-void throw_failure(const detail::lock_state& s, std::error_code ec, const detail::resp3::value& v,
-                   std::string_view what) {
-  if (v.is_error()) throw std::system_error(ec ? ec : make_error_code(errc::server_error), v.str);
-  if (ec == errc::timeout) {
-    throw std::system_error(
-        ec, fmt::format("{}: no answer within {} ms", what, s.client->cfg.command_timeout.count()));
-  }
-  if (ec == errc::connection_lost) {
-    throw std::system_error(
-        ec, fmt::format("{}: not connected ({})", what, s.client->session.last_error()));
-  }
-  throw std::system_error(ec, std::string(what));
-}
-
 /// One query command on the lock key's connection; error replies become server_error.
 asio::awaitable<detail::resp3::value> query(std::shared_ptr<detail::lock_state> s,
                                             std::string_view command, bool with_field) {
@@ -62,9 +43,8 @@ asio::awaitable<detail::resp3::value> query(std::shared_ptr<detail::lock_state> 
         s->client->session.exec(s->key, std::move(cmd), round_trip(*s), std::move(handler));
       },
       asio::use_awaitable);
-  if (ec || reply.is_error()) {
-    throw_failure(*s, ec ? ec : make_error_code(detail::errc_of_reply(reply.str)), reply, command);
-  }
+  if (ec || reply.is_error())
+    std::rethrow_exception(detail::failure_of(*s->client, ec, reply, command));
   co_return reply;
 }
 
@@ -171,7 +151,7 @@ asio::awaitable<bool> reentrant_lock::force_unlock() {
                                        std::move(handler));
         },
         asio::use_awaitable);
-    if (ec) throw_failure(*s, ec, reply, "force_unlock");
+    if (ec) std::rethrow_exception(detail::failure_of(*s->client, ec, reply, "force_unlock"));
     co_return as_integer(reply) == 1;
   }(state_));
 }
