@@ -129,29 +129,11 @@ void client_impl::on_refused(std::string_view channel, std::error_code ec, std::
   hub.on_refused(channel, ec, text);
 }
 
-void client_impl::on_state(link_state state, std::error_code reason,
+void client_impl::on_state(connection_state state, std::error_code reason,
                            const std::string& diagnostic) {
-  connection_state s = connection_state::disconnected;
-  switch (state) {
-    case link_state::idle:
-      s = connection_state::disconnected;
-      break;
-    case link_state::connecting:
-      s = connection_state::connecting;
-      break;
-    case link_state::connected:
-      s = connection_state::connected;
-      break;
-    case link_state::reconnecting:
-      s = connection_state::reconnecting;
-      break;
-    case link_state::closed:
-      s = connection_state::closed;
-      break;
-  }
-  state_.store(s, std::memory_order_relaxed);
+  state_.store(state, std::memory_order_relaxed);
   if (state_handler_) {
-    state_handler_(connection_event{s, boost::system::error_code(reason), diagnostic});
+    state_handler_(connection_event{state, boost::system::error_code(reason), diagnostic});
   }
 }
 

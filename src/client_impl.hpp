@@ -78,7 +78,8 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
   void on_message(std::string_view channel, std::string_view payload) override;
   void on_subscribed(std::string_view channel) override;
   void on_refused(std::string_view channel, std::error_code ec, std::string_view text) override;
-  void on_state(link_state state, std::error_code reason, const std::string& diagnostic) override;
+  void on_state(connection_state state, std::error_code reason,
+                const std::string& diagnostic) override;
 
   std::mutex states_mutex_;
   std::unordered_map<std::string, std::weak_ptr<lock_state>> states_;

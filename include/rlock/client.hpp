@@ -1,12 +1,12 @@
 #pragma once
 
 #include "rlock/config.hpp"
+#include "rlock/connection_state.hpp"
 #include "rlock/detail/async_run.hpp"
 #include "rlock/reentrant_lock.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/system/error_code.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -48,30 +48,6 @@ struct client_stats {
   /// Acquisitions given back because they completed after their caller was told otherwise
   /// (cancelled, or out of time).
   std::uint64_t given_back = 0;
-};
-
-/// The state of a client's connection.
-enum class connection_state {
-  /// Not connected: before connect(), after it failed, or after a loss with reconnection off.
-  disconnected,
-  /// The first connection attempt (connect()) is under way.
-  connecting,
-  /// Connected and past the handshake: commands go out.
-  connected,
-  /// The connection was lost; the client is waiting out its backoff or connecting again.
-  /// Operations wait (within their own bounds) unless config::fail_fast.
-  reconnecting,
-  /// close() was called.
-  closed,
-};
-
-/// A change of the connection's state.
-struct connection_event {
-  connection_state state;
-  /// Why the connection was lost or an attempt failed; empty on `connected`.
-  boost::system::error_code reason;
-  /// Redis's or the operating system's words for it.
-  std::string diagnostic;
 };
 
 /// A connection to one Redis server and the machinery every lock of this process shares: the

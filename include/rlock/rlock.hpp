@@ -3,5 +3,6 @@
 #include "rlock/blocking.hpp"
 #include "rlock/client.hpp"
 #include "rlock/config.hpp"
+#include "rlock/connection_state.hpp"
 #include "rlock/error.hpp"
 #include "rlock/reentrant_lock.hpp"

@@ -78,24 +78,24 @@ connection::~connection() = default;
 
 void connection::async_connect(connect_handler handler) {
   switch (state_) {
-    case link_state::connected:
-    case link_state::reconnecting:
+    case connection_state::connected:
+    case connection_state::reconnecting:
       // Connected once: from here on the connection keeps itself up.
       asio::post(executor_, [h = std::move(handler)]() mutable {
         std::move(h)(std::error_code{}, std::string{});
       });
       return;
-    case link_state::closed:
+    case connection_state::closed:
       asio::post(executor_, [h = std::move(handler)]() mutable {
         std::move(h)(make_error_code(errc::connection_lost), "the client is closed");
       });
       return;
-    case link_state::connecting:
+    case connection_state::connecting:
       connect_waiters_.push_back(std::move(handler));
       return;
-    case link_state::idle:
+    case connection_state::disconnected:
       connect_waiters_.push_back(std::move(handler));
-      state_ = link_state::connecting;
+      state_ = connection_state::connecting;
       start_attempt();
       return;
   }
@@ -113,7 +113,7 @@ asio::awaitable<void> connection::attempt(std::uint64_t gen) {
   // whatever is in flight (resolve, connect, a handshake command) fails with it.
   connect_timer_.expires_after(cfg_.connect_timeout);
   connect_timer_.async_wait([this, self, gen](boost::system::error_code ec) {
-    if (ec || gen != gen_ || state_ == link_state::connected) return;
+    if (ec || gen != gen_ || state_ == connection_state::connected) return;
     lose(gen, make_error_code(errc::timeout),
          fmt::format("connecting to {}:{} took longer than {} ms (connect_timeout)", cfg_.host,
                      cfg_.port, cfg_.connect_timeout.count()));
@@ -219,7 +219,7 @@ void connection::on_ready(std::uint64_t gen) {
   connect_timer_.cancel();
   const bool again = ever_connected_;
   ever_connected_ = true;
-  state_ = link_state::connected;
+  state_ = connection_state::connected;
   backoff_.reset();
   if (again) ++counters_.reconnects;
   // Every wanted channel again; its waiters retry once it is confirmed.
@@ -258,7 +258,8 @@ void connection::drop_socket() {
 }
 
 void connection::lose(std::uint64_t gen, std::error_code ec, std::string diagnostic) {
-  if (gen != gen_ || state_ == link_state::closed || state_ == link_state::idle) return;
+  if (gen != gen_ || state_ == connection_state::closed || state_ == connection_state::disconnected)
+    return;
   drop_socket();
   last_error_ = diagnostic.empty() ? ec.message() : diagnostic;
 
@@ -266,7 +267,7 @@ void connection::lose(std::uint64_t gen, std::error_code ec, std::string diagnos
   // must find the connection in its new state (and may even close it).
   const bool first = !ever_connected_;
   const bool give_up = first || !cfg_.reconnect.enabled;
-  state_ = give_up ? link_state::idle : link_state::reconnecting;
+  state_ = give_up ? connection_state::disconnected : connection_state::reconnecting;
   const std::uint64_t now_gen = gen_;
   if (!first) tell_state(ec, last_error_);
 
@@ -285,22 +286,22 @@ void connection::lose(std::uint64_t gen, std::error_code ec, std::string diagnos
     return;
   }
   if (cfg_.fail_fast) mux_.fail_queued(make_error_code(errc::connection_lost));
-  if (gen_ == now_gen && state_ == link_state::reconnecting) schedule_reconnect();
+  if (gen_ == now_gen && state_ == connection_state::reconnecting) schedule_reconnect();
 }
 
 void connection::schedule_reconnect() {
   reconnect_timer_.expires_after(backoff_.next());
   reconnect_timer_.async_wait(
       [this, self = shared_from_this(), gen = gen_](boost::system::error_code ec) {
-        if (ec || gen != gen_ || state_ != link_state::reconnecting) return;
+        if (ec || gen != gen_ || state_ != connection_state::reconnecting) return;
         start_attempt();
       });
 }
 
 void connection::close(std::error_code reason) {
-  if (state_ == link_state::closed) return;
-  const bool tell = ever_connected_ || state_ != link_state::idle;
-  state_ = link_state::closed;
+  if (state_ == connection_state::closed) return;
+  const bool tell = ever_connected_ || state_ != connection_state::disconnected;
+  state_ = connection_state::closed;
   drop_socket();
   reconnect_timer_.cancel();
   deadline_timer_.cancel();
@@ -313,8 +314,9 @@ void connection::close(std::error_code reason) {
 
 multiplexer::id_type connection::exec(std::string payload, request_options opts,
                                       reply_handler handler) {
-  const bool down = state_ == link_state::idle || state_ == link_state::closed ||
-                    (cfg_.fail_fast && state_ != link_state::connected);
+  const bool down = state_ == connection_state::disconnected ||
+                    state_ == connection_state::closed ||
+                    (cfg_.fail_fast && state_ != connection_state::connected);
   if (down) {
     // Posted: never complete inside the initiating call.
     asio::post(executor_, [h = std::move(handler)]() mutable {
@@ -324,7 +326,7 @@ multiplexer::id_type connection::exec(std::string payload, request_options opts,
   }
   const auto deadline = opts.deadline;
   const auto id = mux_.add(std::move(payload), answer_kind::reply, {}, opts, std::move(handler));
-  if (state_ == link_state::connected) start_write();
+  if (state_ == connection_state::connected) start_write();
   arm_deadline(deadline);
   return id;
 }
@@ -335,14 +337,15 @@ bool connection::withdraw(multiplexer::id_type id, std::error_code reason) {
 
 void connection::start_write() {
   if (write_in_flight_) return;
-  if (state_ != link_state::connected && state_ != link_state::connecting &&
-      state_ != link_state::reconnecting) {
+  if (state_ != connection_state::connected && state_ != connection_state::connecting &&
+      state_ != connection_state::reconnecting) {
     return;
   }
   writing_.clear();
   // Everything queued since the last write goes out in one write: natural pipelining. Started
   // from the request itself, so an idle connection sends at once (Asio tries the send inline).
-  if (mux_.prepare_write(writing_, state_ == link_state::connected, clock_type::now()) == 0) return;
+  if (mux_.prepare_write(writing_, state_ == connection_state::connected, clock_type::now()) == 0)
+    return;
   write_in_flight_ = true;
   asio::async_write(
       socket_, asio::buffer(writing_),
@@ -370,7 +373,7 @@ void connection::arm_deadline(clock_type::time_point d) {
   deadline_timer_.async_wait([this, self = shared_from_this()](boost::system::error_code ec) {
     if (ec == asio::error::operation_aborted) return;  // re-armed earlier, or closing
     deadline_armed_at_ = clock_type::time_point::max();
-    if (state_ == link_state::closed) return;
+    if (state_ == connection_state::closed) return;
     mux_.expire(clock_type::now());
     arm_deadline(mux_.next_deadline());
   });
@@ -457,7 +460,7 @@ void connection::send_subscription(std::string_view channel, bool on) {
 // --- health check -----------------------------------------------------------------------------
 
 void connection::arm_health() {
-  if (cfg_.health_check_interval.count() <= 0 || state_ != link_state::connected) return;
+  if (cfg_.health_check_interval.count() <= 0 || state_ != connection_state::connected) return;
   // With a PING outstanding, anything read since (a push) also proves the connection alive.
   const auto since = ping_outstanding_ ? std::max(ping_sent_, last_read_) : last_read_;
   const auto at = since + cfg_.health_check_interval;

@@ -3,6 +3,7 @@
 #include "resp3/parser.hpp"
 #include "resp3/value.hpp"
 #include "rlock/config.hpp"
+#include "rlock/connection_state.hpp"
 #include "session/backoff.hpp"
 #include "session/multiplexer.hpp"
 #include "session/subscription_set.hpp"
@@ -24,15 +25,6 @@
 #include <vector>
 
 namespace rlock::detail {
-
-/// The state of a connection as its users see it.
-enum class link_state : std::uint8_t {
-  idle,          // never connected, or gave up (first connect failed, reconnection off)
-  connecting,    // the first connection attempt
-  connected,     // handshake done: requests are written
-  reconnecting,  // lost; waiting out the backoff or redoing the handshake
-  closed,        // closed by the client: nothing more will happen
-};
 
 /// A step of the handshake after `HELLO 3` and `SELECT` (e.g. a `SCRIPT LOAD`): its command and
 /// the check of its reply; a check that returns an error fails the connection attempt.
@@ -61,7 +53,7 @@ class connection : public std::enable_shared_from_this<connection> {
     /// The server refused to subscribe a wanted channel (e.g. -NOPERM).
     virtual void on_refused(std::string_view channel, std::error_code ec,
                             std::string_view text) = 0;
-    virtual void on_state(link_state state, std::error_code reason,
+    virtual void on_state(connection_state state, std::error_code reason,
                           const std::string& diagnostic) = 0;
 
    protected:
@@ -100,8 +92,8 @@ class connection : public std::enable_shared_from_this<connection> {
   /// Fails everything with `reason` and closes for good. Idempotent.
   void close(std::error_code reason);
 
-  link_state state() const noexcept { return state_; }
-  bool connected() const noexcept { return state_ == link_state::connected; }
+  connection_state state() const noexcept { return state_; }
+  bool connected() const noexcept { return state_ == connection_state::connected; }
   /// Why the connection was last lost or failed to connect (for error messages).
   const std::string& last_error() const noexcept { return last_error_; }
   const config& cfg() const noexcept { return cfg_; }
@@ -147,7 +139,7 @@ class connection : public std::enable_shared_from_this<connection> {
   subscription_set subs_;
   backoff backoff_;
 
-  link_state state_ = link_state::idle;
+  connection_state state_ = connection_state::disconnected;
   bool ever_connected_ = false;
   std::uint64_t gen_ = 1;  // the current connection attempt; callbacks of older ones do nothing
   std::string writing_;    // the bytes of the write in flight

@@ -45,7 +45,7 @@ class session {
     return node_->subscribed(channel);
   }
 
-  link_state state() const noexcept { return node_->state(); }
+  connection_state state() const noexcept { return node_->state(); }
   bool connected() const noexcept { return node_->connected(); }
   const std::string& last_error() const noexcept { return node_->last_error(); }
   const connection::counters& stats() const noexcept { return node_->stats(); }

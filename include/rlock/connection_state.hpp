@@ -1,0 +1,33 @@
+#pragma once
+
+#include <boost/system/error_code.hpp>
+
+#include <string>
+
+namespace rlock {
+
+/// The state of a client's connection.
+enum class connection_state {
+  /// Not connected: before connect(), after it failed, or after a loss with reconnection off.
+  disconnected,
+  /// The first connection attempt (connect()) is under way.
+  connecting,
+  /// Connected and past the handshake: commands go out.
+  connected,
+  /// The connection was lost; the client is waiting out its backoff or connecting again.
+  /// Operations wait (within their own bounds) unless config::fail_fast.
+  reconnecting,
+  /// close() was called.
+  closed,
+};
+
+/// A change of the connection's state.
+struct connection_event {
+  connection_state state;
+  /// Why the connection was lost or an attempt failed; empty on `connected`.
+  boost::system::error_code reason;
+  /// Redis's or the operating system's words for it.
+  std::string diagnostic;
+};
+
+}  // namespace rlock
