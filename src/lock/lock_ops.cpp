@@ -309,7 +309,8 @@ struct acquire_operation {
     }
     const bool written = op->written != clock_type::time_point{};
     if (written && (ec == errc::connection_lost || ec == errc::timeout)) {
-      // Unknown: the server may have run it. Ask it.
+      // Unknown: the server may have run it. Ask it (as often as it takes; counted once).
+      ++op->client().counters.reconciled_acquires;
       return reconcile(std::move(op));
     }
     // Not written (it certainly did not run), or an error reply.
@@ -328,7 +329,6 @@ struct acquire_operation {
   /// it had before the attempt, says whether the attempt ran. Retried across reconnects.
   static void reconcile(owner op) {
     client_impl& c = op->client();
-    ++c.counters.reconciled_acquires;
     if (op->cancelled) op->detach(cancelled_error());
     std::string hget;
     resp3::append_command(hget, {"HGET", op->s->key, op->s->field});
