@@ -207,6 +207,19 @@ client_stats client::stats() const noexcept {
   return s;
 }
 
+client_activity client::activity() const noexcept {
+  client_activity a;
+  a.renewed_locks = impl_->dog.size();
+  a.renewal_batches = impl_->dog.batches_in_flight();
+  a.watchdog_armed = impl_->dog.armed();
+  a.waiters = impl_->hub.waiter_total();
+  a.waiter_channels = impl_->hub.channel_count();
+  a.subscriptions = impl_->session.subscriptions();
+  a.requests = impl_->session.outstanding();
+  a.latches = impl_->latches.pending();
+  return a;
+}
+
 connection_state client::state() const noexcept { return impl_->state(); }
 
 void client::on_state_change(std::function<void(const connection_event&)> handler) {

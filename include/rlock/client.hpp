@@ -9,6 +9,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -59,6 +60,31 @@ struct client_stats {
 /// it from one thread, or give it a strand when the io_context runs on several threads:
 /// `rlock::client redis(asio::make_strand(io), cfg)`. Destroy it where no other thread runs that
 /// executor (or after the io_context stopped); destruction closes the connection like `close()`.
+/// What a client has in progress right now: every field is zero once its locks are released and
+/// its operations complete, so a non-zero value after that is something left behind (the chaos
+/// suite checks this at the end of every run). Unlike client_stats these are not atomics: read
+/// them on the client's executor.
+struct client_activity {
+  /// Locks the watchdog renews, renewal batches in flight, and whether its timer is armed.
+  std::size_t renewed_locks = 0;
+  std::size_t renewal_batches = 0;
+  bool watchdog_armed = false;
+  /// lock() / try_lock() calls waiting for an unlock notification, and the channels they wait on.
+  std::size_t waiters = 0;
+  std::size_t waiter_channels = 0;
+  /// Channels the connection is subscribed to or has a (UN)SUBSCRIBE outstanding for.
+  std::size_t subscriptions = 0;
+  /// Requests queued or written and not answered yet.
+  std::size_t requests = 0;
+  /// Unlock latches waiting to be deleted.
+  std::size_t latches = 0;
+
+  bool idle() const noexcept {
+    return renewed_locks == 0 && renewal_batches == 0 && !watchdog_armed && waiters == 0 &&
+           waiter_channels == 0 && subscriptions == 0 && requests == 0 && latches == 0;
+  }
+};
+
 class client {
  public:
   using executor_type = boost::asio::any_io_executor;
@@ -78,6 +104,8 @@ class client {
 
   /// A snapshot of the counters; may be called from any thread.
   client_stats stats() const noexcept;
+  /// What is in progress now (see client_activity); call on the client's executor.
+  client_activity activity() const noexcept;
 
   /// The connection's state now; may be called from any thread.
   connection_state state() const noexcept;

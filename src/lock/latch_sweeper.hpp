@@ -24,6 +24,8 @@ class latch_sweeper {
   void set_owner(std::weak_ptr<void> owner) { owner_ = std::move(owner); }
 
   void add(std::string key);
+  /// Latches waiting for their DEL.
+  std::size_t pending() const noexcept { return keys_.size(); }
 
  private:
   void sweep();

@@ -171,14 +171,25 @@ struct release_operation {
   static void on_reply(owner op, std::error_code ec, const resp3::value& reply) {
     client_impl& c = *op->s->client;
     if (!ec) {
-      op->tell(op->s->on_released(reply, op->written));
+      auto outcome = op->s->on_released(reply);
+      op->tell(std::move(outcome.error));
       // The answer is in: the latch has done its work.
       c.latches.add(std::move(op->latch));
+      if (outcome.orphaned) give_back_orphans(op->s);
       return;
     }
     if (op->written == clock_type::time_point{}) op->s->release_not_sent(op->undo);
     op->tell(failure_of(c, ec, reply, fmt::format("unlock of '{}'", op->s->name())));
   }
+
+  /// Releases holds the server counts for this owner that no caller has, one per round trip
+  /// (each release takes one); bounded, in case something else keeps adding them.
+  static void give_back_orphans(const std::shared_ptr<lock_state>& s) {
+    if (++s->orphan_releases > max_orphan_releases) return;
+    ++s->client->counters.given_back;
+    async_release(s, [](std::exception_ptr) {});
+  }
+  static constexpr std::uint32_t max_orphan_releases = 16;
 
   /// Tells the caller (once). Posted when called from the deadline hook, which runs inside the
   /// session's bookkeeping.

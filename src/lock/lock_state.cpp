@@ -86,6 +86,7 @@ void lock_state::on_lease_lost() {
 void lock_state::on_acquired(std::chrono::milliseconds lease_ms, bool renew,
                              std::chrono::steady_clock::time_point sent) {
   if (local_holds++ == 0) lost = false;
+  orphan_releases = 0;
   lease = lease_ms;
   watched = renew;
   // The watchdog holds the state: a held lock stays renewed even if every handle is gone.
@@ -104,29 +105,28 @@ void lock_state::release_not_sent(const release_undo& undo) {
   if (undo.watched) client->dog.add(*this, shared_from_this(), undo.confirmed);
 }
 
-std::exception_ptr lock_state::on_released(const resp3::value& reply,
-                                           std::chrono::steady_clock::time_point sent) {
+lock_state::release_outcome lock_state::on_released(const resp3::value& reply) {
   if (reply.is_null()) {
     reset(false);
-    return std::make_exception_ptr(
+    return {std::make_exception_ptr(
         std::system_error(make_error_code(errc::not_owner),
-                          fmt::format("lock '{}' is not held by {}", name(), field)));
+                          fmt::format("lock '{}' is not held by {}", name(), field)))};
   }
   if (reply.type != resp3::type::number) {
-    return std::make_exception_ptr(std::system_error(make_error_code(errc::protocol_error),
-                                                     "release script: unexpected reply"));
+    return {std::make_exception_ptr(std::system_error(make_error_code(errc::protocol_error),
+                                                      "release script: unexpected reply"))};
   }
   if (reply.integer == 1) {
     reset(false);
   } else if (local_holds > 1) {
     --local_holds;
-  } else {
-    // The server still counts a hold this owner did not know of: it holds on. The script set the
-    // TTL to the lease again when it was sent, so that is where the lease runs from.
-    local_holds = 1;
-    if (watched) client->dog.add(*this, shared_from_this(), sent);
+  } else if (local_holds == 0) {
+    // Still held, and nobody here holds it: keeping (or renewing) those holds would keep the
+    // lock for no one, so they go back.
+    return {nullptr, true};
   }
-  return nullptr;
+  // local_holds == 1: re-acquired since this release was sent; the server agrees on one hold.
+  return {};
 }
 
 void lock_state::set_last_error(const std::exception_ptr& e) {

@@ -59,11 +59,14 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   /// The release was never sent (it timed out while the session was down): undo
   /// before_release.
   void release_not_sent(const release_undo& undo);
-  /// Bookkeeping after the release script's reply (sent at `sent`); returns the error to report:
-  /// null (not held) is errc::not_owner. "Still held" when this owner thought it the last hold
-  /// means the counts drifted: the owner holds on, and a watchdog lock is renewed again.
-  std::exception_ptr on_released(const resp3::value& reply,
-                                 std::chrono::steady_clock::time_point sent);
+  struct release_outcome {
+    std::exception_ptr error;  // to report: null (not held) is errc::not_owner
+    /// The server still counts holds of this owner that no caller here has (an acquire that
+    /// ran after it was reconciled as not run): they must be given back, not kept.
+    bool orphaned = false;
+  };
+  /// Bookkeeping after the release script's reply.
+  release_outcome on_released(const resp3::value& reply);
   /// Stops renewal and tells lost() waiters; local bookkeeping only.
   void reset(bool lost);
 
@@ -85,6 +88,7 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   bool lost = false;
   std::atomic<wake_reason> last_wake{wake_reason::immediate};
   std::uint64_t local_holds = 0;       // acquisitions not yet released, as far as we know
+  std::uint32_t orphan_releases = 0;   // give-backs of orphaned holds since the last acquire
   std::chrono::milliseconds lease{0};  // of the latest acquire: a nested release re-arms it
   bool watched = false;                // the latest acquisition is kept by the watchdog
   std::unique_ptr<boost::asio::steady_timer> lost_signal;  // cancelled to wake lost() waiters

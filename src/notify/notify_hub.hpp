@@ -77,6 +77,12 @@ class notify_hub {
 
   /// Channels with local waiters.
   std::size_t channel_count() const noexcept { return channels_.size(); }
+  /// Waiters linked in every channel.
+  std::size_t waiter_total() const noexcept {
+    std::size_t n = 0;
+    for (const auto& [name, ch] : channels_) n += ch.size;
+    return n;
+  }
   std::size_t waiter_count(std::string_view channel) const;
 
  private:

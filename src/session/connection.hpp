@@ -88,6 +88,8 @@ class connection : public std::enable_shared_from_this<connection> {
   void unsubscribe(std::string_view channel);
   bool subscribed(std::string_view channel) const { return subs_.active(channel); }
   std::size_t subscriptions() const noexcept { return subs_.size(); }
+  /// Requests queued or written and not answered yet.
+  std::size_t outstanding() const noexcept { return mux_.queued() + mux_.written(); }
 
   /// Fails everything with `reason` and closes for good. Idempotent.
   void close(std::error_code reason);

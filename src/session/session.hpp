@@ -50,6 +50,7 @@ class session {
   const std::string& last_error() const noexcept { return node_->last_error(); }
   const connection::counters& stats() const noexcept { return node_->stats(); }
   std::size_t subscriptions() const noexcept { return node_->subscriptions(); }
+  std::size_t outstanding() const noexcept { return node_->outstanding(); }
   const config& cfg() const noexcept { return node_->cfg(); }
 
  private:

@@ -55,6 +55,11 @@ void watchdog::remove(lease& l) noexcept {
   (l.next_ != nullptr ? l.next_->prev_ : tail_) = l.prev_;
   l.prev_ = l.next_ = nullptr;
   --size_;
+  if (size_ == 0) {
+    // Nothing left to renew: no timer stays armed (it would keep the client alive for nothing).
+    next_round_ = earliest_ = armed_at_ = clock::time_point::max();
+    timer_.cancel();
+  }
   // Last: this may destroy the owner, and with it `l`.
   auto keep = std::move(l.keep_alive_);
 }

@@ -90,6 +90,9 @@ class watchdog {
   }
 
   std::size_t size() const noexcept { return size_; }
+  /// Whether a timer is pending, and renewal batches are in flight (for client::activity()).
+  bool armed() const noexcept { return armed_at_ != clock::time_point::max(); }
+  std::size_t batches_in_flight() const noexcept { return batches_in_flight_; }
   /// Renewal script calls made so far (for tests and benchmarks).
   std::uint64_t renew_calls() const noexcept {
     return renew_calls_.load(std::memory_order_relaxed);

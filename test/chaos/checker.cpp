@@ -1,0 +1,128 @@
+#include "chaos/checker.hpp"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+namespace rlock::chaos {
+
+namespace {
+
+std::string ms(nanos t, nanos origin) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(3);
+  out << static_cast<double>(t - origin) / 1e6 << " ms";
+  return out.str();
+}
+
+std::string describe(const acquisition& a, nanos origin) {
+  return a.owner + " [" + ms(a.acquired, origin) + ", " + ms(a.ended, origin) + " " +
+         std::string(to_string(a.end)) + "]";
+}
+
+/// The belief interval's end: an open acquisition is believed until the history's end.
+acquisition closed(acquisition a, nanos end) {
+  if (a.end == end_kind::open) a.ended = std::max(end, a.acquired);
+  return a;
+}
+
+}  // namespace
+
+verdict check(const history& h, const checker_options& opts) {
+  verdict v;
+  v.acquisitions = h.acquisitions.size();
+  v.operations = h.operations.size();
+  const nanos origin = h.begin;
+
+  // Data loss first: every restart that lost data is reported, overlaps or not.
+  std::vector<restart> losses;
+  for (const auto& r : h.restarts) {
+    if (!r.data_survived) losses.push_back(r);
+  }
+  std::sort(losses.begin(), losses.end(),
+            [](const restart& a, const restart& b) { return a.at < b.at; });
+  std::vector<std::vector<std::string>> explained(losses.size());
+
+  // Exclusion: per lock, sort by acquisition and compare each with every earlier interval that
+  // is still believed (not only the latest: one long belief may overlap several later ones).
+  std::map<std::string, std::vector<acquisition>> by_lock;
+  for (const auto& a : h.acquisitions) by_lock[a.lock].push_back(closed(a, h.end));
+  for (auto& [lock, list] : by_lock) {
+    std::sort(list.begin(), list.end(), [](const acquisition& a, const acquisition& b) {
+      return a.acquired != b.acquired ? a.acquired < b.acquired : a.owner < b.owner;
+    });
+    std::vector<const acquisition*> believed;  // intervals that may still overlap later ones
+    for (const auto& next : list) {
+      std::erase_if(believed, [&](const acquisition* p) { return p->ended <= next.acquired; });
+      for (const auto* prev : believed) {
+        const std::string what =
+            lock + ": " + describe(*prev, origin) + " overlaps " + describe(next, origin);
+        // A loss between the two grants explains it: the server forgot the first. The first
+        // may have been granted by the old server if it was requested before the kill (its
+        // answer can be read after it); the second only if it was seen after the kill.
+        const auto loss = std::find_if(losses.begin(), losses.end(), [&](const restart& r) {
+          return prev->requested < r.at && r.at <= next.acquired;
+        });
+        if (loss != losses.end()) {
+          explained[static_cast<std::size_t>(loss - losses.begin())].push_back(what);
+        } else {
+          v.violations.push_back(what);
+        }
+      }
+      believed.push_back(&next);
+    }
+  }
+  for (std::size_t i = 0; i < losses.size(); ++i) {
+    std::string line = "restart at " + ms(losses[i].at, origin) + " lost the server's data";
+    if (explained[i].empty()) {
+      line += "; no overlap followed";
+    } else {
+      line += "; it explains " + std::to_string(explained[i].size()) + " overlap(s):";
+      for (const auto& e : explained[i]) line += "\n    " + e;
+    }
+    v.data_loss.push_back(std::move(line));
+  }
+
+  for (const auto& a : h.acquisitions) {
+    if (a.end == end_kind::open) {
+      v.stuck.push_back("acquisition never ended: " + a.lock + " by " + a.owner + " at " +
+                        ms(a.acquired, origin));
+    }
+  }
+  for (const auto& o : h.operations) {
+    const std::string who = std::string(to_string(o.kind)) + " " + o.lock + " by " + o.owner +
+                            " at " + ms(o.started, origin);
+    if (o.finished < 0) {
+      v.stuck.push_back(who + " never completed");
+    } else if (o.bound >= 0 && o.finished - o.started > o.bound + opts.slack) {
+      v.overruns.push_back(who + " took " + ms(o.finished, o.started) + ", bound " +
+                           ms(o.bound, 0) + " (+ slack " + ms(opts.slack, 0) + ") -> " + o.outcome);
+    }
+  }
+
+  for (const auto& c : h.left.channels) v.leftovers.push_back("channel " + c);
+  for (const auto& k : h.left.keys) v.leftovers.push_back("key " + k);
+  for (const auto& s : h.left.client_activity) v.leftovers.push_back("client " + s);
+  return v;
+}
+
+std::string verdict::report() const {
+  std::ostringstream out;
+  out << acquisitions << " acquisitions, " << operations
+      << " operations: " << (clean() ? "clean" : "NOT clean") << '\n';
+  auto section = [&](const char* title, const std::vector<std::string>& items) {
+    if (items.empty()) return;
+    out << title << " (" << items.size() << "):\n";
+    for (std::size_t i = 0; i < items.size() && i < 20; ++i) out << "  " << items[i] << '\n';
+    if (items.size() > 20) out << "  ... " << items.size() - 20 << " more\n";
+  };
+  section("VIOLATIONS of exclusion", violations);
+  section("DATA LOSS", data_loss);
+  section("operations past their bound", overruns);
+  section("never completed", stuck);
+  section("left behind", leftovers);
+  return out.str();
+}
+
+}  // namespace rlock::chaos

@@ -1,0 +1,47 @@
+#pragma once
+
+#include "chaos/history.hpp"
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace rlock::chaos {
+
+struct checker_options {
+  /// Allowed on top of an operation's stated bound: scheduling, sanitizers, a loaded CI machine.
+  /// It is not a performance margin; an operation that hangs overruns any slack.
+  nanos slack = 2'000'000'000;
+};
+
+/// What check() found. Each list is a kind of failure, with one line per finding; a run is clean
+/// only when all are empty.
+struct verdict {
+  /// Two owners believed they held the same lock at the same time, and no data loss explains it.
+  std::vector<std::string> violations;
+  /// Restarts that lost the server's data, each with the overlaps it explains (a first grant
+  /// requested before the kill, a second seen after it). Never a pass: a lock on a server that
+  /// forgets is not a lock, and the report says so apart from violations.
+  std::vector<std::string> data_loss;
+  /// Operations that completed later than their bound (+ slack).
+  std::vector<std::string> overruns;
+  /// Operations that never completed, acquisitions never ended.
+  std::vector<std::string> stuck;
+  /// Channels, keys, client activity left at the end.
+  std::vector<std::string> leftovers;
+
+  std::size_t acquisitions = 0;
+  std::size_t operations = 0;
+
+  bool clean() const noexcept {
+    return violations.empty() && data_loss.empty() && overruns.empty() && stuck.empty() &&
+           leftovers.empty();
+  }
+  /// A multi-line summary for test output.
+  std::string report() const;
+};
+
+/// Checks a history (see history.hpp for what its intervals mean).
+verdict check(const history& h, const checker_options& opts = {});
+
+}  // namespace rlock::chaos

@@ -1,0 +1,124 @@
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rlock::chaos {
+
+/// Nanoseconds on steady_clock, which on Linux is CLOCK_MONOTONIC: one time line for every
+/// process of a run on this machine, so histories recorded by several processes merge.
+using nanos = std::int64_t;
+nanos now_ns() noexcept;
+
+/// Why an owner stopped believing it held a lock.
+enum class end_kind : std::uint8_t {
+  open,       // it never stopped (still believed when the history ended)
+  released,   // it called unlock()
+  lost,       // lost() fired
+  not_owner,  // its unlock was answered not_owner (without lost() first)
+};
+
+/// One acquisition: the interval in which `owner` believed it held `lock`. It starts when the
+/// acquire's success was seen (the server granted it earlier) and ends when the owner called
+/// unlock (the server releases later), when lost() fired, or when unlock said not_owner; so for
+/// a correct lock, believed intervals of one lock never overlap.
+struct acquisition {
+  std::string lock;
+  std::string owner;
+  nanos acquired = 0;
+  /// When the acquire that granted it was called: the server granted it in [requested, acquired].
+  nanos requested = 0;
+  nanos ended = 0;
+  end_kind end = end_kind::open;
+};
+
+enum class op_kind : std::uint8_t { lock, try_lock, unlock };
+
+/// One call of the API and its stated bound.
+struct operation {
+  op_kind kind = op_kind::lock;
+  std::string lock;
+  std::string owner;
+  nanos started = 0;
+  nanos finished = -1;  // -1: it never completed
+  nanos bound = -1;     // -1: none (lock() without a wait); it must still complete
+  std::string outcome;  // "acquired", "not acquired", "released", or the error
+};
+
+/// A restart of the server, and whether the data written before it survived (the harness writes
+/// a marker key before every fault and reads it back after). `at` is when it was killed: nothing
+/// granted after that came from the old server's data.
+struct restart {
+  nanos at = 0;
+  bool data_survived = true;
+};
+
+/// What was left at the end, after every worker stopped: server channels and keys under the
+/// run's prefix, and each client's activity gauges that are not zero ("p1: held_locks=1").
+struct leftovers {
+  std::vector<std::string> channels;
+  std::vector<std::string> keys;
+  std::vector<std::string> client_activity;
+};
+
+/// A run's record, checked afterwards by check(). Text-serialisable so processes can each
+/// write theirs and the parent merge them.
+struct history {
+  std::vector<acquisition> acquisitions;
+  std::vector<operation> operations;
+  std::vector<restart> restarts;
+  leftovers left;
+  nanos begin = 0;  // 0: not set (merge() takes the other's)
+  nanos end = 0;    // when the workload was over; open acquisitions are believed until here
+
+  void merge(const history& other);
+  std::string serialize() const;
+  /// Parses serialize()'s output; throws std::runtime_error on a malformed line.
+  static history parse(std::string_view text);
+};
+
+/// Thread-safe recording of a history by many workers.
+class recorder {
+ public:
+  using id = std::size_t;
+
+  /// `owner` saw its acquire of `lock`, called at `requested`, succeed now.
+  id acquired(std::string_view lock, std::string_view owner, nanos requested);
+  /// Ends the belief of acquisition `a` now with `why`, unless it ended already.
+  void end(id a, end_kind why);
+  /// Ends it at `at` (e.g. when unlock() was called, known only once it answered).
+  void end_at(id a, end_kind why, nanos at);
+
+  id started(op_kind kind, std::string_view lock, std::string_view owner, nanos bound);
+  void finished(id op, std::string_view outcome);
+
+  /// The server was killed at `killed_at` (when its data was lost, if it was) and is back.
+  void restarted(bool data_survived, nanos killed_at);
+
+  /// For scenarios that aim a fault at a moment: an operation of `kind` running for at least
+  /// `min_age` now; an acquisition believed now.
+  bool in_progress(op_kind kind, nanos min_age) const;
+  bool holding() const;
+
+  /// The history so far (copies).
+  history snapshot() const;
+  /// Takes the history, with `end` set to now.
+  history finish();
+
+ private:
+  mutable std::mutex mutex_;
+  history h_ = started_now();
+  static history started_now() {
+    history h;
+    h.begin = now_ns();
+    return h;
+  }
+};
+
+std::string_view to_string(end_kind k) noexcept;
+std::string_view to_string(op_kind k) noexcept;
+
+}  // namespace rlock::chaos

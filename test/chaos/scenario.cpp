@@ -1,0 +1,109 @@
+#include "chaos/scenario.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+namespace rlock::chaos {
+
+using namespace std::chrono_literals;
+
+rlock::config chaos_config(std::uint16_t port, const std::string& prefix, const std::string& name) {
+  rlock::config cfg;
+  cfg.port = port;
+  cfg.key_prefix = prefix;
+  cfg.client_name = name;
+  cfg.watchdog_timeout = 1000ms;
+  cfg.command_timeout = 300ms;
+  cfg.connect_timeout = 500ms;
+  cfg.health_check_interval = 200ms;
+  cfg.reconnect.backoff_initial = 20ms;
+  cfg.reconnect.backoff_cap = 200ms;
+  return cfg;
+}
+
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+scenario::scenario(rlock::test::redis_server::options server_opts)
+    : server(server_opts), proxy(server.port()), prefix(rlock::test::unique_prefix()) {}
+
+workload_options scenario::workload(const std::string& process, bool through_proxy) const {
+  workload_options o;
+  o.cfg = chaos_config(through_proxy ? proxy.port() : server.port(), prefix, "chaos-" + process);
+  o.process = process;
+  o.names = {"alpha", "beta"};
+  o.coroutines = 4;
+  o.threads = 1;
+  o.duration = 3s;
+  o.seed = 7;
+  return o;
+}
+
+void scenario::start(workload_options opts) {
+  running_.push_back(
+      std::async(std::launch::async, [this, opts] { return run_workload(opts, rec); }));
+}
+
+verdict scenario::finish(checker_options copts) {
+  // The workloads share the recorder; each reports what its own clients left behind.
+  std::vector<std::string> activity;
+  for (auto& f : running_) {
+    const auto part = f.get();
+    activity.insert(activity.end(), part.left.client_activity.begin(),
+                    part.left.client_activity.end());
+  }
+  running_.clear();
+  auto h = rec.finish();
+  h.left.client_activity = std::move(activity);
+  record_server_leftovers(server.port(), prefix, h);
+  const auto v = check(h, copts);
+  std::printf("%s", v.report().c_str());
+  last_ = std::move(h);
+  return v;
+}
+
+std::int64_t scenario::kill_clients() {
+  // A connection with subscriptions is of type pubsub, not normal: kill both.
+  rlock::test::raw_client raw(server.port());
+  return raw.command_int({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}) +
+         raw.command_int({"CLIENT", "KILL", "TYPE", "pubsub", "SKIPME", "yes"});
+}
+
+void scenario::pause_clients(std::chrono::milliseconds d) {
+  rlock::test::raw_client raw(server.port());
+  raw.command({"CLIENT", "PAUSE", std::to_string(d.count())});
+}
+
+void scenario::stop_server(std::chrono::milliseconds d) {
+  ::kill(server.pid(), SIGSTOP);
+  std::this_thread::sleep_for(d);
+  ::kill(server.pid(), SIGCONT);
+}
+
+bool scenario::restart_server() {
+  const std::string marker = prefix + "marker";
+  const std::string value = std::to_string(++markers_);
+  {
+    rlock::test::raw_client raw(server.port());
+    raw.command({"SET", marker, value});
+  }
+  const nanos killed_at = now_ns();
+  server.kill_hard();
+  server.restart();
+  back_at.push_back(now_ns());
+  rlock::test::raw_client raw(server.port());
+  const auto got = raw.command({"GET", marker});
+  const bool survived = got.str == value;
+  rec.restarted(survived, killed_at);
+  raw.command({"DEL", marker});
+  return survived;
+}
+
+}  // namespace rlock::chaos

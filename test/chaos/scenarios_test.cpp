@@ -1,0 +1,322 @@
+// Chaos scenarios: a workload of coroutines and a blocking thread contending on two locks while
+// one fault is injected, its history checked by the checker (chaos/checker.hpp). Each test says
+// which fault and when; every one must end with the checker clean: no overlapping beliefs, no
+// operation past its bound, nothing left behind.
+#include "chaos/scenario.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <rlock/client.hpp>
+#include <rlock/error.hpp>
+#include <thread>
+
+namespace {
+
+using namespace rlock::chaos;
+using namespace std::chrono_literals;
+namespace asio = boost::asio;
+
+constexpr nanos ms = 1'000'000;
+
+/// The time from each restarted server answering again to the first acquisition after that.
+std::vector<double> recovery_ms(const history& h, const std::vector<nanos>& back_at) {
+  std::vector<double> out;
+  for (const nanos back : back_at) {
+    nanos first = -1;
+    for (const auto& a : h.acquisitions) {
+      if (a.acquired > back && (first < 0 || a.acquired < first)) first = a.acquired;
+    }
+    if (first >= 0) out.push_back(static_cast<double>(first - back) / 1e6);
+  }
+  return out;
+}
+
+std::size_t count_ends(const history& h, end_kind k) {
+  return static_cast<std::size_t>(std::count_if(h.acquisitions.begin(), h.acquisitions.end(),
+                                                [k](const auto& a) { return a.end == k; }));
+}
+
+TEST(chaos, client_kill_while_waiting) {
+  scenario s;
+  auto w = s.workload("p");
+  w.names = {"alpha"};  // one lock: most workers are waiting at any moment
+  s.start(w);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(wait_until([&] { return s.rec.in_progress(op_kind::lock, 20 * ms); }));
+    EXPECT_GE(s.kill_clients(), 1);
+    std::this_thread::sleep_for(300ms);  // let it recover and run before the next kill
+  }
+  const auto v = s.finish();
+  EXPECT_TRUE(v.clean()) << v.report();
+  EXPECT_GT(v.acquisitions, 10u);
+}
+
+TEST(chaos, client_kill_while_holding) {
+  scenario s;
+  auto w = s.workload("p");
+  w.max_hold = 200ms;  // holders hold across the kill and must keep renewing after it
+  s.start(w);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(wait_until([&] { return s.rec.holding(); }));
+    EXPECT_GE(s.kill_clients(), 1);
+    std::this_thread::sleep_for(300ms);
+  }
+  const auto v = s.finish();
+  EXPECT_TRUE(v.clean()) << v.report();
+}
+
+TEST(chaos, client_kill_while_an_unlock_is_in_flight) {
+  scenario s;
+  // Replies take 40 ms through the proxy, so an unlock stays in flight long enough to aim at.
+  s.proxy.set_delay(direction::to_client, 40ms);
+  s.start(s.workload("p"));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(wait_until([&] { return s.rec.in_progress(op_kind::unlock, 5 * ms); }));
+    EXPECT_GE(s.kill_clients(), 1);
+    std::this_thread::sleep_for(300ms);
+  }
+  const auto v = s.finish();
+  EXPECT_TRUE(v.clean()) << v.report();
+}
+
+TEST(chaos, black_hole_longer_than_the_lease_holder_learns_lost_first) {
+  // A holder behind the proxy, a waiter connected directly: the proxy swallows everything for
+  // 1.5 leases. The holder must stop believing (lost()) before the waiter can acquire.
+  scenario s;
+  asio::io_context io;
+  rlock::client holder(io.get_executor(), chaos_config(s.proxy.port(), s.prefix, "holder"));
+  rlock::client waiter(io.get_executor(), chaos_config(s.server.port(), s.prefix, "waiter"));
+  nanos lost_at = 0;
+  nanos taken_at = 0;
+  int finished = 0;
+  auto done = [&] {
+    if (++finished == 2) io.stop();
+  };
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await holder.connect();
+        co_await waiter.connect();
+        auto l = holder.get_lock("gamma");
+        const nanos requested = now_ns();
+        co_await l.lock();
+        const auto a = s.rec.acquired("gamma", "holder", requested);
+        asio::co_spawn(
+            io,
+            [&, a]() -> asio::awaitable<void> {
+              auto w = waiter.get_lock("gamma");
+              const nanos requested = now_ns();
+              const auto op = s.rec.started(op_kind::lock, "gamma", "waiter", -1);
+              co_await w.lock();
+              s.rec.finished(op, "acquired");
+              taken_at = now_ns();
+              const auto b = s.rec.acquired("gamma", "waiter", requested);
+              const auto u = s.rec.started(op_kind::unlock, "gamma", "waiter", 300 * ms);
+              s.rec.end(b, end_kind::released);
+              co_await w.unlock();
+              s.rec.finished(u, "released");
+              (void)a;
+              done();
+            },
+            asio::detached);
+        s.proxy.black_hole();
+        co_await l.lost();
+        lost_at = now_ns();
+        s.rec.end(a, end_kind::lost);
+        done();
+      },
+      asio::detached);
+  // Both coroutines end within about a lease; run_for bounds a hang.
+  io.run_for(10s);
+  EXPECT_EQ(finished, 2);
+  s.proxy.heal();
+  ASSERT_GT(lost_at, 0);
+  ASSERT_GT(taken_at, 0);
+  std::printf("lost() margin: %.1f ms before the next owner acquired\n",
+              static_cast<double>(taken_at - lost_at) / 1e6);
+  EXPECT_LT(lost_at, taken_at);
+  // Let the healed holder reconnect and release its (already lost) hold before the checks.
+  asio::co_spawn(io, holder.close(), asio::detached);
+  asio::co_spawn(io, waiter.close(), asio::detached);
+  io.restart();
+  io.run_for(5s);
+  const auto v = s.finish();
+  EXPECT_TRUE(v.clean()) << v.report();
+}
+
+TEST(chaos, an_acquire_delivered_late_by_a_dead_connection_leaves_no_lock_behind) {
+  // The acquire is written to a connection whose path then breaks (frozen in the proxy; new
+  // connections flow). The client gives the connection up, reconnects, reconciles the acquire as
+  // not run, and acquires again. Then the path heals and TCP delivers the old bytes: the old
+  // acquire runs late, adding a hold nobody here has. The owner's unlock must still leave the
+  // lock free (the orphaned hold given back), not keep it renewed for no one.
+  scenario s;
+  asio::io_context io;
+  rlock::client a(io.get_executor(), chaos_config(s.proxy.port(), s.prefix, "late"));
+  rlock::client b(io.get_executor(), chaos_config(s.server.port(), s.prefix, "other"));
+  rlock::test::raw_client raw(s.server.port());
+  bool done = false;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await a.connect();
+        co_await b.connect();
+        auto l = a.get_lock("delta");
+        s.proxy.freeze_open();
+        EXPECT_TRUE(co_await l.try_lock(5s));  // reconciled, then acquired on a new connection
+        EXPECT_GE(a.stats().reconnects, 1u);
+        EXPECT_GE(a.stats().reconciled_acquires, 1u);
+        s.proxy.heal();  // the first acquire arrives now
+        asio::steady_timer t(io);
+        for (int i = 0; i < 200 && raw.command({"HGET", l.key(), l.owner_field()}).str != "2";
+             ++i) {
+          t.expires_after(5ms);
+          co_await t.async_wait(asio::use_awaitable);
+        }
+        EXPECT_EQ(raw.command({"HGET", l.key(), l.owner_field()}).str, "2");
+        co_await l.unlock();
+        auto other = b.get_lock("delta");
+        const bool taken = co_await other.try_lock(2s);  // well within a lease
+        EXPECT_TRUE(taken);
+        EXPECT_GE(a.stats().given_back, 1u);
+        if (taken) co_await other.unlock();
+        // The give-back's latch is deleted a turn after its answer: let both clients go idle.
+        for (int i = 0; i < 200 && !(a.activity().idle() && b.activity().idle()); ++i) {
+          t.expires_after(5ms);
+          co_await t.async_wait(asio::use_awaitable);
+        }
+        co_await a.close();
+        co_await b.close();
+        done = true;
+        io.stop();
+      },
+      asio::detached);
+  io.run_for(20s);
+  EXPECT_TRUE(done);
+  const auto v = s.finish();
+  EXPECT_TRUE(v.leftovers.empty()) << v.report();
+}
+
+TEST(chaos, server_restart_with_aof_keeps_exclusion_without_data_loss) {
+  scenario s({.aof = true});
+  auto w = s.workload("p");
+  w.duration = 5s;
+  w.max_hold = 100ms;
+  s.start(w);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(wait_until([&] { return s.rec.holding(); }));
+    EXPECT_TRUE(s.restart_server());
+    std::this_thread::sleep_for(600ms);
+  }
+  const auto v = s.finish();
+  EXPECT_TRUE(v.clean()) << v.report();
+  auto rec = recovery_ms(s.last(), s.back_at);
+  ASSERT_EQ(rec.size(), 3u);
+  std::sort(rec.begin(), rec.end());
+  std::printf("recovery after restart: p50 %.1f ms, max %.1f ms\n", rec[rec.size() / 2],
+              rec.back());
+}
+
+TEST(chaos, server_restart_without_persistence_is_reported_as_data_loss) {
+  scenario s;  // no AOF, no RDB: a SIGKILL forgets every lock
+  auto w = s.workload("p");
+  w.max_hold = 300ms;
+  s.start(w);
+  ASSERT_TRUE(wait_until([&] { return s.rec.holding(); }));
+  EXPECT_FALSE(s.restart_server());
+  const auto v = s.finish();
+  // Never a pass, never hidden: the loss is reported on its own, and any overlap it caused is
+  // listed under it, not as a violation of exclusion.
+  ASSERT_EQ(v.data_loss.size(), 1u) << v.report();
+  EXPECT_FALSE(v.clean());
+  EXPECT_TRUE(v.violations.empty()) << v.report();
+  EXPECT_TRUE(v.overruns.empty()) << v.report();
+  EXPECT_TRUE(v.stuck.empty()) << v.report();
+  EXPECT_TRUE(v.leftovers.empty()) << v.report();
+}
+
+TEST(chaos, client_pause_during_acquires) {
+  // CLIENT PAUSE longer than command_timeout while acquires are in flight: callers time out,
+  // late answers are given back; no ghost lock is left, nothing overlaps.
+  scenario s;
+  s.start(s.workload("p"));
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(wait_until([&] { return s.rec.in_progress(op_kind::try_lock, 0); }));
+    s.pause_clients(700ms);
+    std::this_thread::sleep_for(900ms);
+  }
+  const auto v = s.finish();
+  EXPECT_TRUE(v.clean()) << v.report();
+}
+
+TEST(chaos, client_pause_during_unlocks) {
+  scenario s;
+  s.proxy.set_delay(direction::to_client, 20ms);
+  s.start(s.workload("p"));
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(wait_until([&] { return s.rec.in_progress(op_kind::unlock, 0); }));
+    s.pause_clients(700ms);
+    std::this_thread::sleep_for(900ms);
+  }
+  const auto v = s.finish();
+  EXPECT_TRUE(v.clean()) << v.report();
+}
+
+TEST(chaos, server_stopped_longer_than_a_lease) {
+  scenario s;
+  auto w = s.workload("p");
+  w.duration = 4s;
+  w.max_hold = 3s;  // holders that outlast the stop must be told lost() before it ends
+  s.start(w);
+  ASSERT_TRUE(wait_until([&] { return s.rec.holding(); }));
+  s.stop_server(1500ms);
+  const auto v = s.finish();
+  EXPECT_TRUE(v.clean()) << v.report();
+  std::printf("lost() during the stop: %zu\n", count_ends(s.last(), end_kind::lost));
+}
+
+TEST(chaos, replies_split_at_every_byte) {
+  scenario s;
+  s.proxy.split_replies(true);
+  s.start(s.workload("p"));
+  const auto v = s.finish();
+  EXPECT_TRUE(v.clean()) << v.report();
+  EXPECT_GT(v.acquisitions, 10u);
+  EXPECT_GT(s.proxy.delivered(direction::to_client), 1000u);
+}
+
+TEST(chaos, user_without_channel_rights_contends_with_others) {
+  scenario s;
+  const std::string user = "chaos-nochan";
+  {
+    rlock::test::raw_client raw(s.server.port());
+    raw.command({"ACL", "SETUSER", user, "on", ">pw", "~*", "resetchannels", "+@all"});
+  }
+  auto limited = s.workload("limited");
+  limited.cfg.username = user;
+  limited.cfg.password = "pw";
+  limited.threads = 0;
+  limited.coroutines = 3;
+  limited.seed = 11;
+  s.start(limited);
+  s.start(s.workload("full"));
+  const auto v = s.finish();
+  EXPECT_TRUE(v.clean()) << v.report();
+  // The limited user waited on a channel it may not read: those waits failed, with Redis's
+  // reason, and did not disturb anyone else.
+  const auto& ops = s.last().operations;
+  EXPECT_TRUE(std::any_of(ops.begin(), ops.end(), [](const operation& o) {
+    return o.owner.rfind("limited/", 0) == 0 && o.outcome.find("permission") != std::string::npos;
+  })) << v.report();
+  EXPECT_TRUE(std::any_of(s.last().acquisitions.begin(), s.last().acquisitions.end(),
+                          [](const acquisition& a) { return a.owner.rfind("full/", 0) == 0; }));
+}
+
+}  // namespace

@@ -1,0 +1,290 @@
+#include "chaos/workload.hpp"
+
+#include "support/raw_client.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <atomic>
+#include <future>
+#include <list>
+#include <random>
+#include <rlock/blocking.hpp>
+#include <rlock/client.hpp>
+#include <rlock/error.hpp>
+#include <sstream>
+#include <thread>
+
+namespace rlock::chaos {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+namespace {
+
+nanos to_ns(std::chrono::milliseconds d) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+}
+
+std::string describe(const std::exception& e) {
+  if (const auto* se = dynamic_cast<const std::system_error*>(&e)) return se->code().message();
+  return e.what();
+}
+
+/// Ends acquisition `a` when `l`'s lost() fires. lost() throws not_owner when the lock was
+/// released already, and operation_aborted when it is released while waiting: neither is a loss.
+asio::awaitable<void> watch_lost(rlock::reentrant_lock l, recorder* rec, recorder::id a) {
+  try {
+    co_await l.lost();
+    rec->end(a, end_kind::lost);
+  } catch (const std::exception&) {
+  }
+}
+
+struct shared_state {
+  const workload_options* opts = nullptr;
+  recorder* rec = nullptr;
+  std::chrono::steady_clock::time_point stop_at;
+  std::atomic<bool> drain_expired{false};
+};
+
+/// Records the unlock of acquisition `a` begun at `invoked` with its outcome.
+void record_unlock(recorder& rec, recorder::id a, recorder::id op, nanos invoked,
+                   const std::string& outcome) {
+  rec.finished(op, outcome);
+  // The owner stopped believing when it called unlock; a not_owner answer marks a loss it was
+  // not told of (the checker holds that against the lock unless data loss explains it).
+  rec.end_at(a, outcome == "not_owner" ? end_kind::not_owner : end_kind::released, invoked);
+}
+
+std::string outcome_of(const std::system_error& e) {
+  if (e.code() == rlock::errc::not_owner) return "not_owner";
+  return e.code().message();
+}
+
+asio::awaitable<void> coroutine_worker(rlock::client& c, shared_state& st, int index) {
+  const auto& o = *st.opts;
+  auto& rec = *st.rec;
+  const std::string owner = o.process + "/c" + std::to_string(index);
+  std::mt19937_64 rng(o.seed * 1000 + static_cast<std::uint64_t>(index));
+  auto ex = co_await asio::this_coro::executor;
+  asio::steady_timer hold(ex);
+  const nanos try_bound = to_ns(o.try_wait + o.cfg.command_timeout);
+  const nanos unlock_bound = to_ns(o.cfg.command_timeout);
+  for (int it = 0; it < o.max_iterations && std::chrono::steady_clock::now() < st.stop_at; ++it) {
+    const auto& name = o.names[rng() % o.names.size()];
+    auto l = c.get_lock(name, 1000 + static_cast<std::uint64_t>(index));
+    const bool try_it = rng() % 3 != 0;
+    const nanos requested = now_ns();
+    const auto op = rec.started(try_it ? op_kind::try_lock : op_kind::lock, name, owner,
+                                try_it ? try_bound : -1);
+    bool acquired = false;
+    try {
+      if (try_it) {
+        acquired = co_await l.try_lock(o.try_wait);
+      } else {
+        co_await l.lock();
+        acquired = true;
+      }
+      rec.finished(op, acquired ? "acquired" : "not acquired");
+    } catch (const std::exception& e) {
+      // Cancelled by the drain deadline: leave it recorded as never completed.
+      if (st.drain_expired) co_return;
+      rec.finished(op, describe(e));
+    }
+    if (!acquired) {
+      // An error (server down): do not spin; a fault lasts far longer than this.
+      hold.expires_after(std::chrono::milliseconds(5 + rng() % 20));
+      co_await hold.async_wait(asio::use_awaitable);
+      continue;
+    }
+    const auto a = rec.acquired(name, owner, requested);
+    asio::co_spawn(ex, watch_lost(l, &rec, a), asio::detached);
+    hold.expires_after(std::chrono::milliseconds(rng() % (o.max_hold.count() + 1)));
+    co_await hold.async_wait(asio::use_awaitable);
+    const auto uop = rec.started(op_kind::unlock, name, owner, unlock_bound);
+    const nanos invoked = now_ns();
+    std::string outcome = "released";
+    try {
+      co_await l.unlock();
+    } catch (const std::system_error& e) {
+      outcome = outcome_of(e);
+    }
+    record_unlock(rec, a, uop, invoked, outcome);
+  }
+}
+
+void thread_worker(rlock::blocking::client& bc, shared_state& st, int index) {
+  const auto& o = *st.opts;
+  auto& rec = *st.rec;
+  const std::string owner = o.process + "/t" + std::to_string(index);
+  std::mt19937_64 rng(o.seed * 1000 + 500 + static_cast<std::uint64_t>(index));
+  const nanos try_bound = to_ns(o.try_wait + o.cfg.command_timeout);
+  const nanos unlock_bound = to_ns(o.cfg.command_timeout);
+  for (int it = 0; it < o.max_iterations && std::chrono::steady_clock::now() < st.stop_at; ++it) {
+    const auto& name = o.names[rng() % o.names.size()];
+    auto l = bc.get_lock(name);
+    // Mostly bounded: a blocking lock() cannot be cancelled at the drain deadline.
+    const bool try_it = rng() % 4 != 0;
+    const nanos requested = now_ns();
+    const auto op = rec.started(try_it ? op_kind::try_lock : op_kind::lock, name, owner,
+                                try_it ? try_bound : -1);
+    bool acquired = false;
+    try {
+      if (try_it) {
+        acquired = l.try_lock_for(o.try_wait);
+      } else {
+        l.lock();
+        acquired = true;
+      }
+      rec.finished(op, acquired ? "acquired" : "not acquired");
+    } catch (const std::exception& e) {
+      rec.finished(op, describe(e));
+    }
+    if (!acquired) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5 + rng() % 20));  // no spinning
+      continue;
+    }
+    const auto a = rec.acquired(name, owner, requested);
+    asio::co_spawn(bc.async_client().get_executor(), watch_lost(l.for_this_thread(), &rec, a),
+                   asio::detached);
+    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % (o.max_hold.count() + 1)));
+    const auto uop = rec.started(op_kind::unlock, name, owner, unlock_bound);
+    const nanos invoked = now_ns();
+    std::string outcome = "released";
+    try {
+      l.unlock();
+    } catch (const std::system_error& e) {
+      outcome = outcome_of(e);
+    }
+    record_unlock(rec, a, uop, invoked, outcome);
+  }
+}
+
+std::string describe(const std::string& who, const client_activity& a) {
+  std::ostringstream out;
+  out << who << ":";
+  auto field = [&](const char* name, std::size_t v) {
+    if (v != 0) out << ' ' << name << '=' << v;
+  };
+  field("renewed_locks", a.renewed_locks);
+  field("renewal_batches", a.renewal_batches);
+  field("watchdog_armed", a.watchdog_armed ? 1 : 0);
+  field("waiters", a.waiters);
+  field("waiter_channels", a.waiter_channels);
+  field("subscriptions", a.subscriptions);
+  field("requests", a.requests);
+  field("latches", a.latches);
+  return out.str();
+}
+
+client_activity activity_of(rlock::client& c) {
+  return asio::post(c.get_executor(), asio::use_future([&c] { return c.activity(); })).get();
+}
+
+}  // namespace
+
+history run_workload(const workload_options& opts, recorder& rec, std::chrono::milliseconds drain) {
+  shared_state st;
+  st.opts = &opts;
+  st.rec = &rec;
+  st.stop_at = std::chrono::steady_clock::now() + opts.duration;
+
+  std::unique_ptr<rlock::blocking::client> bc;
+  if (opts.threads > 0) bc = std::make_unique<rlock::blocking::client>(opts.cfg);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < opts.threads; ++i) {
+    threads.emplace_back([&, i] { thread_worker(*bc, st, i); });
+  }
+
+  asio::io_context ioc;
+  rlock::client c(ioc.get_executor(), opts.cfg);
+  std::list<asio::cancellation_signal> signals;
+  std::atomic<int> running{opts.coroutines};
+  asio::steady_timer drain_timer(ioc);
+  std::promise<void> workers_done;
+  asio::co_spawn(
+      ioc,
+      [&]() -> asio::awaitable<void> {
+        co_await c.connect();
+        for (int i = 0; i < opts.coroutines; ++i) {
+          auto& sig = signals.emplace_back();
+          asio::co_spawn(ioc, coroutine_worker(c, st, i),
+                         asio::bind_cancellation_slot(sig.slot(), [&](std::exception_ptr) {
+                           if (--running == 0) drain_timer.cancel();
+                         }));
+        }
+        // Workers stop starting at stop_at; a lock() still waiting at stop_at + drain is
+        // cancelled and stays recorded as never completed.
+        drain_timer.expires_at(st.stop_at + drain);
+        boost::system::error_code ec;
+        if (running > 0) {
+          co_await drain_timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        }
+        if (running > 0) {
+          st.drain_expired = true;
+          for (auto& s : signals) s.emit(asio::cancellation_type::terminal);
+        }
+      },
+      [&](std::exception_ptr e) {
+        if (e) {
+          workers_done.set_exception(e);
+        } else {
+          workers_done.set_value();
+        }
+      });
+  std::thread io([&] { ioc.run(); });
+  for (auto& t : threads) t.join();
+  auto done = workers_done.get_future();
+  try {
+    done.get();
+  } catch (...) {
+    bc.reset();
+    ioc.stop();
+    io.join();
+    throw;
+  }
+
+  // Quiescence has no event to wait for: poll it, bounded (unlock latches are deleted on the
+  // next event-loop turn, lost() watchers end when their locks are released).
+  client_activity mine{}, theirs{};
+  for (int i = 0; i < 500; ++i) {
+    mine = activity_of(c);
+    theirs = bc ? activity_of(bc->async_client()) : client_activity{};
+    if (mine.idle() && theirs.idle()) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  auto h = rec.finish();
+  if (!mine.idle()) h.left.client_activity.push_back(describe(opts.process + " async", mine));
+  if (!theirs.idle()) {
+    h.left.client_activity.push_back(describe(opts.process + " blocking", theirs));
+  }
+  asio::co_spawn(ioc, c.close(), asio::detached);
+  io.join();
+  bc.reset();
+  return h;
+}
+
+void record_server_leftovers(std::uint16_t port, const std::string& prefix, history& h) {
+  rlock::test::raw_client raw(port);
+  const auto channels = raw.command({"PUBSUB", "CHANNELS", "*" + prefix + "*"});
+  for (const auto& ch : channels.elements) h.left.channels.push_back(ch.str);
+  std::string cursor = "0";
+  for (int i = 0; i < 10'000; ++i) {
+    const auto page = raw.command({"SCAN", cursor, "MATCH", "*" + prefix + "*", "COUNT", "1000"});
+    if (page.elements.size() != 2) break;
+    for (const auto& k : page.elements[1].elements) h.left.keys.push_back(k.str);
+    cursor = page.elements[0].str;
+    if (cursor == "0") break;
+  }
+}
+
+}  // namespace rlock::chaos
