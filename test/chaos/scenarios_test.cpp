@@ -112,12 +112,12 @@ TEST(chaos, black_hole_longer_than_the_lease_holder_learns_lost_first) {
             io,
             [&, a]() -> asio::awaitable<void> {
               auto w = waiter.get_lock("gamma");
-              const nanos requested = now_ns();
+              const nanos asked = now_ns();
               const auto op = s.rec.started(op_kind::lock, "gamma", "waiter", -1);
               co_await w.lock();
               s.rec.finished(op, "acquired");
               taken_at = now_ns();
-              const auto b = s.rec.acquired("gamma", "waiter", requested);
+              const auto b = s.rec.acquired("gamma", "waiter", asked);
               const auto u = s.rec.started(op_kind::unlock, "gamma", "waiter", 300 * ms);
               s.rec.end(b, end_kind::released);
               co_await w.unlock();
