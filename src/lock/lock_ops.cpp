@@ -172,10 +172,11 @@ struct release_operation {
     client_impl& c = *op->s->client;
     if (!ec) {
       auto outcome = op->s->on_released(reply);
-      op->tell(std::move(outcome.error));
-      // The answer is in: the latch has done its work.
+      // Bookkeeping before the caller runs (it may resume inline): the answer is in, so the
+      // latch has done its work; holds nobody has go back before anything the caller does next.
       c.latches.add(std::move(op->latch));
       if (outcome.orphaned) give_back_orphans(op->s);
+      op->tell(std::move(outcome.error));
       return;
     }
     if (op->written == clock_type::time_point{}) op->s->release_not_sent(op->undo);
