@@ -196,17 +196,30 @@ history run_workload(const workload_options& opts, recorder& rec, std::chrono::m
   shared_state st;
   st.opts = &opts;
   st.rec = &rec;
-  st.stop_at = std::chrono::steady_clock::now() + opts.duration;
 
+  // Both clients connect before any worker starts: connect() is one attempt by design, and a
+  // fault aimed at the workload must not hit a client that is still connecting.
+  asio::io_context ioc;
+  auto guard = asio::make_work_guard(ioc);
+  rlock::client c(ioc.get_executor(), opts.cfg);
+  std::thread io([&] { ioc.run(); });
   std::unique_ptr<rlock::blocking::client> bc;
-  if (opts.threads > 0) bc = std::make_unique<rlock::blocking::client>(opts.cfg);
+  try {
+    asio::co_spawn(ioc, c.connect(), asio::use_future).get();
+    if (opts.threads > 0) bc = std::make_unique<rlock::blocking::client>(opts.cfg);
+  } catch (...) {
+    guard.reset();
+    ioc.stop();
+    io.join();
+    throw;
+  }
+
+  st.stop_at = std::chrono::steady_clock::now() + opts.duration;
   std::vector<std::thread> threads;
   for (int i = 0; i < opts.threads; ++i) {
     threads.emplace_back([&, i] { thread_worker(*bc, st, i); });
   }
 
-  asio::io_context ioc;
-  rlock::client c(ioc.get_executor(), opts.cfg);
   std::list<asio::cancellation_signal> signals;
   std::atomic<int> running{opts.coroutines};
   asio::steady_timer drain_timer(ioc);
@@ -214,7 +227,6 @@ history run_workload(const workload_options& opts, recorder& rec, std::chrono::m
   asio::co_spawn(
       ioc,
       [&]() -> asio::awaitable<void> {
-        co_await c.connect();
         for (int i = 0; i < opts.coroutines; ++i) {
           auto& sig = signals.emplace_back();
           asio::co_spawn(ioc, coroutine_worker(c, st, i),
@@ -234,24 +246,9 @@ history run_workload(const workload_options& opts, recorder& rec, std::chrono::m
           for (auto& s : signals) s.emit(asio::cancellation_type::terminal);
         }
       },
-      [&](std::exception_ptr e) {
-        if (e) {
-          workers_done.set_exception(e);
-        } else {
-          workers_done.set_value();
-        }
-      });
-  std::thread io([&] { ioc.run(); });
+      [&](std::exception_ptr) { workers_done.set_value(); });
   for (auto& t : threads) t.join();
-  auto done = workers_done.get_future();
-  try {
-    done.get();
-  } catch (...) {
-    bc.reset();
-    ioc.stop();
-    io.join();
-    throw;
-  }
+  workers_done.get_future().get();
 
   // Quiescence has no event to wait for: poll it, bounded (unlock latches are deleted on the
   // next event-loop turn, lost() watchers end when their locks are released).
@@ -267,9 +264,10 @@ history run_workload(const workload_options& opts, recorder& rec, std::chrono::m
   if (!theirs.idle()) {
     h.left.client_activity.push_back(describe(opts.process + " blocking", theirs));
   }
-  asio::co_spawn(ioc, c.close(), asio::detached);
-  io.join();
   bc.reset();
+  asio::co_spawn(ioc, c.close(), asio::detached);
+  guard.reset();
+  io.join();
   return h;
 }
 
