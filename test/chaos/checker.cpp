@@ -84,6 +84,11 @@ verdict check(const history& h, const checker_options& opts) {
     v.data_loss.push_back(std::move(line));
   }
 
+  for (const auto& a : h.acquisitions) ++v.ends[std::string(to_string(a.end))];
+  for (const auto& o : h.operations) {
+    ++v.outcomes[std::string(to_string(o.kind)) + ": " +
+                 (o.finished < 0 ? std::string("never completed") : o.outcome)];
+  }
   for (const auto& a : h.acquisitions) {
     if (a.end == end_kind::open) {
       v.stuck.push_back("acquisition never ended: " + a.lock + " by " + a.owner + " at " +
@@ -111,6 +116,11 @@ std::string verdict::report() const {
   std::ostringstream out;
   out << acquisitions << " acquisitions, " << operations
       << " operations: " << (clean() ? "clean" : "NOT clean") << '\n';
+  out << "  beliefs ended:";
+  for (const auto& [k, n] : ends) out << ' ' << k << '=' << n;
+  out << "\n  outcomes:";
+  for (const auto& [k, n] : outcomes) out << " [" << k << "]=" << n;
+  out << '\n';
   auto section = [&](const char* title, const std::vector<std::string>& items) {
     if (items.empty()) return;
     out << title << " (" << items.size() << "):\n";

@@ -3,6 +3,7 @@
 #include "chaos/history.hpp"
 
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,10 @@ struct verdict {
 
   std::size_t acquisitions = 0;
   std::size_t operations = 0;
+  /// What was seen, for the report: how beliefs ended ("released", "lost", "not_owner") and what
+  /// operations returned ("try_lock: not acquired", "unlock: operation timed out"...).
+  std::map<std::string, std::size_t> ends;
+  std::map<std::string, std::size_t> outcomes;
 
   bool clean() const noexcept {
     return violations.empty() && data_loss.empty() && overruns.empty() && stuck.empty() &&
