@@ -120,6 +120,31 @@ TEST(watchdog, explicit_lease_is_not_renewed_and_expires_for_a_waiter) {
   });
 }
 
+TEST(watchdog, leaves_no_timer_armed_once_nothing_is_renewed) {
+  asio::io_context io;
+  const auto cfg = make_config(600ms);
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    EXPECT_FALSE(redis.activity().watchdog_armed);
+    auto a = redis.get_lock("a");
+    auto b = redis.get_lock("b");
+    co_await a.lock();
+    co_await b.lock();
+    EXPECT_EQ(redis.activity().renewed_locks, 2u);
+    EXPECT_TRUE(redis.activity().watchdog_armed);
+    co_await a.unlock();
+    EXPECT_TRUE(redis.activity().watchdog_armed);  // b is still renewed
+    co_await b.unlock();
+    // Right after the last release, not a renewal period later: an armed timer would also keep
+    // the client alive for nothing.
+    const auto now = redis.activity();
+    EXPECT_EQ(now.renewed_locks, 0u);
+    EXPECT_FALSE(now.watchdog_armed);
+    co_await redis.close();
+  });
+}
+
 TEST(watchdog, deleted_key_is_reported_lost) {
   asio::io_context io;
   const auto cfg = make_config(600ms);
