@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -40,7 +41,13 @@ struct client_state {
   static constexpr std::chrono::milliseconds handover_grace{2};
 
   explicit client_state(config cfg)
-      : work(asio::make_work_guard(io)), async(io.get_executor(), std::move(cfg)) {
+      : work(asio::make_work_guard(io)),
+        async(io.get_executor(), std::move(cfg)),
+        // While callers drive, the background thread looks every poll_interval for the moment
+        // they all left. A third of the lease margin: between callers nobody runs the watchdog's
+        // timer, and a holder must hear lost() before the margin runs out.
+        poll_interval(std::clamp(async.lease_margin() / 3, std::chrono::milliseconds(1),
+                                 std::chrono::milliseconds(20))) {
     background = std::thread([this] { run_background(); });
   }
 
@@ -213,7 +220,7 @@ struct client_state {
       // Polled rather than signalled by every leaving caller: a wake-up per call would put a
       // thread switch back on the path this design takes them off.
       if (callers > 0 || driver_busy) {
-        background_wake.wait_for(lock, std::chrono::milliseconds(20));
+        background_wake.wait_for(lock, poll_interval);
         continue;
       }
       if (std::chrono::steady_clock::now() - last_exit < handover_grace) {
@@ -295,6 +302,7 @@ struct client_state {
   asio::io_context io{1};
   asio::executor_work_guard<asio::io_context::executor_type> work;
   rlock::client async;
+  const std::chrono::milliseconds poll_interval;
 
   std::mutex m;
   std::condition_variable background_wake;

@@ -171,7 +171,7 @@ struct release_operation {
   static void on_reply(owner op, std::error_code ec, const resp3::value& reply) {
     client_impl& c = *op->s->client;
     if (!ec) {
-      auto outcome = op->s->on_released(reply);
+      auto outcome = op->s->on_released(reply, op->written);
       // Bookkeeping before the caller runs (it may resume inline): the answer is in, so the
       // latch has done its work; holds nobody has go back before anything the caller does next.
       c.latches.add(std::move(op->latch));
@@ -377,7 +377,10 @@ struct acquire_operation {
       std::from_chars(reply.str.data(), reply.str.data() + reply.str.size(), count);
     }
     if (count > static_cast<std::int64_t>(op->holds_before)) return on_acquired(std::move(op));
-    // It did not run (and, on a connection that is gone, cannot run any more).
+    // It has not run. It should not any more, but bytes of a connection we gave up can still
+    // reach the server (a stalled flow that heals): such a late run adds a hold nobody has, which
+    // this owner's final unlock will then give back (lock_state::on_released).
+    op->s->maybe_orphaned = true;
     if (op->detached) return;  // destroyed: nothing to give back
     if (op->cancelled) return finish(std::move(op), cancelled_error(), false);
     if (clock_type::now() >= op->attempt_deadline()) return finish(std::move(op), nullptr, false);

@@ -105,8 +105,10 @@ void lock_state::release_not_sent(const release_undo& undo) {
   if (undo.watched) client->dog.add(*this, shared_from_this(), undo.confirmed);
 }
 
-lock_state::release_outcome lock_state::on_released(const resp3::value& reply) {
+lock_state::release_outcome lock_state::on_released(const resp3::value& reply,
+                                                    std::chrono::steady_clock::time_point sent) {
   if (reply.is_null()) {
+    maybe_orphaned = false;
     reset(false);
     return {std::make_exception_ptr(
         std::system_error(make_error_code(errc::not_owner),
@@ -117,15 +119,21 @@ lock_state::release_outcome lock_state::on_released(const resp3::value& reply) {
                                                       "release script: unexpected reply"))};
   }
   if (reply.integer == 1) {
+    maybe_orphaned = false;
     reset(false);
   } else if (local_holds > 1) {
     --local_holds;
-  } else if (local_holds == 0) {
-    // Still held, and nobody here holds it: keeping (or renewing) those holds would keep the
-    // lock for no one, so they go back.
+  } else if (local_holds == 0 && maybe_orphaned) {
+    // Still held, nobody here holds it, and an acquire of ours may have run late: those holds
+    // belong to no caller, and keeping (or renewing) them would keep the lock for no one.
     return {nullptr, true};
+  } else {
+    // The server counts a hold this owner did not know of: another handle of the same owner
+    // (a blocking lock's state is looked up per call), or a re-acquisition since this release
+    // was sent. The owner holds on; the script set the TTL to the lease again when it was sent.
+    local_holds = 1;
+    if (watched) client->dog.add(*this, shared_from_this(), sent);
   }
-  // local_holds == 1: re-acquired since this release was sent; the server agrees on one hold.
   return {};
 }
 

@@ -62,11 +62,12 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   struct release_outcome {
     std::exception_ptr error;  // to report: null (not held) is errc::not_owner
     /// The server still counts holds of this owner that no caller here has (an acquire that
-    /// ran after it was reconciled as not run): they must be given back, not kept.
+    /// ran after it was reconciled as not run, see maybe_orphaned): give them back.
     bool orphaned = false;
   };
-  /// Bookkeeping after the release script's reply.
-  release_outcome on_released(const resp3::value& reply);
+  /// Bookkeeping after the release script's reply (sent at `sent`).
+  release_outcome on_released(const resp3::value& reply,
+                              std::chrono::steady_clock::time_point sent);
   /// Stops renewal and tells lost() waiters; local bookkeeping only.
   void reset(bool lost);
 
@@ -87,8 +88,12 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
 
   bool lost = false;
   std::atomic<wake_reason> last_wake{wake_reason::immediate};
-  std::uint64_t local_holds = 0;       // acquisitions not yet released, as far as we know
-  std::uint32_t orphan_releases = 0;   // give-backs of orphaned holds since the last acquire
+  std::uint64_t local_holds = 0;      // acquisitions not yet released, as far as we know
+  std::uint32_t orphan_releases = 0;  // give-backs of orphaned holds since the last acquire
+  /// An acquire of this owner was reconciled as not run; it may still run late. Until the server
+  /// says the lock is released or not held, a "still held" answer to the final unlock means
+  /// orphaned holds, not holds of another handle of this owner.
+  bool maybe_orphaned = false;
   std::chrono::milliseconds lease{0};  // of the latest acquire: a nested release re-arms it
   bool watched = false;                // the latest acquisition is kept by the watchdog
   std::unique_ptr<boost::asio::steady_timer> lost_signal;  // cancelled to wake lost() waiters

@@ -89,6 +89,22 @@ TEST(blocking, reentrant_in_one_thread) {
   EXPECT_FALSE(lock.is_locked());
 }
 
+TEST(blocking, reentrant_with_an_explicit_lease_keeps_the_outer_hold) {
+  // A lease lock is not kept alive by the watchdog, so each call may find a fresh lock state
+  // that knows of no hold: the inner unlock's "still held" must keep the outer hold, not give
+  // it back as a hold nobody has.
+  rlock::blocking::client redis(make_config());
+  auto lock = redis.get_lock("account");
+  lock.lock(std::chrono::seconds(30));
+  lock.lock(std::chrono::seconds(30));
+  lock.unlock();
+  EXPECT_EQ(lock.hold_count(), 1);
+  EXPECT_TRUE(lock.is_locked());
+  EXPECT_EQ(redis.async_client().stats().given_back, 0u);
+  lock.unlock();
+  EXPECT_FALSE(lock.is_locked());
+}
+
 TEST(blocking, try_lock_for_times_out_while_another_thread_holds) {
   rlock::blocking::client redis(make_config());
   auto lock = redis.get_lock("account");
