@@ -158,6 +158,13 @@ void connection::start_handshake(std::uint64_t gen) {
   if (!cfg_.client_name.empty()) hello.insert(hello.end(), {"SETNAME", cfg_.client_name});
   commands.emplace_back();
   resp3::append_command(commands.back(), std::span<const std::string_view>(hello));
+  // Fence: the previous connection may still hold written requests in some buffer on the way
+  // (a stalled path that heals later). Killing it before anything else runs here means each of
+  // them either ran already or never will. After a server restart the old id may name another
+  // client; killing it costs that client a reconnect, nothing more.
+  fencing_ = server_id_ != 0;
+  if (fencing_) commands.push_back(command({"CLIENT", "KILL", "ID", std::to_string(server_id_)}));
+  handshake_id_ = 0;
   if (cfg_.database != 0) {
     commands.push_back(command({"SELECT", std::to_string(cfg_.database)}));
   }
@@ -189,6 +196,12 @@ void connection::start_handshake(std::uint64_t gen) {
 std::error_code connection::check_step(std::size_t i, resp3::value& reply,
                                        std::string& diagnostic) {
   const bool select = cfg_.database != 0;
+  if (i > 0 && fencing_) {
+    // Any answer will do: killed (1), already gone (0), or refused (no `client|kill` right,
+    // then this connection is not fenced; see README).
+    if (i == 1) return {};
+    --i;
+  }
   if (i == 0) {
     if (reply.is_error()) {
       const errc e = errc_of_hello(reply.str);
@@ -203,6 +216,11 @@ std::error_code connection::check_step(std::size_t i, resp3::value& reply,
           "HELLO 3 did not answer with a map: the server does not speak RESP3 "
           "(rlock needs Redis 6 or later)";
       return make_error_code(errc::unsupported_server);
+    }
+    for (std::size_t k = 0; k + 1 < reply.elements.size(); k += 2) {
+      if (reply.elements[k].str == "id" && reply.elements[k + 1].type == resp3::type::number) {
+        handshake_id_ = reply.elements[k + 1].integer;
+      }
     }
     return {};
   }
@@ -219,6 +237,7 @@ void connection::on_ready(std::uint64_t gen) {
   connect_timer_.cancel();
   const bool again = ever_connected_;
   ever_connected_ = true;
+  server_id_ = handshake_id_;
   state_ = connection_state::connected;
   backoff_.reset();
   if (again) ++counters_.reconnects;

@@ -143,6 +143,13 @@ class connection : public std::enable_shared_from_this<connection> {
 
   connection_state state_ = connection_state::disconnected;
   bool ever_connected_ = false;
+  /// The server's id for the last connection that became ready (HELLO's "id"), and for the one
+  /// being set up. A new connection's handshake kills the previous one first (CLIENT KILL ID):
+  /// a request written to a connection we gave up can then never run after the new connection
+  /// is ready, so retries, latched releases and acquire reconciliation see a final state.
+  std::int64_t server_id_ = 0;
+  std::int64_t handshake_id_ = 0;
+  bool fencing_ = false;  // this handshake has the CLIENT KILL step (after HELLO)
   std::uint64_t gen_ = 1;  // the current connection attempt; callbacks of older ones do nothing
   std::string writing_;    // the bytes of the write in flight
   bool write_in_flight_ = false;

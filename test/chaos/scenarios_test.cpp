@@ -151,17 +151,25 @@ TEST(chaos, black_hole_longer_than_the_lease_holder_learns_lost_first) {
   EXPECT_TRUE(v.clean()) << v.report();
 }
 
-TEST(chaos, an_acquire_delivered_late_by_a_dead_connection_leaves_no_lock_behind) {
-  // The acquire is written to a connection whose path then breaks (frozen in the proxy; new
-  // connections flow). The client gives the connection up, reconnects, reconciles the acquire as
-  // not run, and acquires again. Then the path heals and TCP delivers the old bytes: the old
-  // acquire runs late, adding a hold nobody here has. The owner's unlock must still leave the
-  // lock free (the orphaned hold given back), not keep it renewed for no one.
+/// An acquire is written to a connection whose path then breaks (frozen in the proxy; new
+/// connections flow). The client gives the connection up, reconnects, reconciles the acquire as
+/// not run and acquires again; then the old path heals and TCP delivers the old bytes. With
+/// `fenced`, the new connection's handshake killed the old one: the old acquire never runs.
+/// Without the right to do that (an ACL user without `client|kill`) it runs late and adds a hold
+/// nobody has, which the owner's unlock must give back instead of keeping the lock for no one.
+void late_acquire_scenario(bool fenced) {
   scenario s;
-  asio::io_context io;
-  rlock::client a(io.get_executor(), chaos_config(s.proxy.port(), s.prefix, "late"));
-  rlock::client b(io.get_executor(), chaos_config(s.server.port(), s.prefix, "other"));
   rlock::test::raw_client raw(s.server.port());
+  auto cfg = chaos_config(s.proxy.port(), s.prefix, "late");
+  if (!fenced) {
+    raw.command(
+        {"ACL", "SETUSER", "chaos-nokill", "on", ">pw", "~*", "&*", "+@all", "-client|kill"});
+    cfg.username = "chaos-nokill";
+    cfg.password = "pw";
+  }
+  asio::io_context io;
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), chaos_config(s.server.port(), s.prefix, "other"));
   bool done = false;
   asio::co_spawn(
       io,
@@ -173,19 +181,25 @@ TEST(chaos, an_acquire_delivered_late_by_a_dead_connection_leaves_no_lock_behind
         EXPECT_TRUE(co_await l.try_lock(5s));  // reconciled, then acquired on a new connection
         EXPECT_GE(a.stats().reconnects, 1u);
         EXPECT_GE(a.stats().reconciled_acquires, 1u);
-        s.proxy.heal();  // the first acquire arrives now
+        s.proxy.heal();  // the old connection's bytes go out now
         asio::steady_timer t(io);
-        for (int i = 0; i < 200 && raw.command({"HGET", l.key(), l.owner_field()}).str != "2";
+        // Delivered, and the old link closed (by the server, or after its end marker).
+        for (int i = 0; i < 400 && s.proxy.open_connections() > 1; ++i) {
+          t.expires_after(5ms);
+          co_await t.async_wait(asio::use_awaitable);
+        }
+        const std::string want = fenced ? "1" : "2";
+        for (int i = 0; i < 200 && raw.command({"HGET", l.key(), l.owner_field()}).str != want;
              ++i) {
           t.expires_after(5ms);
           co_await t.async_wait(asio::use_awaitable);
         }
-        EXPECT_EQ(raw.command({"HGET", l.key(), l.owner_field()}).str, "2");
+        EXPECT_EQ(raw.command({"HGET", l.key(), l.owner_field()}).str, want);
         co_await l.unlock();
         auto other = b.get_lock("delta");
         const bool taken = co_await other.try_lock(2s);  // well within a lease
         EXPECT_TRUE(taken);
-        EXPECT_GE(a.stats().given_back, 1u);
+        EXPECT_EQ(a.stats().given_back, fenced ? 0u : 1u);
         if (taken) co_await other.unlock();
         // The give-back's latch is deleted a turn after its answer: let both clients go idle.
         for (int i = 0; i < 200 && !(a.activity().idle() && b.activity().idle()); ++i) {
@@ -194,6 +208,74 @@ TEST(chaos, an_acquire_delivered_late_by_a_dead_connection_leaves_no_lock_behind
         }
         co_await a.close();
         co_await b.close();
+        done = true;
+        io.stop();
+      },
+      asio::detached);
+  io.run_for(20s);
+  EXPECT_TRUE(done);
+  const auto v = s.finish();
+  EXPECT_TRUE(v.leftovers.empty()) << v.report();
+}
+
+TEST(chaos, an_acquire_on_a_connection_given_up_never_runs_after_the_reconnect) {
+  late_acquire_scenario(true);
+}
+
+TEST(chaos, an_acquire_delivered_late_without_the_fence_leaves_no_lock_behind) {
+  late_acquire_scenario(false);
+}
+
+TEST(chaos, an_unlock_on_a_connection_given_up_never_releases_a_later_hold) {
+  // What the soak found before the fence: an unlock stalled on a path that later heals is
+  // retried on a new connection (same latch), answered, its latch deleted; the owner locks
+  // again; then the old path delivers the first unlock, which, its latch gone, released the new
+  // hold while its owner believed it held the lock. The fence kills the old connection first.
+  scenario s;
+  rlock::test::raw_client raw(s.server.port());
+  asio::io_context io;
+  rlock::client a(io.get_executor(), chaos_config(s.proxy.port(), s.prefix, "late-unlock"));
+  bool done = false;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await a.connect();
+        auto l = a.get_lock("epsilon");
+        co_await l.lock();
+        s.proxy.freeze_open();
+        std::error_code ec;
+        try {
+          co_await l.unlock();
+        } catch (const std::system_error& e) {
+          ec = e.code();
+        }
+        EXPECT_EQ(ec, rlock::errc::timeout);  // written to the frozen connection
+        asio::steady_timer t(io);
+        // Retried on a new connection with its latch: released.
+        for (int i = 0; i < 400 && raw.command_int({"EXISTS", l.key()}) != 0; ++i) {
+          t.expires_after(5ms);
+          co_await t.async_wait(asio::use_awaitable);
+        }
+        EXPECT_EQ(raw.command_int({"EXISTS", l.key()}), 0);
+        for (int i = 0; i < 200 && !a.activity().idle(); ++i) {  // latch deleted
+          t.expires_after(5ms);
+          co_await t.async_wait(asio::use_awaitable);
+        }
+        co_await l.lock();
+        s.proxy.heal();
+        for (int i = 0; i < 400 && s.proxy.open_connections() > 1; ++i) {
+          t.expires_after(5ms);
+          co_await t.async_wait(asio::use_awaitable);
+        }
+        EXPECT_EQ(s.proxy.open_connections(), 1u);
+        EXPECT_EQ(raw.command({"HGET", l.key(), l.owner_field()}).str, "1");  // still ours
+        EXPECT_TRUE(co_await l.is_held());
+        co_await l.unlock();
+        for (int i = 0; i < 200 && !a.activity().idle(); ++i) {
+          t.expires_after(5ms);
+          co_await t.async_wait(asio::use_awaitable);
+        }
+        co_await a.close();
         done = true;
         io.stop();
       },
