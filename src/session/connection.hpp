@@ -149,7 +149,7 @@ class connection : public std::enable_shared_from_this<connection> {
   /// is ready, so retries, latched releases and acquire reconciliation see a final state.
   std::int64_t server_id_ = 0;
   std::int64_t handshake_id_ = 0;
-  bool fencing_ = false;  // this handshake has the CLIENT KILL step (after HELLO)
+  bool fencing_ = false;   // this handshake has the CLIENT KILL step (after HELLO)
   std::uint64_t gen_ = 1;  // the current connection attempt; callbacks of older ones do nothing
   std::string writing_;    // the bytes of the write in flight
   bool write_in_flight_ = false;
