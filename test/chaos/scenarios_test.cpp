@@ -3,6 +3,7 @@
 // which fault and when; every one must end with the checker clean: no overlapping beliefs, no
 // operation past its bound, nothing left behind.
 #include "chaos/scenario.hpp"
+#include "support/lock_env.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <rlock/client.hpp>
 #include <rlock/error.hpp>
 #include <thread>
@@ -43,16 +45,25 @@ std::size_t count_ends(const history& h, end_kind k) {
                                                 [k](const auto& a) { return a.end == k; }));
 }
 
+/// Injects `fault` `times` times, each once `moment` holds, letting the workload run for
+/// `settle` before the next one.
+void aim(int times, const std::function<bool()>& moment, const std::function<void()>& fault,
+         std::chrono::milliseconds settle) {
+  for (int i = 0; i < times; ++i) {
+    ASSERT_TRUE(wait_until(moment));
+    fault();
+    std::this_thread::sleep_for(settle);
+  }
+}
+
 TEST(chaos, client_kill_while_waiting) {
   scenario s;
   auto w = s.workload("p");
   w.names = {"alpha"};  // one lock: most workers are waiting at any moment
   s.start(w);
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(wait_until([&] { return s.rec.in_progress(op_kind::lock, 20 * ms); }));
-    EXPECT_GE(s.kill_clients(), 1);
-    std::this_thread::sleep_for(300ms);  // let it recover and run before the next kill
-  }
+  aim(
+      3, [&] { return s.rec.in_progress(op_kind::lock, 20 * ms); },
+      [&] { EXPECT_GE(s.kill_clients(), 1); }, 300ms);
   const auto v = s.finish();
   EXPECT_TRUE(v.clean()) << v.report();
   EXPECT_GT(v.acquisitions, 10u);
@@ -63,11 +74,8 @@ TEST(chaos, client_kill_while_holding) {
   auto w = s.workload("p");
   w.max_hold = 200ms;  // holders hold across the kill and must keep renewing after it
   s.start(w);
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(wait_until([&] { return s.rec.holding(); }));
-    EXPECT_GE(s.kill_clients(), 1);
-    std::this_thread::sleep_for(300ms);
-  }
+  aim(
+      3, [&] { return s.rec.holding(); }, [&] { EXPECT_GE(s.kill_clients(), 1); }, 300ms);
   const auto v = s.finish();
   EXPECT_TRUE(v.clean()) << v.report();
 }
@@ -77,11 +85,9 @@ TEST(chaos, client_kill_while_an_unlock_is_in_flight) {
   // Replies take 40 ms through the proxy, so an unlock stays in flight long enough to aim at.
   s.proxy.set_delay(direction::to_client, 40ms);
   s.start(s.workload("p"));
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(wait_until([&] { return s.rec.in_progress(op_kind::unlock, 5 * ms); }));
-    EXPECT_GE(s.kill_clients(), 1);
-    std::this_thread::sleep_for(300ms);
-  }
+  aim(
+      3, [&] { return s.rec.in_progress(op_kind::unlock, 5 * ms); },
+      [&] { EXPECT_GE(s.kill_clients(), 1); }, 300ms);
   const auto v = s.finish();
   EXPECT_TRUE(v.clean()) << v.report();
 }
@@ -182,17 +188,14 @@ void late_acquire_scenario(bool fenced) {
         EXPECT_GE(a.stats().reconnects, 1u);
         EXPECT_GE(a.stats().reconciled_acquires, 1u);
         s.proxy.heal();  // the old connection's bytes go out now
-        asio::steady_timer t(io);
         // Delivered, and the old link closed (by the server, or after its end marker).
         for (int i = 0; i < 400 && s.proxy.open_connections() > 1; ++i) {
-          t.expires_after(5ms);
-          co_await t.async_wait(asio::use_awaitable);
+          co_await rlock::test::sleep_for(5ms);
         }
         const std::string want = fenced ? "1" : "2";
         for (int i = 0; i < 200 && raw.command({"HGET", l.key(), l.owner_field()}).str != want;
              ++i) {
-          t.expires_after(5ms);
-          co_await t.async_wait(asio::use_awaitable);
+          co_await rlock::test::sleep_for(5ms);
         }
         EXPECT_EQ(raw.command({"HGET", l.key(), l.owner_field()}).str, want);
         co_await l.unlock();
@@ -203,8 +206,7 @@ void late_acquire_scenario(bool fenced) {
         if (taken) co_await other.unlock();
         // The give-back's latch is deleted a turn after its answer: let both clients go idle.
         for (int i = 0; i < 200 && !(a.activity().idle() && b.activity().idle()); ++i) {
-          t.expires_after(5ms);
-          co_await t.async_wait(asio::use_awaitable);
+          co_await rlock::test::sleep_for(5ms);
         }
         co_await a.close();
         co_await b.close();
@@ -250,30 +252,25 @@ TEST(chaos, an_unlock_on_a_connection_given_up_never_releases_a_later_hold) {
           ec = e.code();
         }
         EXPECT_EQ(ec, rlock::errc::timeout);  // written to the frozen connection
-        asio::steady_timer t(io);
         // Retried on a new connection with its latch: released.
         for (int i = 0; i < 400 && raw.command_int({"EXISTS", l.key()}) != 0; ++i) {
-          t.expires_after(5ms);
-          co_await t.async_wait(asio::use_awaitable);
+          co_await rlock::test::sleep_for(5ms);
         }
         EXPECT_EQ(raw.command_int({"EXISTS", l.key()}), 0);
         for (int i = 0; i < 200 && !a.activity().idle(); ++i) {  // latch deleted
-          t.expires_after(5ms);
-          co_await t.async_wait(asio::use_awaitable);
+          co_await rlock::test::sleep_for(5ms);
         }
         co_await l.lock();
         s.proxy.heal();
         for (int i = 0; i < 400 && s.proxy.open_connections() > 1; ++i) {
-          t.expires_after(5ms);
-          co_await t.async_wait(asio::use_awaitable);
+          co_await rlock::test::sleep_for(5ms);
         }
         EXPECT_EQ(s.proxy.open_connections(), 1u);
         EXPECT_EQ(raw.command({"HGET", l.key(), l.owner_field()}).str, "1");  // still ours
         EXPECT_TRUE(co_await l.is_held());
         co_await l.unlock();
         for (int i = 0; i < 200 && !a.activity().idle(); ++i) {
-          t.expires_after(5ms);
-          co_await t.async_wait(asio::use_awaitable);
+          co_await rlock::test::sleep_for(5ms);
         }
         co_await a.close();
         done = true;
@@ -292,11 +289,8 @@ TEST(chaos, server_restart_with_aof_keeps_exclusion_without_data_loss) {
   w.duration = 5s;
   w.max_hold = 100ms;
   s.start(w);
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(wait_until([&] { return s.rec.holding(); }));
-    EXPECT_TRUE(s.restart_server());
-    std::this_thread::sleep_for(600ms);
-  }
+  aim(
+      3, [&] { return s.rec.holding(); }, [&] { EXPECT_TRUE(s.restart_server()); }, 600ms);
   const auto v = s.finish();
   EXPECT_TRUE(v.clean()) << v.report();
   auto rec = recovery_ms(s.last(), s.back_at);
@@ -329,11 +323,9 @@ TEST(chaos, client_pause_during_acquires) {
   // late answers are given back; no ghost lock is left, nothing overlaps.
   scenario s;
   s.start(s.workload("p"));
-  for (int i = 0; i < 2; ++i) {
-    ASSERT_TRUE(wait_until([&] { return s.rec.in_progress(op_kind::try_lock, 0); }));
-    s.pause_clients(700ms);
-    std::this_thread::sleep_for(900ms);
-  }
+  aim(
+      2, [&] { return s.rec.in_progress(op_kind::try_lock, 0); }, [&] { s.pause_clients(700ms); },
+      900ms);
   const auto v = s.finish();
   EXPECT_TRUE(v.clean()) << v.report();
 }
@@ -342,11 +334,9 @@ TEST(chaos, client_pause_during_unlocks) {
   scenario s;
   s.proxy.set_delay(direction::to_client, 20ms);
   s.start(s.workload("p"));
-  for (int i = 0; i < 2; ++i) {
-    ASSERT_TRUE(wait_until([&] { return s.rec.in_progress(op_kind::unlock, 0); }));
-    s.pause_clients(700ms);
-    std::this_thread::sleep_for(900ms);
-  }
+  aim(
+      2, [&] { return s.rec.in_progress(op_kind::unlock, 0); }, [&] { s.pause_clients(700ms); },
+      900ms);
   const auto v = s.finish();
   EXPECT_TRUE(v.clean()) << v.report();
 }

@@ -53,6 +53,10 @@ struct shared_state {
   const workload_options* opts = nullptr;
   recorder* rec = nullptr;
   std::chrono::steady_clock::time_point stop_at;
+  /// The stated bounds (README, "Bounds"): try_lock(wait) within wait + command_timeout, an
+  /// unlock within command_timeout.
+  nanos try_bound = 0;
+  nanos unlock_bound = 0;
   std::atomic<bool> drain_expired{false};
 };
 
@@ -86,15 +90,13 @@ asio::awaitable<void> coroutine_worker(rlock::client& c, shared_state& st, int i
   std::mt19937_64 rng(o.seed * 1000 + static_cast<std::uint64_t>(index));
   auto ex = co_await asio::this_coro::executor;
   asio::steady_timer hold(ex);
-  const nanos try_bound = to_ns(o.try_wait + o.cfg.command_timeout);
-  const nanos unlock_bound = to_ns(o.cfg.command_timeout);
   for (int it = 0; it < o.max_iterations && std::chrono::steady_clock::now() < st.stop_at; ++it) {
     const auto& name = o.names[rng() % o.names.size()];
     auto l = c.get_lock(name, 1000 + static_cast<std::uint64_t>(index));
     const bool try_it = rng() % 3 != 0;
     const nanos requested = now_ns();
     const auto op = rec.started(try_it ? op_kind::try_lock : op_kind::lock, name, owner,
-                                try_it ? try_bound : -1);
+                                try_it ? st.try_bound : -1);
     bool acquired = false;
     try {
       if (try_it) {
@@ -123,7 +125,7 @@ asio::awaitable<void> coroutine_worker(rlock::client& c, shared_state& st, int i
     // called again, as a careful caller would: one that was never sent leaves the hold in place.
     const nanos invoked = now_ns();
     for (int attempt = 0; attempt < max_unlock_attempts; ++attempt) {
-      const auto uop = rec.started(op_kind::unlock, name, owner, unlock_bound);
+      const auto uop = rec.started(op_kind::unlock, name, owner, st.unlock_bound);
       std::string outcome = "released";
       try {
         co_await l.unlock();
@@ -141,8 +143,6 @@ void thread_worker(rlock::blocking::client& bc, shared_state& st, int index) {
   auto& rec = *st.rec;
   const std::string owner = o.process + "/t" + std::to_string(index);
   std::mt19937_64 rng(o.seed * 1000 + 500 + static_cast<std::uint64_t>(index));
-  const nanos try_bound = to_ns(o.try_wait + o.cfg.command_timeout);
-  const nanos unlock_bound = to_ns(o.cfg.command_timeout);
   for (int it = 0; it < o.max_iterations && std::chrono::steady_clock::now() < st.stop_at; ++it) {
     const auto& name = o.names[rng() % o.names.size()];
     auto l = bc.get_lock(name);
@@ -150,7 +150,7 @@ void thread_worker(rlock::blocking::client& bc, shared_state& st, int index) {
     const bool try_it = rng() % 4 != 0;
     const nanos requested = now_ns();
     const auto op = rec.started(try_it ? op_kind::try_lock : op_kind::lock, name, owner,
-                                try_it ? try_bound : -1);
+                                try_it ? st.try_bound : -1);
     bool acquired = false;
     try {
       if (try_it) {
@@ -173,7 +173,7 @@ void thread_worker(rlock::blocking::client& bc, shared_state& st, int index) {
     std::this_thread::sleep_for(std::chrono::milliseconds(rng() % (o.max_hold.count() + 1)));
     const nanos invoked = now_ns();
     for (int attempt = 0; attempt < max_unlock_attempts; ++attempt) {
-      const auto uop = rec.started(op_kind::unlock, name, owner, unlock_bound);
+      const auto uop = rec.started(op_kind::unlock, name, owner, st.unlock_bound);
       std::string outcome = "released";
       try {
         l.unlock();
@@ -213,6 +213,8 @@ history run_workload(const workload_options& opts, recorder& rec, std::chrono::m
   shared_state st;
   st.opts = &opts;
   st.rec = &rec;
+  st.try_bound = to_ns(opts.try_wait + opts.cfg.command_timeout);
+  st.unlock_bound = to_ns(opts.cfg.command_timeout);
 
   // Both clients connect before any worker starts: connect() is one attempt by design, and a
   // fault aimed at the workload must not hit a client that is still connecting.
