@@ -264,7 +264,6 @@ struct acquire_operation {
     ++c.counters.acquire_attempts;
     op->attempt_started = clock_type::now();
     op->written = {};
-    op->holds_before = op->s->local_holds;
     request_options opts;
     opts.unknown = if_unknown::fail;  // not idempotent: reconciled instead
     opts.deadline = op->attempt_deadline();
@@ -376,7 +375,10 @@ struct acquire_operation {
     } else if (!reply.is_null()) {
       std::from_chars(reply.str.data(), reply.str.data() + reply.str.size(), count);
     }
-    if (count > static_cast<std::int64_t>(op->holds_before)) return on_acquired(std::move(op));
+    // Against the holds this owner knows of *now*, not when the attempt was sent: a caller told
+    // `timeout` may have acquired the lock again meanwhile (its grant was answered before this
+    // HGET, on the same connection), and that hold is not this attempt's.
+    if (count > static_cast<std::int64_t>(op->s->local_holds)) return on_acquired(std::move(op));
     // It has not run. It should not any more, but bytes of a connection we gave up can still
     // reach the server (a stalled flow that heals): such a late run adds a hold nobody has, which
     // this owner's final unlock will then give back (lock_state::on_released).
@@ -503,7 +505,6 @@ struct acquire_operation {
   std::array<std::string_view, 2> args;
   std::optional<notify_hub::waiter> waiter;  // from the first failed attempt on
   multiplexer::id_type request = 0;          // the attempt or reconciliation in flight
-  std::uint64_t holds_before = 0;            // this owner's holds when the attempt was sent
   wake_reason reason = wake_reason::immediate;
   bool cancelled = false;
   bool detached = false;   // the caller was told; the answer is still awaited
