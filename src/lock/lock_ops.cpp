@@ -375,10 +375,12 @@ struct acquire_operation {
     } else if (!reply.is_null()) {
       std::from_chars(reply.str.data(), reply.str.data() + reply.str.size(), count);
     }
-    // Against the holds this owner knows of *now*, not when the attempt was sent: a caller told
-    // `timeout` may have acquired the lock again meanwhile (its grant was answered before this
-    // HGET, on the same connection), and that hold is not this attempt's.
-    if (count > static_cast<std::int64_t>(op->s->local_holds)) return on_acquired(std::move(op));
+    // Against the holds the server counted where this HGET ran, as answers in order tell it:
+    // not the count when the attempt was sent (a caller told `timeout` may have acquired again
+    // since, its grant answered before this HGET), and not the callers' count (a release sent
+    // after this HGET, such as another lost attempt's give-back, has lowered that already). A
+    // hold two questions both see is claimed by the first answer only.
+    if (count > static_cast<std::int64_t>(op->s->server_holds)) return on_acquired(std::move(op));
     // It has not run. It should not any more, but bytes of a connection we gave up can still
     // reach the server (a stalled flow that heals): such a late run adds a hold nobody has, which
     // this owner's final unlock will then give back (lock_state::on_released).

@@ -80,12 +80,14 @@ lock_state::~lock_state() {
 
 void lock_state::on_lease_lost() {
   ++client->counters.lost_locks;
+  server_holds = 0;
   reset(true);
 }
 
 void lock_state::on_acquired(std::chrono::milliseconds lease_ms, bool renew,
                              std::chrono::steady_clock::time_point sent) {
   if (local_holds++ == 0) lost = false;
+  ++server_holds;
   orphan_releases = 0;
   lease = lease_ms;
   watched = renew;
@@ -108,6 +110,7 @@ void lock_state::release_not_sent(const release_undo& undo) {
 lock_state::release_outcome lock_state::on_released(const resp3::value& reply,
                                                     std::chrono::steady_clock::time_point sent) {
   if (reply.is_null()) {
+    server_holds = 0;
     maybe_orphaned = false;
     reset(false);
     return {std::make_exception_ptr(
@@ -119,9 +122,13 @@ lock_state::release_outcome lock_state::on_released(const resp3::value& reply,
                                                       "release script: unexpected reply"))};
   }
   if (reply.integer == 1) {
+    server_holds = 0;
     maybe_orphaned = false;
     reset(false);
-  } else if (local_holds > 1) {
+    return {};
+  }
+  server_holds = server_holds > 1 ? server_holds - 1 : 1;  // still held: one at least
+  if (local_holds > 1) {
     --local_holds;
   } else if (local_holds == 0 && maybe_orphaned) {
     // Still held, nobody here holds it, and an acquire of ours may have run late: those holds

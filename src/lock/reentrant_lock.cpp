@@ -152,6 +152,7 @@ asio::awaitable<bool> reentrant_lock::force_unlock() {
         },
         asio::use_awaitable);
     if (ec) std::rethrow_exception(detail::failure_of(*s->client, ec, reply, "force_unlock"));
+    s->server_holds = 0;  // deleted, or was not there
     co_return as_integer(reply) == 1;
   }(state_));
 }

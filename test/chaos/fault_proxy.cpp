@@ -73,6 +73,7 @@ class fault_proxy::impl {
   std::uint16_t port_ = 0;
   std::atomic<std::size_t> open_{0};
   std::atomic<std::uint64_t> accepted_{0};
+  std::array<std::atomic<std::uint64_t>, 2> received_{};
   std::array<std::atomic<std::uint64_t>, 2> delivered_{};
   std::array<std::atomic<std::uint64_t>, 2> writes_{};
 
@@ -188,6 +189,7 @@ class fault_proxy::impl {
       const auto n = co_await l->source(d).async_read_some(
           asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
       if (ec || l->closed) break;
+      self->received_[index(d)] += n;
       lane.queue.push_back(
           {clock_type::now() + self->delay_[index(d)], std::string(buf.data(), n)});
       lane.timer.cancel();
@@ -292,6 +294,10 @@ void fault_proxy::cut_all() {
 std::size_t fault_proxy::open_connections() const { return impl_->open_.load(); }
 std::uint64_t fault_proxy::accepted() const { return impl_->accepted_.load(); }
 std::uint64_t fault_proxy::writes(direction d) const { return impl_->writes_[index(d)].load(); }
+
+std::uint64_t fault_proxy::received(direction d) const {
+  return impl_->received_[index(d)].load();
+}
 
 std::uint64_t fault_proxy::delivered(direction d) const {
   return impl_->delivered_[index(d)].load();

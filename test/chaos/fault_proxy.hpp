@@ -52,6 +52,8 @@ class fault_proxy {
   /// Connections open now, and accepted since the start.
   std::size_t open_connections() const;
   std::uint64_t accepted() const;
+  /// Bytes read in direction `d` since the start (delivered, held or lost with a cut).
+  std::uint64_t received(direction d) const;
   /// Bytes delivered in direction `d` since the start.
   std::uint64_t delivered(direction d) const;
   /// Write operations made in direction `d` (with split_replies, one per byte).

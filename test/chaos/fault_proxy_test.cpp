@@ -46,9 +46,11 @@ TEST(fault_proxy, black_hole_holds_bytes_until_heal) {
   ASSERT_EQ(c.command({"PING"}).str, "PONG");
   proxy.black_hole();
   const auto before = proxy.delivered(direction::to_server);
+  const auto read_before = proxy.received(direction::to_server);
   auto reply = std::async(std::launch::async, [&] { return c.command({"ECHO", "late"}).str; });
   EXPECT_EQ(reply.wait_for(300ms), std::future_status::timeout);  // nothing answers
   EXPECT_EQ(proxy.delivered(direction::to_server), before);       // nothing reached the server
+  EXPECT_GT(proxy.received(direction::to_server), read_before);   // but the proxy holds it
   proxy.heal();
   EXPECT_EQ(reply.get(), "late");  // held, then delivered: TCP loses nothing
 }

@@ -283,6 +283,80 @@ TEST(chaos, an_unlock_on_a_connection_given_up_never_releases_a_later_hold) {
   EXPECT_TRUE(v.leftovers.empty()) << v.report();
 }
 
+TEST(chaos, two_lost_acquires_of_one_owner_count_one_hold_once) {
+  // What the dense soak found after the fence: a try_lock told `timeout` left its acquire to be
+  // reconciled; its owner then called lock(), whose attempt was lost too. After the reconnect
+  // both asked HGET and saw the one hold the first attempt had made; the first claimed it and
+  // gave it back (that release queued behind both questions), the second claimed it as well and
+  // reported the lock acquired while the give-back released it.
+  scenario s;
+  rlock::test::raw_client raw(s.server.port());
+  auto cfg = chaos_config(s.proxy.port(), s.prefix, "twice");
+  cfg.health_check_interval = 0ms;  // the stalls end with the cut, not with a failed PING
+  asio::io_context io;
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), chaos_config(s.server.port(), s.prefix, "other"));
+  bool done = false;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await a.connect();
+        co_await b.connect();
+        auto l = a.get_lock("eta");
+        // 1. The first attempt runs; its answer is held until the bound passes.
+        s.proxy.drop(direction::to_client);
+        std::error_code first;
+        try {
+          co_await l.try_lock(0ms);
+        } catch (const std::system_error& e) {
+          first = e.code();
+        }
+        EXPECT_EQ(first, rlock::errc::timeout);
+        EXPECT_EQ(raw.command({"HGET", l.key(), l.owner_field()}).str, "1");
+        // 2. The second attempt is written and never reaches the server.
+        s.proxy.drop(direction::to_server);
+        const auto sent = s.proxy.received(direction::to_server);
+        bool second = false;
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+              co_await l.lock();
+              second = true;
+            },
+            asio::detached);
+        for (int i = 0; i < 400 && s.proxy.received(direction::to_server) == sent; ++i) {
+          co_await rlock::test::sleep_for(5ms);
+        }
+        EXPECT_GT(s.proxy.received(direction::to_server), sent);
+        // 3. Both answers are lost with the connection; both acquires are reconciled.
+        s.proxy.cut_all();
+        s.proxy.heal();
+        for (int i = 0; i < 400 && !second; ++i) co_await rlock::test::sleep_for(5ms);
+        EXPECT_TRUE(second);
+        for (int i = 0; i < 200 && a.activity().requests != 0; ++i) {
+          co_await rlock::test::sleep_for(5ms);
+        }
+        EXPECT_GE(a.stats().reconciled_acquires, 2u);
+        // lock() returned: the server must count the hold its caller believes in.
+        EXPECT_EQ(raw.command({"HGET", l.key(), l.owner_field()}).str, "1");
+        auto other = b.get_lock("eta");
+        EXPECT_FALSE(co_await other.try_lock(0ms));
+        co_await l.unlock();
+        for (int i = 0; i < 200 && !(a.activity().idle() && b.activity().idle()); ++i) {
+          co_await rlock::test::sleep_for(5ms);
+        }
+        co_await a.close();
+        co_await b.close();
+        done = true;
+        io.stop();
+      },
+      asio::detached);
+  io.run_for(20s);
+  EXPECT_TRUE(done);
+  const auto v = s.finish();
+  EXPECT_TRUE(v.leftovers.empty()) << v.report();
+}
+
 TEST(chaos, server_restart_with_aof_keeps_exclusion_without_data_loss) {
   scenario s({.aof = true});
   auto w = s.workload("p");
