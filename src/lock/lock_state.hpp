@@ -88,7 +88,7 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
 
   bool lost = false;
   std::atomic<wake_reason> last_wake{wake_reason::immediate};
-  std::uint64_t local_holds = 0;      // acquisitions not yet released, as far as we know
+  std::uint64_t local_holds = 0;  // acquisitions not yet released, as far as we know
   /// The holds the server counts for this owner as of the latest answer: moved by answers only
   /// (a release lowers it when its answer comes, not when it is sent), so that an HGET asked
   /// to reconcile a lost acquire is compared with the count at the point where it ran.

@@ -295,9 +295,7 @@ std::size_t fault_proxy::open_connections() const { return impl_->open_.load(); 
 std::uint64_t fault_proxy::accepted() const { return impl_->accepted_.load(); }
 std::uint64_t fault_proxy::writes(direction d) const { return impl_->writes_[index(d)].load(); }
 
-std::uint64_t fault_proxy::received(direction d) const {
-  return impl_->received_[index(d)].load();
-}
+std::uint64_t fault_proxy::received(direction d) const { return impl_->received_[index(d)].load(); }
 
 std::uint64_t fault_proxy::delivered(direction d) const {
   return impl_->delivered_[index(d)].load();
