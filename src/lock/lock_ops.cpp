@@ -5,9 +5,9 @@
 //
 // What each request means when its answer never comes (../README "Faults"):
 // - acquire: not idempotent (HINCRBY). Written and unanswered when the connection dies, it is
-//   reconciled: `HGET key field` against the count the owner had before the attempt tells
-//   whether it ran. An answer that comes after the caller was told (timeout, cancellation) is
-//   still processed, and an acquisition it made is given back.
+//   reconciled: `HGET key field` against the count the server had at that point (as the answers
+//   before it tell) says whether it ran. An answer that comes after the caller was told
+//   (timeout, cancellation) is still processed, and an acquisition it made is given back.
 // - release: made idempotent by Redisson's unlock latch (one request id per unlock, reused by
 //   every retry): written again on the next connection.
 // The caller and the protocol state are separate: an operation can complete its caller (its
