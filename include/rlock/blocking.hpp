@@ -2,6 +2,7 @@
 
 #include "rlock/client.hpp"
 #include "rlock/config.hpp"
+#include "rlock/export.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -32,7 +33,7 @@ class reentrant_lock;
 /// flight: the call completes first, an acquisition it made is given back, and then the
 /// exception is thrown. unlock() never throws it (it runs in guards' destructors); the next
 /// other call does.
-class client {
+class RLOCK_EXPORT client {
  public:
   explicit client(config cfg);
   client(const client&) = delete;
@@ -58,7 +59,7 @@ class client {
 /// std::system_error carrying errc::not_owner (and a lease that ran out counts as not holding
 /// it). A throw from a guard's destructor terminates, so under std guards use watchdog leases,
 /// which do not run out while the process lives.
-class reentrant_lock {
+class RLOCK_EXPORT reentrant_lock {
  public:
   using milliseconds = std::chrono::milliseconds;
 

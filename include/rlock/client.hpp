@@ -3,6 +3,7 @@
 #include "rlock/config.hpp"
 #include "rlock/connection_state.hpp"
 #include "rlock/detail/async_run.hpp"
+#include "rlock/export.hpp"
 #include "rlock/reentrant_lock.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -20,8 +21,8 @@ namespace rlock {
 
 namespace detail {
 class client_impl;
-boost::asio::awaitable<void> connect_op(std::shared_ptr<client_impl> c);
-boost::asio::awaitable<void> close_op(std::shared_ptr<client_impl> c);
+RLOCK_EXPORT boost::asio::awaitable<void> connect_op(std::shared_ptr<client_impl> c);
+RLOCK_EXPORT boost::asio::awaitable<void> close_op(std::shared_ptr<client_impl> c);
 }  // namespace detail
 
 /// Counters of one client since it was made: what its locks cost in Redis commands and how
@@ -85,7 +86,7 @@ struct client_activity {
   }
 };
 
-class client {
+class RLOCK_EXPORT client {
  public:
   using executor_type = boost::asio::any_io_executor;
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "rlock/export.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -7,7 +9,7 @@
 namespace rlock {
 
 /// Where and how to reach Redis, and the lock defaults. Plain data: copy and edit freely.
-struct config {
+struct RLOCK_EXPORT config {
   /// Redis host name or address, and port. Only a standalone server in this version.
   std::string host = "127.0.0.1";
   std::uint16_t port = 6379;

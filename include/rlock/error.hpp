@@ -1,5 +1,7 @@
 #pragma once
 
+#include "rlock/export.hpp"
+
 #include <string>
 #include <system_error>
 
@@ -42,14 +44,14 @@ enum class errc {
 };
 
 /// The category of `rlock::errc`; its name is "rlock".
-const std::error_category& error_category() noexcept;
+RLOCK_EXPORT const std::error_category& error_category() noexcept;
 
 inline std::error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), error_category()};
 }
 
 /// A `std::system_error` carrying an rlock error and, where Redis sent one, its error text.
-[[noreturn]] void throw_error(errc e, const std::string& what = {});
+[[noreturn]] RLOCK_EXPORT void throw_error(errc e, const std::string& what = {});
 
 }  // namespace rlock
 

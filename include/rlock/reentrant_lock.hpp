@@ -1,6 +1,7 @@
 #pragma once
 
 #include "rlock/detail/async_run.hpp"
+#include "rlock/export.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -37,16 +38,18 @@ using bool_handler = boost::asio::any_completion_handler<void(std::exception_ptr
 /// Starts an acquisition that reports whether it got the lock (wait: none = forever, 0 = one
 /// attempt; lease: none = watchdog) on the lock's client executor; callable from any thread.
 /// `handler` runs on its associated executor (default: the client's), never inside this call.
-void async_acquire(std::shared_ptr<lock_state> s, std::optional<std::chrono::milliseconds> wait,
-                   std::optional<std::chrono::milliseconds> lease, bool_handler handler);
+RLOCK_EXPORT void async_acquire(std::shared_ptr<lock_state> s,
+                                std::optional<std::chrono::milliseconds> wait,
+                                std::optional<std::chrono::milliseconds> lease,
+                                bool_handler handler);
 /// async_acquire waiting until acquired, without a result to report.
-void async_lock(std::shared_ptr<lock_state> s, std::optional<std::chrono::milliseconds> lease,
-                void_handler handler);
+RLOCK_EXPORT void async_lock(std::shared_ptr<lock_state> s,
+                             std::optional<std::chrono::milliseconds> lease, void_handler handler);
 /// Starts a release of one hold, like async_acquire.
-void async_release(std::shared_ptr<lock_state> s, void_handler handler);
-boost::asio::awaitable<void> lost_op(std::shared_ptr<lock_state> s);
-const boost::asio::any_io_executor& executor_of(const lock_state& s) noexcept;
-const std::shared_ptr<lock_state>& state_of(const reentrant_lock& l) noexcept;
+RLOCK_EXPORT void async_release(std::shared_ptr<lock_state> s, void_handler handler);
+RLOCK_EXPORT boost::asio::awaitable<void> lost_op(std::shared_ptr<lock_state> s);
+RLOCK_EXPORT const boost::asio::any_io_executor& executor_of(const lock_state& s) noexcept;
+RLOCK_EXPORT const std::shared_ptr<lock_state>& state_of(const reentrant_lock& l) noexcept;
 }  // namespace detail
 
 /// A Redisson-compatible reentrant distributed lock (Redisson's RLock) seen by one owner.
@@ -80,7 +83,7 @@ const std::shared_ptr<lock_state>& state_of(const reentrant_lock& l) noexcept;
 /// once and the acquisition, if the server made it, is given back when the reconnection tells.
 /// Other operations are single round trips bounded by `config::command_timeout` and ignore
 /// cancellation.
-class reentrant_lock {
+class RLOCK_EXPORT reentrant_lock {
  public:
   using executor_type = boost::asio::any_io_executor;
   using milliseconds = std::chrono::milliseconds;

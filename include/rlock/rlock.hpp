@@ -6,3 +6,4 @@
 #include "rlock/connection_state.hpp"
 #include "rlock/error.hpp"
 #include "rlock/reentrant_lock.hpp"
+#include "rlock/version.hpp"

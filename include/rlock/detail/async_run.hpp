@@ -1,5 +1,7 @@
 #pragma once
 
+#include "rlock/export.hpp"
+
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -18,7 +20,7 @@ namespace rlock::detail {
 
 /// The error code an operation's exception carries, as Asio's error_code; rlock's cancellation
 /// (std::errc::operation_canceled) becomes asio::error::operation_aborted.
-boost::system::error_code to_error_code(const std::exception_ptr& e);
+RLOCK_EXPORT boost::system::error_code to_error_code(const std::exception_ptr& e);
 
 template <typename T>
 struct op_signature {

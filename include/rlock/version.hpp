@@ -1,0 +1,27 @@
+#pragma once
+
+#include "rlock/export.hpp"
+
+// rlock's version, written here and nowhere else: CMakeLists.txt reads it from this file.
+#define RLOCK_VERSION_MAJOR 0
+#define RLOCK_VERSION_MINOR 1
+#define RLOCK_VERSION_PATCH 0
+
+/// MAJOR * 10000 + MINOR * 100 + PATCH, for `#if RLOCK_VERSION >= 100`.
+#define RLOCK_VERSION \
+  (RLOCK_VERSION_MAJOR * 10000 + RLOCK_VERSION_MINOR * 100 + RLOCK_VERSION_PATCH)
+
+#define RLOCK_VERSION_STRINGIZE_(x) #x
+#define RLOCK_VERSION_STRINGIZE(x) RLOCK_VERSION_STRINGIZE_(x)
+/// "MAJOR.MINOR.PATCH".
+#define RLOCK_VERSION_STRING                   \
+  RLOCK_VERSION_STRINGIZE(RLOCK_VERSION_MAJOR) \
+  "." RLOCK_VERSION_STRINGIZE(RLOCK_VERSION_MINOR) "." RLOCK_VERSION_STRINGIZE(RLOCK_VERSION_PATCH)
+
+namespace rlock {
+
+/// The version of the rlock library linked in ("MAJOR.MINOR.PATCH"), which may differ from the
+/// headers' RLOCK_VERSION_STRING when a shared library was replaced.
+RLOCK_EXPORT const char* library_version() noexcept;
+
+}  // namespace rlock

@@ -1,0 +1,186 @@
+// The package as users get it: rlock installed (static from this build tree; shared from a
+// project that vendors it with add_subdirectory) and used by the consumer projects in
+// test/consumer/ through find_package, pkg-config and add_subdirectory. Each consumer is
+// configured, built and run against this test's private redis-server, so a broken install, a
+// missing export or a leaked build flag fails CI.
+#include "support/redis_server.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <spawn.h>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+rlock::test::redis_server& server() {
+  static rlock::test::redis_server s;
+  return s;
+}
+
+struct outcome {
+  int code = -1;
+  std::string output;  // stdout and stderr
+};
+
+/// Runs `args` with `extra_env` added to the environment; output goes to a file, read back.
+/// Bounded by ctest's timeout for this test.
+outcome run(const std::vector<std::string>& args, const std::vector<std::string>& extra_env = {}) {
+  static int n = 0;
+  const fs::path log = fs::temp_directory_path() / ("rlock-package-" + std::to_string(::getpid()) +
+                                                    "-" + std::to_string(n++) + ".log");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  std::vector<std::string> env_strings(extra_env);
+  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  std::vector<char*> env;
+  for (auto& e : env_strings) env.push_back(e.data());
+  env.push_back(nullptr);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  outcome out;
+  pid_t pid = -1;
+  if (posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), env.data()) == 0) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    out.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  std::ifstream in(log);
+  std::stringstream text;
+  text << in.rdbuf();
+  out.output = text.str();
+  fs::remove(log);
+  return out;
+}
+
+/// A scratch directory removed at the end.
+struct scratch {
+  fs::path path = fs::temp_directory_path() / ("rlock-package-" + std::to_string(::getpid()));
+  scratch() {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~scratch() { fs::remove_all(path); }
+};
+
+/// `ctest --build-and-test`: configures and builds `project` in `build` with `options`, then
+/// runs `command`.
+outcome build_and_test(const fs::path& project, const fs::path& build,
+                       const std::vector<std::string>& options,
+                       const std::vector<std::string>& command,
+                       const std::vector<std::string>& env = {}) {
+  std::vector<std::string> args{RLOCK_CTEST,      "--build-and-test",  project.string(),
+                                build.string(),   "--build-generator", "Ninja",
+                                "--build-options"};
+  args.push_back("-DCMAKE_BUILD_TYPE=Release");
+  args.insert(args.end(), options.begin(), options.end());
+  args.emplace_back("--test-command");
+  args.insert(args.end(), command.begin(), command.end());
+  return run(args, env);
+}
+
+const fs::path consumers = fs::path(RLOCK_SOURCE_DIR) / "test" / "consumer";
+
+/// The find_package consumer built against the package installed at `prefix`, run through both
+/// of its routes (the CMake package, pkg-config).
+void use_installed(const fs::path& prefix, const fs::path& build) {
+  const std::string port = std::to_string(server().port());
+  // pkg-config looks where the package put rlock.pc (lib/ or lib/<multiarch>/).
+  std::string pc_path;
+  for (const auto& entry : fs::recursive_directory_iterator(prefix)) {
+    if (entry.path().filename() == "rlock.pc") pc_path = entry.path().parent_path().string();
+  }
+  ASSERT_FALSE(pc_path.empty()) << "no rlock.pc under " << prefix;
+  const std::vector<std::string> env{"PKG_CONFIG_PATH=" + pc_path,
+                                     "LD_LIBRARY_PATH=" + fs::path(pc_path).parent_path().string()};
+  const auto r =
+      build_and_test(consumers / "find_package", build, {"-DCMAKE_PREFIX_PATH=" + prefix.string()},
+                     {"consumer", port}, env);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("consumer ok"), std::string::npos) << r.output;
+  const auto pc = run({(build / "consumer_pkg_config").string(), port}, env);
+  EXPECT_EQ(pc.code, 0) << pc.output;
+  EXPECT_NE(pc.output.find("consumer ok"), std::string::npos) << pc.output;
+}
+
+TEST(package, installed_static_library_is_found_by_cmake_and_pkg_config) {
+  if (std::string(RLOCK_SANITIZE).size() > 0) {
+    GTEST_SKIP() << "a sanitized librlock.a needs sanitized consumers; the ci preset runs this";
+  }
+  if (!RLOCK_INSTALL_RULES) GTEST_SKIP() << "configured with RLOCK_INSTALL=OFF";
+  scratch dir;
+  const auto install =
+      run({RLOCK_CMAKE, "--install", RLOCK_BINARY_DIR, "--prefix", (dir.path / "prefix").string()});
+  ASSERT_EQ(install.code, 0) << install.output;
+  use_installed(dir.path / "prefix", dir.path / "consumer");
+}
+
+TEST(package, vendored_shared_library_builds_installs_and_exports_only_its_api) {
+  scratch dir;
+  const std::string port = std::to_string(server().port());
+  // Vendored with add_subdirectory, built shared, warnings as errors; its install rules on.
+  const auto vendored = build_and_test(
+      consumers / "add_subdirectory", dir.path / "vendored",
+      {"-DRLOCK_SOURCE_DIR=" + std::string(RLOCK_SOURCE_DIR), "-DBUILD_SHARED_LIBS=ON",
+       "-DRLOCK_INSTALL=ON", "-DRLOCK_WARNINGS_AS_ERRORS=ON"},
+      {"consumer", port});
+  ASSERT_EQ(vendored.code, 0) << vendored.output;
+  EXPECT_NE(vendored.output.find("consumer ok"), std::string::npos) << vendored.output;
+
+  const auto prefix = dir.path / "prefix";
+  const auto install = run(
+      {RLOCK_CMAKE, "--install", (dir.path / "vendored").string(), "--prefix", prefix.string()});
+  ASSERT_EQ(install.code, 0) << install.output;
+  use_installed(prefix, dir.path / "consumer");
+
+  // Exported: the public API. Not exported: anything internal (session, protocol, lock state).
+  fs::path so;
+  for (const auto& entry : fs::recursive_directory_iterator(prefix)) {
+    if (entry.path().filename().string().starts_with("librlock.so.")) so = entry.path();
+  }
+  ASSERT_FALSE(so.empty());
+  const auto nm = run({"nm", "-D", "-C", "--defined-only", so.string()});
+  ASSERT_EQ(nm.code, 0) << nm.output;
+  EXPECT_NE(nm.output.find("rlock::client::client("), std::string::npos);
+  EXPECT_NE(nm.output.find("rlock::blocking::client::client("), std::string::npos);
+  EXPECT_NE(nm.output.find("rlock::reentrant_lock::lock()"), std::string::npos);
+  // The only rlock::detail functions a consumer may reach: those the public headers' templates
+  // call.
+  const std::set<std::string> api{"async_acquire", "async_lock",  "async_release",
+                                  "lost_op",       "executor_of", "state_of",
+                                  "connect_op",    "close_op",    "to_error_code"};
+  const std::regex detail_symbol(R"(^[0-9a-f]* [TWVD] rlock::detail::([A-Za-z_0-9]+)[(<])");
+  std::istringstream lines(nm.output);
+  std::string line;
+  std::size_t exported = 0;
+  while (std::getline(lines, line)) {
+    if (line.find(" rlock::") != std::string::npos) ++exported;
+    std::smatch m;
+    if (std::regex_search(line, m, detail_symbol)) {
+      EXPECT_TRUE(api.contains(m[1].str())) << "exported internal symbol: " << line;
+    }
+    EXPECT_EQ(line.find("rlock::detail::multiplexer"), std::string::npos) << line;
+    EXPECT_EQ(line.find("rlock::detail::connection"), std::string::npos) << line;
+    EXPECT_EQ(line.find("rlock::detail::resp3"), std::string::npos) << line;
+  }
+  EXPECT_GT(exported, 20u);
+}
+
+}  // namespace
