@@ -162,6 +162,7 @@ void client_impl::forget(const lock_state& s) {
 }
 
 asio::awaitable<void> connect_op(std::shared_ptr<client_impl> c) {
+  co_await asio::this_coro::throw_if_cancelled(false);  // bounded by connect_timeout instead
   // The initiation captures a plain pointer: g++ 12 destroys some temporaries of a co_await
   // expression twice, and a captured shared_ptr then loses a reference.
   auto result = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
@@ -172,6 +173,7 @@ asio::awaitable<void> connect_op(std::shared_ptr<client_impl> c) {
 }
 
 asio::awaitable<void> close_op(std::shared_ptr<client_impl> c) {
+  co_await asio::this_coro::throw_if_cancelled(false);
   c->shutdown(std::make_error_code(std::errc::operation_canceled));
   co_return;
 }
@@ -228,13 +230,31 @@ void client::on_state_change(std::function<void(const connection_event&)> handle
 
 std::chrono::milliseconds client::lease_margin() const noexcept { return impl_->dog.margin(); }
 
-asio::awaitable<void> client::connect() {
-  return asio::co_spawn(get_executor(), detail::connect_op(impl_), asio::use_awaitable);
+void client::start_connect(const std::shared_ptr<detail::client_impl>& impl, detail::handler<> h) {
+  asio::co_spawn(impl->executor, detail::connect_op(impl), std::move(h));
 }
 
-asio::awaitable<void> client::close() {
-  return asio::co_spawn(get_executor(), detail::close_op(impl_), asio::use_awaitable);
+void client::start_close(const std::shared_ptr<detail::client_impl>& impl, detail::handler<> h) {
+  asio::co_spawn(impl->executor, detail::close_op(impl), std::move(h));
 }
+
+namespace {
+
+/// The awaitable form: the operation's own exception (Redis's or the OS's text) is thrown as is.
+template <typename Start>
+asio::awaitable<void> awaitable_of(const std::shared_ptr<detail::client_impl>& impl, Start st) {
+  return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr)>(
+      [](auto handler, std::shared_ptr<detail::client_impl> c, Start start) {
+        start(c, detail::handler<>(std::move(handler)));
+      },
+      asio::use_awaitable, impl, st);
+}
+
+}  // namespace
+
+asio::awaitable<void> client::connect() { return awaitable_of(impl_, &client::start_connect); }
+
+asio::awaitable<void> client::close() { return awaitable_of(impl_, &client::start_close); }
 
 reentrant_lock client::get_lock(std::string_view name) {
   return reentrant_lock(impl_->new_owner(name));

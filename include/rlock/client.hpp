@@ -2,7 +2,7 @@
 
 #include "rlock/config.hpp"
 #include "rlock/connection_state.hpp"
-#include "rlock/detail/async_run.hpp"
+#include "rlock/detail/completion.hpp"
 #include "rlock/export.hpp"
 #include "rlock/reentrant_lock.hpp"
 
@@ -21,8 +21,6 @@ namespace rlock {
 
 namespace detail {
 class client_impl;
-RLOCK_EXPORT boost::asio::awaitable<void> connect_op(std::shared_ptr<client_impl> c);
-RLOCK_EXPORT boost::asio::awaitable<void> close_op(std::shared_ptr<client_impl> c);
 }  // namespace detail
 
 /// Counters of one client since it was made: what its locks cost in Redis commands and how
@@ -119,25 +117,29 @@ class RLOCK_EXPORT client {
   std::chrono::milliseconds lease_margin() const noexcept;
 
   /// Connects, says `HELLO 3` (with AUTH if configured), selects the database and loads the
-  /// scripts. Bounded by config::connect_timeout. Completion: void(error_code): timeout,
-  /// resolve_failed, connect_failed, auth_failed, unsupported_server, server_error,
-  /// protocol_error (the awaitable's exception carries Redis's or the OS's text). Once connected,
-  /// the client reconnects by itself after a loss (config::reconnect): commands issued meanwhile
-  /// wait for the new connection's handshake, within their own bounds.
+  /// scripts: one attempt, bounded by config::connect_timeout. Once connected, the client
+  /// reconnects by itself after a loss (config::reconnect): commands issued meanwhile wait for
+  /// the new connection's handshake, within their own bounds.
+  /// Completion: `void(error_code)`; errors: timeout, resolve_failed, connect_failed,
+  /// auth_failed, unsupported_server, server_error, protocol_error (the awaitable form's
+  /// exception carries Redis's or the OS's text).
+  ///
+  /// Per-operation cancellation: not supported (ignored): bounded by config::connect_timeout.
   boost::asio::awaitable<void> connect();
-  template <typename CompletionToken>
-  auto async_connect(CompletionToken&& token) {
-    return detail::async_run(get_executor(), detail::connect_op(impl_),
-                             std::forward<CompletionToken>(token));
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_connect(CompletionToken&& token = {}) {
+    return initiate(std::forward<CompletionToken>(token), &client::start_connect);
   }
 
   /// Closes the connection. Every pending operation, waiter and `lost()` completes with
   /// operation_aborted; the watchdog stops (held leases then expire on the server).
+  /// Completion: `void(error_code)`, never an error.
+  ///
+  /// Per-operation cancellation: not supported (ignored): it completes at once.
   boost::asio::awaitable<void> close();
-  template <typename CompletionToken>
-  auto async_close(CompletionToken&& token) {
-    return detail::async_run(get_executor(), detail::close_op(impl_),
-                             std::forward<CompletionToken>(token));
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_close(CompletionToken&& token = {}) {
+    return initiate(std::forward<CompletionToken>(token), &client::start_close);
   }
 
   /// A handle for lock `name` with a new owner. `name` must not be empty (else throws
@@ -149,6 +151,20 @@ class RLOCK_EXPORT client {
   reentrant_lock get_lock(std::string_view name, std::uint64_t owner_id);
 
  private:
+  using start_fn = void (*)(const std::shared_ptr<detail::client_impl>&, detail::handler<>);
+  /// Starts `start` for a token of signature `void(error_code)`; the initiation holds the
+  /// client's state, so a deferred operation may start after a move.
+  template <typename CompletionToken>
+  auto initiate(CompletionToken&& token, start_fn start) {
+    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
+        [](auto handler, std::shared_ptr<detail::client_impl> impl, executor_type ex, start_fn st) {
+          st(impl, detail::with_error_code<>(std::move(handler), ex));
+        },
+        token, impl_, get_executor(), start);
+  }
+  static void start_connect(const std::shared_ptr<detail::client_impl>& impl, detail::handler<> h);
+  static void start_close(const std::shared_ptr<detail::client_impl>& impl, detail::handler<> h);
+
   std::shared_ptr<detail::client_impl> impl_;
 };
 

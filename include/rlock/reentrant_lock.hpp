@@ -1,20 +1,20 @@
 #pragma once
 
-#include "rlock/detail/async_run.hpp"
+#include "rlock/detail/completion.hpp"
 #include "rlock/export.hpp"
 
-#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/system/error_code.hpp>
 
 #include <chrono>
 #include <cstdint>
-#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace rlock {
 
@@ -28,28 +28,11 @@ enum class wake_reason {
   expiry,
 };
 
-class reentrant_lock;
+class client;
 
 namespace detail {
 struct lock_state;
-/// Completions of the lock operations: the exception carries rlock::errc and Redis's text.
-using void_handler = boost::asio::any_completion_handler<void(std::exception_ptr)>;
-using bool_handler = boost::asio::any_completion_handler<void(std::exception_ptr, bool)>;
-/// Starts an acquisition that reports whether it got the lock (wait: none = forever, 0 = one
-/// attempt; lease: none = watchdog) on the lock's client executor; callable from any thread.
-/// `handler` runs on its associated executor (default: the client's), never inside this call.
-RLOCK_EXPORT void async_acquire(std::shared_ptr<lock_state> s,
-                                std::optional<std::chrono::milliseconds> wait,
-                                std::optional<std::chrono::milliseconds> lease,
-                                bool_handler handler);
-/// async_acquire waiting until acquired, without a result to report.
-RLOCK_EXPORT void async_lock(std::shared_ptr<lock_state> s,
-                             std::optional<std::chrono::milliseconds> lease, void_handler handler);
-/// Starts a release of one hold, like async_acquire.
-RLOCK_EXPORT void async_release(std::shared_ptr<lock_state> s, void_handler handler);
-RLOCK_EXPORT boost::asio::awaitable<void> lost_op(std::shared_ptr<lock_state> s);
-RLOCK_EXPORT const boost::asio::any_io_executor& executor_of(const lock_state& s) noexcept;
-RLOCK_EXPORT const std::shared_ptr<lock_state>& state_of(const reentrant_lock& l) noexcept;
+struct lock_access;
 }  // namespace detail
 
 /// A Redisson-compatible reentrant distributed lock (Redisson's RLock) seen by one owner.
@@ -67,28 +50,25 @@ RLOCK_EXPORT const std::shared_ptr<lock_state>& state_of(const reentrant_lock& l
 /// every third of that until the final unlock; if a renewal finds the lock gone, `lost()`
 /// completes.
 ///
-/// **Execution.** Every operation runs on the client's executor and completes on the caller's
-/// executor, never inline. Errors: awaitables throw `std::system_error` carrying `rlock::errc`
-/// (with Redis's text in `what()` for server errors); the `async_*` forms complete with
-/// `void(std::error_code[, T])` and take any Asio completion token.
+/// **Two forms of every operation, one implementation.** `co_await lock.lock()` (an
+/// `asio::awaitable`) throws `std::system_error` carrying `rlock::errc`, with Redis's text in
+/// `what()` for server errors. `lock.async_lock(token)` takes any Asio completion token (a
+/// callback, `use_future`, `use_awaitable`, `as_tuple(...)`, `deferred`, ...; without one,
+/// `rlock::default_completion_token`, i.e. `asio::deferred`) and completes with Asio's
+/// convention, `void(boost::system::error_code[, T])`; the text is then in `last_error()`.
 ///
-/// **Per-operation cancellation** (terminal, partial and total) is supported by the waiting
-/// operations `lock`, `try_lock(wait...)` and `lost`: a cancelled wait completes with
-/// `operation_aborted` and leaves no lock taken, no local waiter and no subscription behind.
-/// The cancellation may be emitted from any thread or executor, also before the operation has
-/// started on the client's executor. An attempt still queued (the client is reconnecting) is
-/// withdrawn; one already written is awaited while the connection is up (its answer is due at
-/// once; a server that stops answering is found by the health check), and an acquisition it made
-/// is undone before the caller is told; if the connection is lost meanwhile, the caller is told at
-/// once and the acquisition, if the server made it, is given back when the reconnection tells.
-/// Other operations are single round trips bounded by `config::command_timeout` and ignore
-/// cancellation.
+/// **Execution.** Every operation runs on the client's executor (callable from any thread) and
+/// completes on the completion handler's associated executor (default: the client's), never
+/// inside the initiating call.
+///
+/// **Cancellation**, per operation below. Where it is supported, it may be emitted from any
+/// thread or executor, also before the operation has started on the client's executor, and the
+/// operation completes with `operation_aborted` (`std::errc::operation_canceled` from the
+/// awaitable forms).
 class RLOCK_EXPORT reentrant_lock {
  public:
   using executor_type = boost::asio::any_io_executor;
   using milliseconds = std::chrono::milliseconds;
-
-  explicit reentrant_lock(std::shared_ptr<detail::lock_state> state);
 
   /// The lock's name as given to get_lock (without the key prefix).
   std::string_view name() const noexcept;
@@ -98,7 +78,8 @@ class RLOCK_EXPORT reentrant_lock {
   std::uint64_t owner_id() const noexcept;
   /// The hash field identifying this owner: `<client-uuid>:<owner-id>`.
   const std::string& owner_field() const noexcept;
-  executor_type get_executor() const noexcept { return detail::executor_of(*state_); }
+  /// The client's executor, where the lock's operations run.
+  executor_type get_executor() const noexcept;
   /// How this owner's latest successful acquisition came about.
   wake_reason last_wake() const noexcept;
   /// The text of this owner's latest failed lock, try_lock or unlock: Redis's error text (e.g.
@@ -107,83 +88,188 @@ class RLOCK_EXPORT reentrant_lock {
   /// Empty if none failed. May be called from any thread.
   std::string last_error() const;
 
-  /// Waits until acquired, with the watchdog keeping the lease. Completion: void(error_code).
+  // --- lock -------------------------------------------------------------------------------
+  /// Waits until acquired: with the watchdog keeping the lease (`lease` absent), or with a
+  /// lease (> 0) after which the key expires unless unlocked. Re-enters if this owner holds it.
+  /// Completion: `void(error_code)`; errors: invalid_argument (lease <= 0), server_error,
+  /// permission_denied (no right on the lock's channel), connection_lost (the client was closed,
+  /// or config::fail_fast while disconnected). Waits across reconnects; no bound but the
+  /// caller's cancellation.
+  ///
+  /// Per-operation cancellation: terminal, partial and total. The wait ends with
+  /// operation_aborted and leaves no lock taken, no waiter and no subscription behind. An
+  /// attempt still queued (the client is reconnecting) is withdrawn; one already written is
+  /// awaited while the connection is up (its answer is due at once; a server that stops
+  /// answering is found by the health check), and an acquisition it made is undone before the
+  /// caller is told; if the connection is lost meanwhile, the caller is told at once and the
+  /// acquisition, if the server made it, is given back when the reconnection tells.
   boost::asio::awaitable<void> lock();
-  /// Waits until acquired with a lease (> 0) after which the key expires unless unlocked.
   boost::asio::awaitable<void> lock(milliseconds lease);
-  /// One attempt, no waiting: true if acquired (or re-entered).
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_lock(CompletionToken&& token = {}) {
+    return async_lock(std::nullopt, std::forward<CompletionToken>(token));
+  }
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_lock(std::optional<milliseconds> lease, CompletionToken&& token = {}) {
+    return initiate<>(std::forward<CompletionToken>(token),
+                      [lease](const reentrant_lock& l, detail::handler<> h) {
+                        l.start_lock(lease, std::move(h));
+                      });
+  }
+
+  // --- try_lock ---------------------------------------------------------------------------
+  /// Acquires if it can within `wait` (absent: one attempt, no waiting; 0: the same); true if
+  /// acquired or re-entered. Lease as for lock(). Completion: `void(error_code, bool)`; errors as
+  /// lock(), plus invalid_argument (wait < 0) and timeout: completes within wait +
+  /// config::command_timeout (an attempt in flight at the end of the wait gets a full round
+  /// trip); a timeout means the outcome is unknown to the caller, and an acquisition that
+  /// happens after all is given back.
+  ///
+  /// Per-operation cancellation: terminal, partial and total, as for lock(); completes with
+  /// operation_aborted, never with `true`.
   boost::asio::awaitable<bool> try_lock();
-  /// Waits up to `wait` (>= 0; 0 means one attempt): true if acquired.
   boost::asio::awaitable<bool> try_lock(milliseconds wait);
   boost::asio::awaitable<bool> try_lock(milliseconds wait, milliseconds lease);
-  /// Releases one hold; the final release deletes the key and publishes "0" on the channel.
-  /// Throws errc::not_owner if this owner does not hold the lock (never a silent success).
-  boost::asio::awaitable<void> unlock();
-  /// Deletes the lock whoever holds it and wakes waiters; true if it was locked.
-  boost::asio::awaitable<bool> force_unlock();
-  /// Whether anybody holds the lock (`EXISTS`).
-  boost::asio::awaitable<bool> is_locked();
-  /// Whether this owner holds the lock (`HEXISTS`).
-  boost::asio::awaitable<bool> is_held();
-  /// This owner's hold count (0 if not held).
-  boost::asio::awaitable<std::int64_t> hold_count();
-  /// The key's remaining time to live: -2 ms if not locked, -1 ms if it has no expiry.
-  boost::asio::awaitable<milliseconds> remaining_ttl();
-  /// Completes when the watchdog finds this owner's watchdog lock lost (expired, deleted,
-  /// force-unlocked, or not renewable for a whole lease). Throws errc::not_owner if the lock is
-  /// not held through the watchdog when called, and operation_aborted if it is released first.
-  /// Race a critical section against it: `co_await (work() || lock.lost())`.
-  boost::asio::awaitable<void> lost();
-
-  /// Any-token forms. Signatures: lock, unlock, lost: void(error_code); try_lock:
-  /// void(error_code, bool). An absent lease means the watchdog keeps it.
-  template <typename CompletionToken>
-  auto async_lock(std::optional<milliseconds> lease, CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
-        [](auto handler, std::shared_ptr<detail::lock_state> s, std::optional<milliseconds> l) {
-          const auto ex = detail::executor_of(*s);
-          detail::async_lock(
-              std::move(s), l,
-              detail::completion_for<void(boost::system::error_code)>(std::move(handler), ex));
-        },
-        token, state_, lease);
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_try_lock(CompletionToken&& token = {}) {
+    return async_try_lock(milliseconds::zero(), std::nullopt, std::forward<CompletionToken>(token));
   }
-  template <typename CompletionToken>
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_try_lock(milliseconds wait, CompletionToken&& token = {}) {
+    return async_try_lock(wait, std::nullopt, std::forward<CompletionToken>(token));
+  }
+  template <detail::completion_token CompletionToken = default_completion_token>
   auto async_try_lock(milliseconds wait, std::optional<milliseconds> lease,
-                      CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, bool)>(
-        [](auto handler, std::shared_ptr<detail::lock_state> s, milliseconds w,
-           std::optional<milliseconds> l) {
-          const auto ex = detail::executor_of(*s);
-          detail::async_acquire(std::move(s), w, l,
-                                detail::completion_for<void(boost::system::error_code, bool)>(
-                                    std::move(handler), ex));
-        },
-        token, state_, wait, lease);
+                      CompletionToken&& token = {}) {
+    return initiate<bool>(std::forward<CompletionToken>(token),
+                          [wait, lease](const reentrant_lock& l, detail::handler<bool> h) {
+                            l.start_try_lock(wait, lease, std::move(h));
+                          });
   }
-  template <typename CompletionToken>
-  auto async_unlock(CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
-        [](auto handler, std::shared_ptr<detail::lock_state> s) {
-          const auto ex = detail::executor_of(*s);
-          detail::async_release(
-              std::move(s),
-              detail::completion_for<void(boost::system::error_code)>(std::move(handler), ex));
-        },
-        token, state_);
+
+  // --- unlock -----------------------------------------------------------------------------
+  /// Releases one hold; the final release deletes the key and publishes "0" on the channel.
+  /// Completion: `void(error_code)`; errors: not_owner if this owner does not hold the lock
+  /// (never a silent success), timeout (no answer within config::command_timeout: the release
+  /// may still happen, and its answer still updates the owner; call unlock() again to be sure),
+  /// server_error, permission_denied (the lock *was* released, but the unlock could not be
+  /// published). A release whose connection is lost is written again on the next one with the
+  /// same request id (Redisson's unlock latch), so a retry never answers a false not_owner.
+  ///
+  /// Per-operation cancellation: not supported (ignored): an unlock always runs to its answer.
+  boost::asio::awaitable<void> unlock();
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_unlock(CompletionToken&& token = {}) {
+    return initiate<>(
+        std::forward<CompletionToken>(token),
+        [](const reentrant_lock& l, detail::handler<> h) { l.start_unlock(std::move(h)); });
   }
-  template <typename CompletionToken>
-  auto async_lost(CompletionToken&& token) {
-    return detail::async_run(get_executor(), detail::lost_op(state_),
-                             std::forward<CompletionToken>(token));
+
+  // --- force_unlock -----------------------------------------------------------------------
+  /// Deletes the lock whoever holds it and wakes its waiters; true if it was locked.
+  /// Completion: `void(error_code, bool)`; errors: timeout (config::command_timeout),
+  /// server_error, permission_denied, connection_lost.
+  ///
+  /// Per-operation cancellation: not supported (ignored): a single round trip, bounded.
+  boost::asio::awaitable<bool> force_unlock();
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_force_unlock(CompletionToken&& token = {}) {
+    return initiate<bool>(std::forward<CompletionToken>(token),
+                          [](const reentrant_lock& l, detail::handler<bool> h) {
+                            l.start_force_unlock(std::move(h));
+                          });
+  }
+
+  // --- queries ----------------------------------------------------------------------------
+  /// Whether anybody holds the lock (`EXISTS`). Completion: `void(error_code, bool)`.
+  /// Errors of all queries: timeout (config::command_timeout), server_error, connection_lost.
+  /// Per-operation cancellation of all queries: not supported (ignored): single round trips,
+  /// bounded.
+  boost::asio::awaitable<bool> is_locked();
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_is_locked(CompletionToken&& token = {}) {
+    return initiate<bool>(
+        std::forward<CompletionToken>(token),
+        [](const reentrant_lock& l, detail::handler<bool> h) { l.start_is_locked(std::move(h)); });
+  }
+  /// Whether this owner holds the lock (`HEXISTS`). Completion: `void(error_code, bool)`.
+  boost::asio::awaitable<bool> is_held();
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_is_held(CompletionToken&& token = {}) {
+    return initiate<bool>(
+        std::forward<CompletionToken>(token),
+        [](const reentrant_lock& l, detail::handler<bool> h) { l.start_is_held(std::move(h)); });
+  }
+  /// This owner's hold count, 0 if not held (`HGET`). Completion:
+  /// `void(error_code, std::int64_t)`.
+  boost::asio::awaitable<std::int64_t> hold_count();
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_hold_count(CompletionToken&& token = {}) {
+    return initiate<std::int64_t>(std::forward<CompletionToken>(token),
+                                  [](const reentrant_lock& l, detail::handler<std::int64_t> h) {
+                                    l.start_hold_count(std::move(h));
+                                  });
+  }
+  /// The key's remaining time to live (`PTTL`): -2 ms if not locked, -1 ms if it has no expiry.
+  /// Completion: `void(error_code, std::chrono::milliseconds)`.
+  boost::asio::awaitable<milliseconds> remaining_ttl();
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_remaining_ttl(CompletionToken&& token = {}) {
+    return initiate<milliseconds>(std::forward<CompletionToken>(token),
+                                  [](const reentrant_lock& l, detail::handler<milliseconds> h) {
+                                    l.start_remaining_ttl(std::move(h));
+                                  });
+  }
+
+  // --- lost -------------------------------------------------------------------------------
+  /// Completes when the watchdog finds this owner's watchdog lock lost (expired, deleted,
+  /// force-unlocked, or not renewable for a whole lease), before the server can give it to
+  /// anyone else. Race a critical section against it: `co_await (work() || lock.lost())`.
+  /// Completion: `void(error_code)`: success when lost; not_owner if the lock is not held
+  /// through the watchdog when called; operation_aborted if it is released first or the client
+  /// closes.
+  ///
+  /// Per-operation cancellation: terminal, partial and total: completes with operation_aborted;
+  /// the lock is not touched.
+  boost::asio::awaitable<void> lost();
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_lost(CompletionToken&& token = {}) {
+    return initiate<>(
+        std::forward<CompletionToken>(token),
+        [](const reentrant_lock& l, detail::handler<> h) { l.start_lost(std::move(h)); });
   }
 
  private:
-  template <typename T>
-  boost::asio::awaitable<T> spawn(boost::asio::awaitable<T> op);
+  friend class client;
+  friend struct detail::lock_access;
+  explicit reentrant_lock(std::shared_ptr<detail::lock_state> state);
 
-  friend const std::shared_ptr<detail::lock_state>& detail::state_of(
-      const reentrant_lock& l) noexcept;
+  /// Starts `start(*this, handler)` for a token of signature `void(error_code, Result...)`. The
+  /// initiation holds a copy of the handle: a deferred operation may start after this one is
+  /// gone.
+  template <typename... Result, typename CompletionToken, typename Start>
+  auto initiate(CompletionToken&& token, Start start) const {
+    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, Result...)>(
+        [](auto handler, reentrant_lock self, Start st) {
+          auto ex = self.get_executor();
+          st(self, detail::with_error_code<Result...>(std::move(handler), ex));
+        },
+        token, *this, std::move(start));
+  }
+
+  // The operations, each started once for both forms; handlers run on their associated
+  // executor, never inside these calls.
+  void start_lock(std::optional<milliseconds> lease, detail::handler<> h) const;
+  void start_try_lock(milliseconds wait, std::optional<milliseconds> lease,
+                      detail::handler<bool> h) const;
+  void start_unlock(detail::handler<> h) const;
+  void start_force_unlock(detail::handler<bool> h) const;
+  void start_is_locked(detail::handler<bool> h) const;
+  void start_is_held(detail::handler<bool> h) const;
+  void start_hold_count(detail::handler<std::int64_t> h) const;
+  void start_remaining_ttl(detail::handler<milliseconds> h) const;
+  void start_lost(detail::handler<> h) const;
+
   std::shared_ptr<detail::lock_state> state_;
 };
 

@@ -1,6 +1,8 @@
 #include "rlock/blocking.hpp"
 
 #include "client_impl.hpp"
+#include "lock/lock_access.hpp"
+#include "lock/lock_ops.hpp"
 #include "lock/lock_state.hpp"
 #include "rlock/error.hpp"
 
@@ -342,7 +344,7 @@ rlock::reentrant_lock reentrant_lock::for_this_thread() const {
 }
 
 std::shared_ptr<rlock::detail::lock_state> reentrant_lock::own_state() const {
-  return rlock::detail::state_of(for_this_thread());
+  return rlock::detail::lock_access::state(for_this_thread());
 }
 
 void reentrant_lock::lock() { state_->lock(own_state(), std::nullopt); }

@@ -14,6 +14,8 @@
 // bound passed, or it was cancelled) and stay alive, owned by its request, until Redis's answer
 // settles what happened on the server.
 
+#include "lock/lock_ops.hpp"
+
 #include "client_impl.hpp"
 #include "lock/lock_state.hpp"
 #include "notify/notify_hub.hpp"

@@ -182,8 +182,4 @@ asio::awaitable<void> lost_op(std::shared_ptr<lock_state> s) {
   if (!s->lost) throw std::system_error(std::make_error_code(std::errc::operation_canceled));
 }
 
-const asio::any_io_executor& executor_of(const lock_state& s) noexcept {
-  return s.client->executor;
-}
-
 }  // namespace rlock::detail

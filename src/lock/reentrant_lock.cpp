@@ -1,6 +1,7 @@
 #include "rlock/reentrant_lock.hpp"
 
 #include "client_impl.hpp"
+#include "lock/lock_ops.hpp"
 #include "lock/lock_state.hpp"
 #include "resp3/request.hpp"
 #include "rlock/error.hpp"
@@ -10,6 +11,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <array>
 #include <charconv>
 
 namespace rlock {
@@ -61,124 +63,164 @@ std::int64_t as_integer(const detail::resp3::value& v) {
 
 }  // namespace
 
-const std::shared_ptr<detail::lock_state>& detail::state_of(const reentrant_lock& l) noexcept {
-  return l.state_;
-}
-
 reentrant_lock::reentrant_lock(std::shared_ptr<detail::lock_state> state)
     : state_(std::move(state)) {}
 
 std::string_view reentrant_lock::name() const noexcept { return state_->name(); }
 const std::string& reentrant_lock::key() const noexcept { return state_->key; }
 std::uint64_t reentrant_lock::owner_id() const noexcept { return state_->owner; }
+reentrant_lock::executor_type reentrant_lock::get_executor() const noexcept {
+  return state_->client->executor;
+}
 wake_reason reentrant_lock::last_wake() const noexcept {
   return state_->last_wake.load(std::memory_order_relaxed);
 }
 const std::string& reentrant_lock::owner_field() const noexcept { return state_->field; }
 std::string reentrant_lock::last_error() const { return state_->last_error(); }
 
-template <typename T>
-asio::awaitable<T> reentrant_lock::spawn(asio::awaitable<T> op) {
-  // co_spawn onto the client's executor; use_awaitable rethrows the operation's own exception,
-  // so Redis's error text survives, and forwards the caller's cancellation slot.
-  return asio::co_spawn(get_executor(), std::move(op), asio::use_awaitable);
-}
-
 namespace {
 
-/// The awaitable forms of acquire and release: the caller's coroutine awaits the callback
-/// operation directly, with no co_spawned coroutine in between.
-asio::awaitable<bool> acquire(std::shared_ptr<detail::lock_state> s,
-                              std::optional<milliseconds> wait, std::optional<milliseconds> lease) {
-  return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr, bool)>(
-      [](auto handler, std::shared_ptr<detail::lock_state> st, std::optional<milliseconds> w,
-         std::optional<milliseconds> l) {
-        detail::async_acquire(std::move(st), w, l, std::move(handler));
+/// The awaitable form of an operation: the caller's coroutine awaits the operation's own
+/// completion (its exception, with Redis's text, is thrown as is), with no coroutine between.
+template <typename... Result, typename Start>
+auto awaitable_of(const reentrant_lock& l, Start start) {
+  return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr, Result...)>(
+      [](auto handler, reentrant_lock self, Start st) {
+        st(self, detail::handler<Result...>(std::move(handler)));
       },
-      asio::use_awaitable, std::move(s), wait, lease);
+      asio::use_awaitable, l, std::move(start));
 }
 
-asio::awaitable<void> lock_until_acquired(std::shared_ptr<detail::lock_state> s,
-                                          std::optional<milliseconds> lease) {
-  return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr)>(
-      [](auto handler, std::shared_ptr<detail::lock_state> st, std::optional<milliseconds> l) {
-        detail::async_lock(std::move(st), l, std::move(handler));
+/// A single-round-trip query run as a coroutine on the client's executor, completing `h`. It
+/// ignores cancellation: bounded by config::command_timeout, it always runs to its answer.
+template <typename T>
+void run_query(const std::shared_ptr<detail::lock_state>& s,
+               asio::awaitable<T> (*op)(std::shared_ptr<detail::lock_state>),
+               detail::handler<T> h) {
+  asio::co_spawn(s->client->executor, op(s), std::move(h));
+}
+
+asio::awaitable<bool> exists_op(std::shared_ptr<detail::lock_state> s) {
+  co_await asio::this_coro::throw_if_cancelled(false);
+  co_return as_integer(co_await query(s, "EXISTS", false)) == 1;
+}
+asio::awaitable<bool> held_op(std::shared_ptr<detail::lock_state> s) {
+  co_await asio::this_coro::throw_if_cancelled(false);
+  co_return as_integer(co_await query(s, "HEXISTS", true)) == 1;
+}
+asio::awaitable<std::int64_t> hold_count_op(std::shared_ptr<detail::lock_state> s) {
+  co_await asio::this_coro::throw_if_cancelled(false);
+  co_return as_integer(co_await query(s, "HGET", true));
+}
+asio::awaitable<milliseconds> ttl_op(std::shared_ptr<detail::lock_state> s) {
+  co_await asio::this_coro::throw_if_cancelled(false);
+  co_return milliseconds(as_integer(co_await query(s, "PTTL", false)));
+}
+asio::awaitable<bool> force_unlock_op(std::shared_ptr<detail::lock_state> s) {
+  co_await asio::this_coro::throw_if_cancelled(false);
+  const std::string unlock_to = s->channel();
+  const std::array<std::string_view, 2> keys{s->key, unlock_to};
+  const std::array<std::string_view, 1> args{"0"};
+  if (s->local_holds > 0) s->reset(false);
+  auto [ec, reply] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
+                                                   void(std::error_code, detail::resp3::value)>(
+      [&](auto handler) {
+        s->client->scripts.async_run(detail::script::force_unlock, keys, args, round_trip(*s),
+                                     std::move(handler));
       },
-      asio::use_awaitable, std::move(s), lease);
+      asio::use_awaitable);
+  if (ec) std::rethrow_exception(detail::failure_of(*s->client, ec, reply, "force_unlock"));
+  s->server_holds = 0;  // deleted, or was not there
+  co_return as_integer(reply) == 1;
 }
 
 }  // namespace
 
-asio::awaitable<void> reentrant_lock::lock() { return lock_until_acquired(state_, std::nullopt); }
+void reentrant_lock::start_lock(std::optional<milliseconds> lease, detail::handler<> h) const {
+  detail::async_lock(state_, lease, std::move(h));
+}
+void reentrant_lock::start_try_lock(milliseconds wait, std::optional<milliseconds> lease,
+                                    detail::handler<bool> h) const {
+  detail::async_acquire(state_, wait, lease, std::move(h));
+}
+void reentrant_lock::start_unlock(detail::handler<> h) const {
+  detail::async_release(state_, std::move(h));
+}
+void reentrant_lock::start_force_unlock(detail::handler<bool> h) const {
+  run_query(state_, &force_unlock_op, std::move(h));
+}
+void reentrant_lock::start_is_locked(detail::handler<bool> h) const {
+  run_query(state_, &exists_op, std::move(h));
+}
+void reentrant_lock::start_is_held(detail::handler<bool> h) const {
+  run_query(state_, &held_op, std::move(h));
+}
+void reentrant_lock::start_hold_count(detail::handler<std::int64_t> h) const {
+  run_query(state_, &hold_count_op, std::move(h));
+}
+void reentrant_lock::start_remaining_ttl(detail::handler<milliseconds> h) const {
+  run_query(state_, &ttl_op, std::move(h));
+}
+void reentrant_lock::start_lost(detail::handler<> h) const {
+  // Cancellation reaches lost_op through co_spawn: it waits on a timer the slot can cancel.
+  asio::co_spawn(state_->client->executor, detail::lost_op(state_), std::move(h));
+}
 
+asio::awaitable<void> reentrant_lock::lock() {
+  return awaitable_of<>(*this, [](const reentrant_lock& l, detail::handler<> h) {
+    l.start_lock(std::nullopt, std::move(h));
+  });
+}
 asio::awaitable<void> reentrant_lock::lock(milliseconds lease) {
-  return lock_until_acquired(state_, lease);
+  return awaitable_of<>(*this, [lease](const reentrant_lock& l, detail::handler<> h) {
+    l.start_lock(lease, std::move(h));
+  });
 }
-
-asio::awaitable<bool> reentrant_lock::try_lock() {
-  return acquire(state_, milliseconds::zero(), std::nullopt);
-}
-
+asio::awaitable<bool> reentrant_lock::try_lock() { return try_lock(milliseconds::zero()); }
 asio::awaitable<bool> reentrant_lock::try_lock(milliseconds wait) {
-  return acquire(state_, wait, std::nullopt);
+  return awaitable_of<bool>(*this, [wait](const reentrant_lock& l, detail::handler<bool> h) {
+    l.start_try_lock(wait, std::nullopt, std::move(h));
+  });
 }
-
 asio::awaitable<bool> reentrant_lock::try_lock(milliseconds wait, milliseconds lease) {
-  return acquire(state_, wait, lease);
+  return awaitable_of<bool>(*this, [wait, lease](const reentrant_lock& l, detail::handler<bool> h) {
+    l.start_try_lock(wait, lease, std::move(h));
+  });
 }
-
 asio::awaitable<void> reentrant_lock::unlock() {
-  return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr)>(
-      [](auto handler, std::shared_ptr<detail::lock_state> s) {
-        detail::async_release(std::move(s), std::move(handler));
-      },
-      asio::use_awaitable, state_);
+  return awaitable_of<>(
+      *this, [](const reentrant_lock& l, detail::handler<> h) { l.start_unlock(std::move(h)); });
 }
-
-asio::awaitable<void> reentrant_lock::lost() { return spawn(detail::lost_op(state_)); }
-
 asio::awaitable<bool> reentrant_lock::force_unlock() {
-  return spawn([](std::shared_ptr<detail::lock_state> s) -> asio::awaitable<bool> {
-    co_await asio::this_coro::throw_if_cancelled(false);
-    const std::string unlock_to = s->channel();
-    const std::array<std::string_view, 2> keys{s->key, unlock_to};
-    const std::array<std::string_view, 1> args{"0"};
-    if (s->local_holds > 0) s->reset(false);
-    auto [ec, reply] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
-                                                     void(std::error_code, detail::resp3::value)>(
-        [&](auto handler) {
-          s->client->scripts.async_run(detail::script::force_unlock, keys, args, round_trip(*s),
-                                       std::move(handler));
-        },
-        asio::use_awaitable);
-    if (ec) std::rethrow_exception(detail::failure_of(*s->client, ec, reply, "force_unlock"));
-    s->server_holds = 0;  // deleted, or was not there
-    co_return as_integer(reply) == 1;
-  }(state_));
+  return awaitable_of<bool>(*this, [](const reentrant_lock& l, detail::handler<bool> h) {
+    l.start_force_unlock(std::move(h));
+  });
 }
-
 asio::awaitable<bool> reentrant_lock::is_locked() {
-  return spawn([](std::shared_ptr<detail::lock_state> s) -> asio::awaitable<bool> {
-    co_return as_integer(co_await query(s, "EXISTS", false)) == 1;
-  }(state_));
+  return awaitable_of<bool>(*this, [](const reentrant_lock& l, detail::handler<bool> h) {
+    l.start_is_locked(std::move(h));
+  });
 }
-
 asio::awaitable<bool> reentrant_lock::is_held() {
-  return spawn([](std::shared_ptr<detail::lock_state> s) -> asio::awaitable<bool> {
-    co_return as_integer(co_await query(s, "HEXISTS", true)) == 1;
-  }(state_));
+  return awaitable_of<bool>(*this, [](const reentrant_lock& l, detail::handler<bool> h) {
+    l.start_is_held(std::move(h));
+  });
 }
-
 asio::awaitable<std::int64_t> reentrant_lock::hold_count() {
-  return spawn([](std::shared_ptr<detail::lock_state> s) -> asio::awaitable<std::int64_t> {
-    co_return as_integer(co_await query(s, "HGET", true));
-  }(state_));
+  return awaitable_of<std::int64_t>(*this,
+                                    [](const reentrant_lock& l, detail::handler<std::int64_t> h) {
+                                      l.start_hold_count(std::move(h));
+                                    });
 }
-
 asio::awaitable<milliseconds> reentrant_lock::remaining_ttl() {
-  return spawn([](std::shared_ptr<detail::lock_state> s) -> asio::awaitable<milliseconds> {
-    co_return milliseconds(as_integer(co_await query(s, "PTTL", false)));
-  }(state_));
+  return awaitable_of<milliseconds>(*this,
+                                    [](const reentrant_lock& l, detail::handler<milliseconds> h) {
+                                      l.start_remaining_ttl(std::move(h));
+                                    });
+}
+asio::awaitable<void> reentrant_lock::lost() {
+  return awaitable_of<>(
+      *this, [](const reentrant_lock& l, detail::handler<> h) { l.start_lost(std::move(h)); });
 }
 
 }  // namespace rlock

@@ -1,0 +1,60 @@
+#pragma once
+
+#include "rlock/export.hpp"
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <chrono>
+#include <exception>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+namespace rlock {
+
+/// The completion token the `async_*` forms use when given none: they return a deferred
+/// operation, which `co_await` starts, as do `std::move(op)(handler)` and Asio's composition
+/// tools.
+using default_completion_token = boost::asio::deferred_t;
+
+namespace detail {
+
+/// The completion of rlock's operations inside the library: the exception carries rlock::errc
+/// and Redis's text (or the transport's), which the awaitable forms throw as is.
+template <typename... Result>
+using handler = boost::asio::any_completion_handler<void(std::exception_ptr, Result...)>;
+
+/// A completion token, not a duration: keeps `async_lock(500ms)` from taking the lease for a
+/// token.
+template <typename T>
+concept completion_token = !std::is_convertible_v<std::decay_t<T>, std::chrono::milliseconds>;
+
+/// The error code an operation's exception carries, as Asio's error_code; rlock's cancellation
+/// (std::errc::operation_canceled) becomes asio::error::operation_aborted.
+RLOCK_EXPORT boost::system::error_code to_error_code(const std::exception_ptr& e);
+
+/// Wraps a handler of signature `void(error_code, Result...)`, Asio's convention, as a handler of
+/// rlock's internal completion `void(std::exception_ptr, Result...)`, keeping the handler's
+/// cancellation slot and executor (default `ex`, the client's). The operation runs it on that
+/// executor, never inside the initiating call.
+template <typename... Result, typename Handler>
+handler<Result...> with_error_code(Handler h, const boost::asio::any_io_executor& ex) {
+  auto slot = boost::asio::get_associated_cancellation_slot(h);
+  auto handler_ex = boost::asio::get_associated_executor(h, ex);
+  return boost::asio::bind_cancellation_slot(
+      slot, boost::asio::bind_executor(
+                handler_ex, [h = std::move(h)](std::exception_ptr e, Result... result) mutable {
+                  std::move(h)(to_error_code(e), std::move(result)...);
+                }));
+}
+
+}  // namespace detail
+}  // namespace rlock

@@ -1,0 +1,29 @@
+#pragma once
+
+// The lock operations as callback operations on a lock_state, for the handles (reentrant_lock,
+// the blocking facade) to start. Each runs on the lock's client executor, is callable from any
+// thread, and runs its handler on the handler's associated executor (default: the client's),
+// never inside the call.
+#include "lock/lock_state.hpp"
+#include "rlock/detail/completion.hpp"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+
+namespace rlock::detail {
+
+using void_handler = handler<>;
+using bool_handler = handler<bool>;
+
+/// An acquisition that reports whether it got the lock (wait: none = forever, 0 = one attempt;
+/// lease: none = watchdog).
+void async_acquire(std::shared_ptr<lock_state> s, std::optional<std::chrono::milliseconds> wait,
+                   std::optional<std::chrono::milliseconds> lease, bool_handler handler);
+/// async_acquire waiting until acquired, without a result to report.
+void async_lock(std::shared_ptr<lock_state> s, std::optional<std::chrono::milliseconds> lease,
+                void_handler handler);
+/// The release of one hold.
+void async_release(std::shared_ptr<lock_state> s, void_handler handler);
+
+}  // namespace rlock::detail
