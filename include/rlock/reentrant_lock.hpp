@@ -29,6 +29,7 @@ enum class wake_reason {
 };
 
 class client;
+class hold;
 
 namespace detail {
 struct lock_state;
@@ -116,6 +117,15 @@ class RLOCK_EXPORT reentrant_lock {
                         l.start_lock(lease, std::move(h));
                       });
   }
+
+  /// lock() as a scoped hold: `auto h = co_await lock.scoped();` ... `co_await h.unlock();`. A
+  /// hold left without unlock() (exception, cancellation) posts the unlock (see hold).
+  /// Cancellation as for lock().
+  boost::asio::awaitable<hold> scoped();
+  boost::asio::awaitable<hold> scoped(milliseconds lease);
+  /// try_lock(wait[, lease]) as a scoped hold, empty (`!h.owns_lock()`) if not acquired.
+  boost::asio::awaitable<hold> try_scoped(milliseconds wait);
+  boost::asio::awaitable<hold> try_scoped(milliseconds wait, milliseconds lease);
 
   // --- try_lock ---------------------------------------------------------------------------
   /// Acquires if it can within `wait` (absent: one attempt, no waiting; 0: the same); true if
@@ -224,7 +234,8 @@ class RLOCK_EXPORT reentrant_lock {
   // --- lost -------------------------------------------------------------------------------
   /// Completes when the watchdog finds this owner's watchdog lock lost (expired, deleted,
   /// force-unlocked, or not renewable for a whole lease), before the server can give it to
-  /// anyone else. Race a critical section against it: `co_await (work() || lock.lost())`.
+  /// anyone else. rlock::with_lock() races work against it (not Asio's `work() || lost()`,
+  /// which waits for the first *success*: a work() that throws would wait for lost()).
   /// Completion: `void(error_code)`: success when lost; not_owner if the lock is not held
   /// through the watchdog when called; operation_aborted if it is released first or the client
   /// closes.
@@ -241,6 +252,7 @@ class RLOCK_EXPORT reentrant_lock {
 
  private:
   friend class client;
+  friend class hold;
   friend struct detail::lock_access;
   explicit reentrant_lock(std::shared_ptr<detail::lock_state> state);
 
@@ -270,7 +282,13 @@ class RLOCK_EXPORT reentrant_lock {
   void start_remaining_ttl(detail::handler<milliseconds> h) const;
   void start_lost(detail::handler<> h) const;
 
+  static boost::asio::awaitable<hold> scoped_op(reentrant_lock l, std::optional<milliseconds> wait,
+                                                std::optional<milliseconds> lease);
+
   std::shared_ptr<detail::lock_state> state_;
 };
 
 }  // namespace rlock
+
+// scoped() returns a hold by value: its definition comes with the lock's.
+#include "rlock/hold.hpp"

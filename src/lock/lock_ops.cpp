@@ -25,6 +25,8 @@
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
@@ -516,6 +518,63 @@ struct acquire_operation {
   bool sleeping = false;   // owned by the waiter's timer: a cancellation must cancel it
 };
 
+// --- lost -------------------------------------------------------------------------------------
+
+/// A wait for the watchdog to report the lock lost: one waiter on the state's lost_signal timer,
+/// which reset() cancels for every waiter. Its own cancellation ends only this wait, through a
+/// signal bound to its timer wait.
+struct lost_operation {
+  using owner = std::unique_ptr<lost_operation>;
+
+  lost_operation(std::shared_ptr<lock_state> st, void_handler h)
+      : s(std::move(st)), handler(std::move(h)) {}
+  ~lost_operation() {
+    if (link) link->op = nullptr;
+  }
+
+  static void start(owner op) {
+    if (op->link) {
+      op->link->op = op.get();
+      if (op->link->requested.load()) return finish(std::move(op), cancelled_error(), true);
+    }
+    lock_state& s = *op->s;
+    if (s.lost) return finish(std::move(op), nullptr, true);
+    if (!s.renewing()) {
+      auto e = error_with(
+          errc::not_owner,
+          fmt::format("lock '{}' is not held through the watchdog by {}", s.name(), s.field));
+      return finish(std::move(op), std::move(e), true);
+    }
+    if (!s.lost_signal) {
+      s.lost_signal = std::make_unique<asio::steady_timer>(s.client->executor,
+                                                           asio::steady_timer::time_point::max());
+    }
+    auto* p = op.get();
+    s.lost_signal->async_wait(asio::bind_cancellation_slot(
+        p->stop.slot(), [op = std::move(op)](boost::system::error_code) mutable {
+          const bool lost = op->s->lost;
+          finish(std::move(op), lost ? nullptr : cancelled_error(), false);
+        }));
+  }
+
+  /// Cancellation, on the client's executor.
+  void on_cancel() { stop.emit(asio::cancellation_type::all); }
+
+  static void finish(owner op, std::exception_ptr e, bool inside_initiation) {
+    void_handler h(std::move(op->handler));
+    const auto ex = op->s->client->executor;
+    const auto slot = op->slot;
+    op.reset();  // unlinked before the caller runs
+    deliver(ex, std::move(h), slot, inside_initiation, std::move(e));
+  }
+
+  std::shared_ptr<lock_state> s;
+  void_handler handler;
+  asio::cancellation_slot slot;
+  std::shared_ptr<cancel_link<lost_operation>> link;
+  asio::cancellation_signal stop;  // bound to the timer wait
+};
+
 void start_acquire(std::unique_ptr<acquire_operation> op) {
   const auto ex = op->s->client->executor;
   op->slot = op->report ? asio::get_associated_cancellation_slot(op->report)
@@ -542,6 +601,17 @@ void async_lock(std::shared_ptr<lock_state> s, std::optional<milliseconds> lease
                 void_handler handler) {
   start_acquire(std::make_unique<acquire_operation>(std::move(s), std::nullopt, lease,
                                                     bool_handler{}, std::move(handler)));
+}
+
+void async_lost(std::shared_ptr<lock_state> s, void_handler handler) {
+  auto op = std::make_unique<lost_operation>(std::move(s), std::move(handler));
+  const auto ex = op->s->client->executor;
+  op->slot = asio::get_associated_cancellation_slot(op->handler);
+  if (op->slot.is_connected()) {
+    op->link = std::make_shared<cancel_link<lost_operation>>();
+    install_cancellation(op->slot, op->link, ex);
+  }
+  asio::dispatch(ex, [op = std::move(op)]() mutable { lost_operation::start(std::move(op)); });
 }
 
 void async_release(std::shared_ptr<lock_state> s, void_handler handler) {

@@ -23,6 +23,9 @@ void async_acquire(std::shared_ptr<lock_state> s, std::optional<std::chrono::mil
 /// async_acquire waiting until acquired, without a result to report.
 void async_lock(std::shared_ptr<lock_state> s, std::optional<std::chrono::milliseconds> lease,
                 void_handler handler);
+/// Completes when the watchdog reports the lock lost (see reentrant_lock::lost()); cancellable
+/// (terminal, partial, total) from any thread.
+void async_lost(std::shared_ptr<lock_state> s, void_handler handler);
 /// The release of one hold.
 void async_release(std::shared_ptr<lock_state> s, void_handler handler);
 

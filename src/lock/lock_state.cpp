@@ -166,20 +166,4 @@ void lock_state::reset(bool was_lost) {
   client->dog.remove(*this);  // last: it may drop the watchdog's reference to us
 }
 
-asio::awaitable<void> lost_op(std::shared_ptr<lock_state> s) {
-  co_await asio::this_coro::throw_if_cancelled(false);
-  co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
-  if (s->lost) co_return;
-  if (!s->renewing()) {
-    throw_error(errc::not_owner, fmt::format("lock '{}' is not held through the watchdog by {}",
-                                             s->name(), s->field));
-  }
-  if (!s->lost_signal) {
-    s->lost_signal = std::make_unique<asio::steady_timer>(s->client->executor,
-                                                          asio::steady_timer::time_point::max());
-  }
-  co_await s->lost_signal->async_wait(asio::as_tuple(asio::use_awaitable));
-  if (!s->lost) throw std::system_error(std::make_error_code(std::errc::operation_canceled));
-}
-
 }  // namespace rlock::detail

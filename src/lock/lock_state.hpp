@@ -109,7 +109,4 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   std::string last_error() const;
 };
 
-/// Completes when the watchdog reports `s` lost (see reentrant_lock::lost()).
-boost::asio::awaitable<void> lost_op(std::shared_ptr<lock_state> s);
-
 }  // namespace rlock::detail

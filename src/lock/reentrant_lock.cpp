@@ -5,6 +5,7 @@
 #include "lock/lock_state.hpp"
 #include "resp3/request.hpp"
 #include "rlock/error.hpp"
+#include "rlock/hold.hpp"
 
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -162,8 +163,7 @@ void reentrant_lock::start_remaining_ttl(detail::handler<milliseconds> h) const 
   run_query(state_, &ttl_op, std::move(h));
 }
 void reentrant_lock::start_lost(detail::handler<> h) const {
-  // Cancellation reaches lost_op through co_spawn: it waits on a timer the slot can cancel.
-  asio::co_spawn(state_->client->executor, detail::lost_op(state_), std::move(h));
+  detail::async_lost(state_, std::move(h));
 }
 
 asio::awaitable<void> reentrant_lock::lock() {
@@ -218,6 +218,39 @@ asio::awaitable<milliseconds> reentrant_lock::remaining_ttl() {
                                       l.start_remaining_ttl(std::move(h));
                                     });
 }
+asio::awaitable<hold> reentrant_lock::scoped_op(reentrant_lock l, std::optional<milliseconds> wait,
+                                                std::optional<milliseconds> lease) {
+  if (!wait) {
+    if (lease) {
+      co_await l.lock(*lease);
+    } else {
+      co_await l.lock();
+    }
+    co_return hold(std::move(l));
+  }
+  bool acquired = false;
+  if (lease) {
+    acquired = co_await l.try_lock(*wait, *lease);
+  } else {
+    acquired = co_await l.try_lock(*wait);
+  }
+  if (!acquired) co_return hold();
+  co_return hold(std::move(l));
+}
+
+asio::awaitable<hold> reentrant_lock::scoped() {
+  return scoped_op(*this, std::nullopt, std::nullopt);
+}
+asio::awaitable<hold> reentrant_lock::scoped(milliseconds lease) {
+  return scoped_op(*this, std::nullopt, lease);
+}
+asio::awaitable<hold> reentrant_lock::try_scoped(milliseconds wait) {
+  return scoped_op(*this, wait, std::nullopt);
+}
+asio::awaitable<hold> reentrant_lock::try_scoped(milliseconds wait, milliseconds lease) {
+  return scoped_op(*this, wait, lease);
+}
+
 asio::awaitable<void> reentrant_lock::lost() {
   return awaitable_of<>(
       *this, [](const reentrant_lock& l, detail::handler<> h) { l.start_lost(std::move(h)); });

@@ -1,0 +1,101 @@
+#pragma once
+
+#include "rlock/error.hpp"
+#include "rlock/hold.hpp"
+#include "rlock/reentrant_lock.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <exception>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+namespace rlock {
+
+namespace detail {
+template <typename T>
+struct awaitable_value;
+template <typename T, typename Executor>
+struct awaitable_value<boost::asio::awaitable<T, Executor>> {
+  using type = T;
+};
+}  // namespace detail
+
+/// Runs `fn()` (a function returning `asio::awaitable<T>`) while holding `lock`, the way
+/// userver's DistLockedWorker runs a task: acquires it with the watchdog (waiting as lock()
+/// does), runs the work, and if the watchdog finds the lock lost meanwhile, cancels the work
+/// (total cancellation: it must stop at its next cancellable wait) and throws
+/// `std::system_error` carrying errc::lock_lost. Otherwise releases the lock and returns the
+/// work's result. The work's own exception is rethrown after the release; so is a failed
+/// release when the work succeeded (errc::timeout: the release may still happen).
+///
+///   auto total = co_await rlock::with_lock(lock, [&]() -> asio::awaitable<int> {
+///     co_return co_await settle(account);
+///   });
+///
+/// Cancelling with_lock cancels the acquisition or the work, then releases as above.
+template <typename Fn>
+auto with_lock(reentrant_lock lock, Fn fn)
+    -> boost::asio::awaitable<typename detail::awaitable_value<std::invoke_result_t<Fn&>>::type> {
+  namespace asio = boost::asio;
+  using result_type = typename detail::awaitable_value<std::invoke_result_t<Fn&>>::type;
+  constexpr bool is_void = std::is_void_v<result_type>;
+  using stored = std::conditional_t<is_void, std::monostate, result_type>;
+
+  hold held = co_await lock.scoped();
+  // The work and the watch for a lost lock side by side; whichever completes first (the work
+  // also by an exception: wait_for_one, not the awaitable operators' wait_for_one_success)
+  // cancels the other, and the group completes once both have. Named locals: g++ 12 mishandles
+  // temporaries inside co_await expressions.
+  const auto ex = co_await asio::this_coro::executor;
+  auto work = asio::co_spawn(ex, fn(), asio::deferred);
+  auto watch = lock.async_lost(asio::deferred);
+  auto group = asio::experimental::make_parallel_group(std::move(work), std::move(watch));
+  auto waited = group.async_wait(asio::experimental::wait_for_one(), asio::deferred);
+  std::optional<stored> result;
+  std::exception_ptr failure;
+  boost::system::error_code watch_ec;
+  bool watch_first = false;
+  if constexpr (is_void) {
+    auto [order, work_e, lost_ec] = co_await std::move(waited);
+    watch_first = order[0] == 1;
+    failure = work_e;
+    watch_ec = lost_ec;
+    if (!failure) result.emplace();
+  } else {
+    auto [order, work_e, value, lost_ec] = co_await std::move(waited);
+    watch_first = order[0] == 1;
+    failure = work_e;
+    watch_ec = lost_ec;
+    if (!failure) result.emplace(std::move(value));
+  }
+  if (watch_first && !watch_ec) {
+    (void)held.release();  // nothing to unlock: the server no longer has it
+    throw_error(errc::lock_lost, "lock '" + std::string(lock.name()) +
+                                     "' was lost while the work ran; the work was cancelled");
+  }
+  if (watch_first) {
+    // The watch ended otherwise first (the client closed): the work was cancelled for it.
+    failure = std::make_exception_ptr(boost::system::system_error(watch_ec));
+  }
+  if (failure) {
+    try {
+      co_await held.unlock();
+    } catch (...) {
+      // The work's failure is the one to report; the release's is in lock.last_error().
+    }
+    std::rethrow_exception(failure);
+  }
+  co_await held.unlock();
+  if constexpr (!is_void) co_return std::move(*result);
+}
+
+}  // namespace rlock
