@@ -59,4 +59,47 @@ TEST(examples, demo_shows_notification_expiry_reentry_and_renewal) {
   }
 }
 
+TEST(examples, account_service_loses_no_update) {
+  const auto r = run_example(RLOCK_EXAMPLE_ACCOUNT_SERVICE);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("served 200 transfers; total balance 5000 (no update lost)"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(examples, blocking_condition_variable_queue) {
+  const auto r = run_example(RLOCK_EXAMPLE_BLOCKING_CONDITION);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("consumed 30 items; queue empty: true"), std::string::npos) << r.output;
+}
+
+TEST(examples, long_job_renewed_then_aborted_when_lost) {
+  const auto r = run_example(RLOCK_EXAMPLE_LONG_JOB);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("job 1 finished 25 steps"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("job 2 aborted"), std::string::npos) << r.output;
+}
+
+TEST(examples, try_lock_with_a_deadline) {
+  const auto r = run_example(RLOCK_EXAMPLE_TRY_LOCK_DEADLINE);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("deadline 100 ms: gave up"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("deadline 2 s: acquired"), std::string::npos) << r.output;
+}
+
+TEST(examples, cancellation_leaves_nothing_behind) {
+  const auto r = run_example(RLOCK_EXAMPLE_CANCELLATION);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("gave up after 100 ms; waiters left: 0, holds: 0"), std::string::npos)
+      << r.output;
+}
+
+TEST(examples, redisson_interop_prints_the_shared_layout) {
+  const auto r = run_example(RLOCK_EXAMPLE_REDISSON_INTEROP);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("channel redisson_lock__channel:{rlock-example:orders:42}"),
+            std::string::npos)
+      << r.output;
+}
+
 }  // namespace
