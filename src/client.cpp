@@ -68,7 +68,9 @@ client_impl::client_impl(const asio::any_io_executor& ex, config c)
       hub(session),
       dog(executor, scripts, cfg.watchdog_timeout),
       latches(executor, session, cfg.command_timeout),
-      ids_(std::random_device{}()) {}
+      ids_(std::random_device{}()),
+      log_name_(cfg.client_name.empty() ? fmt::format("client {}", uuid.substr(0, 8))
+                                        : cfg.client_name) {}
 
 client_impl::~client_impl() {
   // The connection may outlive us by a few handlers: it must not call back into a dead hub.
@@ -78,6 +80,10 @@ client_impl::~client_impl() {
 
 void client_impl::start() {
   dog.set_owner(weak_from_this());
+  dog.on_failure([this](std::size_t locks, std::error_code ec, const resp3::value& reply) {
+    log(log_level::warning, "renewal of {} lock(s) failed: {}{}{}", locks, ec.message(),
+        reply.is_error() ? ": " : "", reply.is_error() ? reply.str : std::string());
+  });
   latches.set_owner(weak_from_this());
   session.set_listener(this);
 }
@@ -132,6 +138,30 @@ void client_impl::on_refused(std::string_view channel, std::error_code ec, std::
 void client_impl::on_state(connection_state state, std::error_code reason,
                            const std::string& diagnostic) {
   state_.store(state, std::memory_order_relaxed);
+  const bool protocol = reason == errc::protocol_error;
+  switch (state) {
+    case connection_state::reconnecting:
+      log(protocol ? log_level::error : log_level::warning, "connection lost ({}); reconnecting",
+          diagnostic.empty() ? reason.message() : diagnostic);
+      break;
+    case connection_state::connected:
+      if (was_connected_) {
+        log(log_level::info, "reconnected ({} reconnects so far)",
+            session.stats().reconnects.load(std::memory_order_relaxed));
+      } else {
+        log(log_level::debug, "connected to {}:{}", cfg.host, cfg.port);
+      }
+      was_connected_ = true;
+      break;
+    case connection_state::disconnected:
+      if (reason) {
+        log(protocol ? log_level::error : log_level::warning, "disconnected: {}",
+            diagnostic.empty() ? reason.message() : diagnostic);
+      }
+      break;
+    default:
+      break;
+  }
   if (state_handler_) {
     state_handler_(connection_event{state, boost::system::error_code(reason), diagnostic});
   }
@@ -220,6 +250,40 @@ client_activity client::activity() const noexcept {
   a.requests = impl_->session.outstanding();
   a.latches = impl_->latches.pending();
   return a;
+}
+
+client_metrics detail::client_impl::metrics() const {
+  client_metrics m;
+  m.acquisitions_immediate = counters.acquired_immediate.load(std::memory_order_relaxed);
+  m.acquisitions_notification = counters.acquired_notification.load(std::memory_order_relaxed);
+  m.acquisitions_expiry = counters.acquired_expiry.load(std::memory_order_relaxed);
+  m.acquire_attempts = counters.acquire_attempts.load(std::memory_order_relaxed);
+  m.acquire_wait = wait_times.snapshot();
+  m.hold = hold_times.snapshot();
+  m.renewal_calls = dog.renew_calls();
+  m.renewal_failures = dog.renew_failures();
+  m.lost_locks = counters.lost_locks.load(std::memory_order_relaxed);
+  m.reconnects = session.stats().reconnects.load(std::memory_order_relaxed);
+  m.reconciled_acquires = counters.reconciled_acquires.load(std::memory_order_relaxed);
+  m.given_back = counters.given_back.load(std::memory_order_relaxed);
+  m.requests_in_flight = session.outstanding();
+  m.subscriptions = session.subscriptions();
+  m.renewed_locks = dog.size();
+  m.waiters = hub.waiter_total();
+  m.connected = state() == connection_state::connected;
+  return m;
+}
+
+client_metrics client::metrics() const { return impl_->metrics(); }
+
+void client::start_metrics(const std::shared_ptr<detail::client_impl>& impl,
+                           detail::handler<client_metrics> h) {
+  asio::co_spawn(
+      impl->executor,
+      [](std::shared_ptr<detail::client_impl> c) -> asio::awaitable<client_metrics> {
+        co_return c->metrics();
+      }(impl),
+      std::move(h));
 }
 
 connection_state client::state() const noexcept { return impl_->state(); }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "lock/latch_sweeper.hpp"
+#include "metrics/log_histogram.hpp"
 #include "notify/notify_hub.hpp"
 #include "rlock/client.hpp"
 #include "rlock/config.hpp"
@@ -10,6 +11,8 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+
+#include <fmt/format.h>
 
 #include <atomic>
 #include <cstdint>
@@ -69,7 +72,30 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
     std::atomic<std::uint64_t> lost_locks{0};
     std::atomic<std::uint64_t> reconciled_acquires{0};
     std::atomic<std::uint64_t> given_back{0};
+    std::atomic<std::uint64_t> acquired_immediate{0};
+    std::atomic<std::uint64_t> acquired_notification{0};
+    std::atomic<std::uint64_t> acquired_expiry{0};
   } counters;
+  log_histogram wait_times;
+  log_histogram hold_times;
+
+  /// Logs a line through config::log (nothing when unset), prefixed with the client's name.
+  /// A logger that throws is ignored: logging never breaks the client.
+  template <typename... Args>
+  void log(log_level level, fmt::format_string<Args...> text, Args&&... args) const {
+    if (!cfg.log) return;
+    try {
+      cfg.log(level,
+              fmt::format("{}: {}", log_name_, fmt::format(text, std::forward<Args>(args)...)));
+    } catch (...) {
+    }
+  }
+  /// The owner in log lines: its id and the client's UUID cut to 8 digits.
+  std::string short_owner(std::uint64_t owner) const {
+    return fmt::format("{}:{}", std::string_view(uuid).substr(0, 8), owner);
+  }
+  /// Everything client::metrics() reports; on the executor.
+  client_metrics metrics() const;
   notify_hub hub;
   watchdog dog;
   latch_sweeper latches;
@@ -88,6 +114,8 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
   std::mt19937_64 ids_;
   std::function<void(const connection_event&)> state_handler_;
   std::atomic<connection_state> state_{connection_state::disconnected};
+  std::string log_name_;
+  bool was_connected_ = false;
 };
 
 /// A fresh owner id from the per-process counter (also used for blocking-facade threads).

@@ -4,6 +4,7 @@
 #include "rlock/connection_state.hpp"
 #include "rlock/detail/completion.hpp"
 #include "rlock/export.hpp"
+#include "rlock/metrics.hpp"
 #include "rlock/reentrant_lock.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -106,6 +107,21 @@ class RLOCK_EXPORT client {
   /// What is in progress now (see client_activity); call on the client's executor.
   client_activity activity() const noexcept;
 
+  /// Counters, wait and hold histograms, and gauges, for monitoring (to_prometheus() renders
+  /// them). Call on the client's executor; from elsewhere use async_metrics().
+  client_metrics metrics() const;
+  /// metrics() taken on the client's executor. Completion: `void(error_code, client_metrics)`,
+  /// never an error. Per-operation cancellation: not supported (ignored): it completes at once.
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_metrics(CompletionToken&& token = {}) {
+    return boost::asio::async_initiate<CompletionToken,
+                                       void(boost::system::error_code, client_metrics)>(
+        [](auto handler, std::shared_ptr<detail::client_impl> impl, executor_type ex) {
+          start_metrics(impl, detail::with_error_code<client_metrics>(std::move(handler), ex));
+        },
+        token, impl_, get_executor());
+  }
+
   /// The connection's state now; may be called from any thread.
   connection_state state() const noexcept;
   /// Calls `handler` on the client's executor at every change of the connection's state
@@ -164,6 +180,8 @@ class RLOCK_EXPORT client {
   }
   static void start_connect(const std::shared_ptr<detail::client_impl>& impl, detail::handler<> h);
   static void start_close(const std::shared_ptr<detail::client_impl>& impl, detail::handler<> h);
+  static void start_metrics(const std::shared_ptr<detail::client_impl>& impl,
+                            detail::handler<client_metrics> h);
 
   std::shared_ptr<detail::client_impl> impl_;
 };

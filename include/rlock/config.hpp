@@ -1,6 +1,7 @@
 #pragma once
 
 #include "rlock/export.hpp"
+#include "rlock/log.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -62,6 +63,13 @@ struct RLOCK_EXPORT config {
 
   /// Parses `redis://[[user]:password@]host[:port][/db]`; throws std::system_error carrying
   /// errc::invalid_argument on anything else.
+  /// Where the client logs reconnects, lost locks, failed renewals, slow acquisitions and
+  /// protocol errors (rlock/log.hpp); unset: silent. rlock::stderr_logger() is ready to use.
+  logger log;
+
+  /// An acquisition that waited this long or longer is logged (warning). Zero: never.
+  std::chrono::milliseconds slow_acquire_threshold{1'000};
+
   static config from_url(const std::string& url);
 };
 

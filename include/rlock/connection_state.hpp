@@ -1,8 +1,11 @@
 #pragma once
 
+#include "rlock/export.hpp"
+
 #include <boost/system/error_code.hpp>
 
 #include <string>
+#include <string_view>
 
 namespace rlock {
 
@@ -22,6 +25,9 @@ enum class connection_state {
 };
 
 /// A change of the connection's state.
+/// "disconnected", "connecting", "connected", "reconnecting", "closed".
+RLOCK_EXPORT std::string_view to_string(connection_state state) noexcept;
+
 struct connection_event {
   connection_state state;
   /// Why the connection was lost or an attempt failed; empty on `connected`.

@@ -28,6 +28,9 @@ enum class wake_reason {
   expiry,
 };
 
+/// "immediate", "notification", "expiry".
+RLOCK_EXPORT std::string_view to_string(wake_reason reason) noexcept;
+
 class client;
 class hold;
 

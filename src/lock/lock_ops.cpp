@@ -251,6 +251,7 @@ struct acquire_operation {
     op->keys = {op->s->key};
     op->args = {op->lease_arg.view(), op->s->field};
     const auto now = clock_type::now();
+    op->started = now;
     op->deadline = op->wait ? now + *op->wait : clock_type::time_point::max();
     if (op->cancelled) return finish(std::move(op), cancelled_error(), false, true);
     attempt(std::move(op));
@@ -337,6 +338,7 @@ struct acquire_operation {
     op->s->on_acquired(op->lease_ms, !op->lease, op->written);
     if (op->cancelled || op->detached) return give_back(std::move(op));
     op->s->last_wake = op->reason;
+    op->account();
     finish(std::move(op), nullptr, true);
   }
 
@@ -447,6 +449,23 @@ struct acquire_operation {
     attempt(std::move(op));
   }
 
+  /// Metrics and the slow-acquire log line of an acquisition its caller gets.
+  void account() const {
+    client_impl& c = client();
+    const auto waited = clock_type::now() - started;
+    c.wait_times.observe(waited);
+    auto& by_reason = reason == wake_reason::immediate      ? c.counters.acquired_immediate
+                      : reason == wake_reason::notification ? c.counters.acquired_notification
+                                                            : c.counters.acquired_expiry;
+    by_reason.fetch_add(1, std::memory_order_relaxed);
+    const auto threshold = c.cfg.slow_acquire_threshold;
+    if (threshold.count() > 0 && waited >= threshold) {
+      c.log(log_level::warning, "lock '{}' (owner {}) acquired after {} ms (threshold {} ms)",
+            s->name(), c.short_owner(s->owner),
+            std::chrono::duration_cast<milliseconds>(waited).count(), threshold.count());
+    }
+  }
+
   /// Completes the caller now, leaving the operation alive for the answer it waits on.
   void detach(std::exception_ptr e) {
     if (detached) return;
@@ -501,6 +520,7 @@ struct acquire_operation {
   asio::cancellation_slot slot;
   // Only for a caller with a cancellation slot: it outlives the operation in the slot handler.
   std::shared_ptr<cancel_link<acquire_operation>> link;
+  clock_type::time_point started;  // when the caller asked
   clock_type::time_point deadline;
   clock_type::time_point attempt_started;
   clock_type::time_point written{};  // when the current attempt was written; epoch: not (yet)

@@ -78,15 +78,21 @@ lock_state::~lock_state() {
   if (registered) client->forget(*this);
 }
 
-void lock_state::on_lease_lost() {
+void lock_state::on_lease_lost(std::string_view why) {
   ++client->counters.lost_locks;
+  client->log(log_level::error, "lock '{}' (owner {}) lost: {}", name(), client->short_owner(owner),
+              why);
+  if (local_holds > 0) client->hold_times.observe(std::chrono::steady_clock::now() - granted_at);
   server_holds = 0;
   reset(true);
 }
 
 void lock_state::on_acquired(std::chrono::milliseconds lease_ms, bool renew,
                              std::chrono::steady_clock::time_point sent) {
-  if (local_holds++ == 0) lost = false;
+  if (local_holds++ == 0) {
+    lost = false;
+    granted_at = std::chrono::steady_clock::now();
+  }
   ++server_holds;
   orphan_releases = 0;
   lease = lease_ms;
@@ -97,6 +103,7 @@ void lock_state::on_acquired(std::chrono::milliseconds lease_ms, bool renew,
 
 lock_state::release_undo lock_state::before_release() {
   release_undo undo{local_holds, renewing(), client->dog.confirmed(*this)};
+  if (local_holds == 1) client->hold_times.observe(std::chrono::steady_clock::now() - granted_at);
   if (local_holds <= 1) reset(false);
   return undo;
 }

@@ -76,7 +76,7 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
 
   std::string_view lease_key() const noexcept override { return key; }
   std::string_view lease_field() const noexcept override { return field; }
-  void on_lease_lost() override;
+  void on_lease_lost(std::string_view why) override;
   void on_watchdog_stopped() override { reset(false); }
 
   const std::shared_ptr<client_impl> client;
@@ -93,6 +93,8 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   /// (a release lowers it when its answer comes, not when it is sent), so that an HGET asked
   /// to reconcile a lost acquire is compared with the count at the point where it ran.
   std::uint64_t server_holds = 0;
+  /// When local_holds went from 0 to 1: the start of the hold the metrics time.
+  std::chrono::steady_clock::time_point granted_at{};
   std::uint32_t orphan_releases = 0;  // give-backs of orphaned holds since the last acquire
   /// An acquire of this owner was reconciled as not run; it may still run late. Until the server
   /// says the lock is released or not held, a "still held" answer to the final unlock means

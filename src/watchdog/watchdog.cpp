@@ -77,10 +77,10 @@ void watchdog::stop() noexcept {
   timer_.cancel();
 }
 
-void watchdog::report_lost(lease& l) {
+void watchdog::report_lost(lease& l, std::string_view why) {
   auto keep = l.keep_alive_;  // the owner must survive its own notification
   remove(l);
-  l.on_lease_lost();
+  l.on_lease_lost(why);
 }
 
 void watchdog::arm_for(clock::time_point deadline) {
@@ -112,7 +112,9 @@ void watchdog::on_timer() {
     }
   }
   for (lease* l : expired) {
-    if (l->renewing()) report_lost(*l);
+    if (l->renewing()) {
+      report_lost(*l, "not renewed within its lease (the server could not be reached in time)");
+    }
   }
   if (head_ == nullptr) {
     next_round_ = clock::time_point::max();
@@ -165,7 +167,11 @@ void watchdog::start_round() {
 
 void watchdog::on_batch(batch& b, std::error_code ec, const resp3::value& reply) {
   // A failed call renews nothing; the belief deadline tells the holders in time.
-  if (ec) return;
+  if (ec) {
+    renew_failures_.fetch_add(1, std::memory_order_relaxed);
+    if (on_failure_) on_failure_(b.items.size(), ec, reply);
+    return;
+  }
   for (std::size_t i = 0; i < b.items.size() && i < reply.elements.size(); ++i) {
     lease& l = *b.items[i].l;
     // Unlocked (or unlocked and locked again) while the call was in flight: not ours to judge.
@@ -174,7 +180,7 @@ void watchdog::on_batch(batch& b, std::error_code ec, const resp3::value& reply)
       // The lease now runs from this call's (last) send time, at the earliest.
       l.confirmed_ = std::max(l.confirmed_, b.sent);
     } else {
-      report_lost(l);
+      report_lost(l, "the server no longer has it (expired, deleted or force-unlocked)");
     }
   }
 }

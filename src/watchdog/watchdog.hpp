@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -46,7 +47,7 @@ class watchdog {
     virtual std::string_view lease_key() const noexcept = 0;
     virtual std::string_view lease_field() const noexcept = 0;
     /// Called once when the lease is lost; it is unregistered by then.
-    virtual void on_lease_lost() = 0;
+    virtual void on_lease_lost(std::string_view why) = 0;
     /// Called when the watchdog stops (the client closes) while the lease is registered.
     virtual void on_watchdog_stopped() = 0;
 
@@ -97,6 +98,14 @@ class watchdog {
   std::uint64_t renew_calls() const noexcept {
     return renew_calls_.load(std::memory_order_relaxed);
   }
+  /// Renewal script calls that failed (no answer in time, connection lost, an error reply).
+  std::uint64_t renew_failures() const noexcept {
+    return renew_failures_.load(std::memory_order_relaxed);
+  }
+  /// Called when a renewal call fails: how many locks it carried, why (for the log).
+  using failure_hook =
+      std::function<void(std::size_t locks, std::error_code ec, const resp3::value& reply)>;
+  void on_failure(failure_hook h) { on_failure_ = std::move(h); }
   std::chrono::milliseconds lease_length() const noexcept { return lease_; }
   /// How long before a lease can expire on the server its holder stops believing.
   std::chrono::milliseconds margin() const noexcept { return margin_; }
@@ -114,7 +123,7 @@ class watchdog {
   void on_timer();
   void start_round();
   void on_batch(batch& b, std::error_code ec, const resp3::value& reply);
-  void report_lost(lease& l);
+  void report_lost(lease& l, std::string_view why);
 
   boost::asio::any_io_executor executor_;
   script_registry& scripts_;
@@ -130,6 +139,8 @@ class watchdog {
   std::size_t batches_in_flight_ = 0;
   std::uint64_t next_generation_ = 1;
   std::atomic<std::uint64_t> renew_calls_{0};
+  std::atomic<std::uint64_t> renew_failures_{0};
+  failure_hook on_failure_;
   std::weak_ptr<void> owner_;
 };
 

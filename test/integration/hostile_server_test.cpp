@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -148,6 +149,10 @@ TEST(hostile_server, an_answer_nobody_asked_for_drops_the_connection) {
   rlock::config cfg;
   cfg.port = chatty.port();
   cfg.reconnect.enabled = false;
+  std::vector<std::pair<rlock::log_level, std::string>> lines;
+  cfg.log = [&](rlock::log_level level, std::string_view line) {
+    lines.emplace_back(level, std::string(line));
+  };
   rlock::client redis(io.get_executor(), cfg);
   std::vector<rlock::connection_event> events;
   asio::steady_timer bell(io, clock_type::time_point::max());
@@ -165,6 +170,11 @@ TEST(hostile_server, an_answer_nobody_asked_for_drops_the_connection) {
   ASSERT_GE(events.size(), 2u);
   EXPECT_EQ(events[1].state, rlock::connection_state::disconnected);
   EXPECT_EQ(events[1].reason, rlock::errc::protocol_error);
+  // Logged once, as an error.
+  const auto errors = std::count_if(lines.begin(), lines.end(), [](const auto& l) {
+    return l.first == rlock::log_level::error && l.second.find("disconnected") != std::string::npos;
+  });
+  EXPECT_EQ(errors, 1) << (lines.empty() ? "no log line" : lines.back().second);
 }
 
 }  // namespace

@@ -1,0 +1,61 @@
+#pragma once
+
+// fmt formatters for the rlock types people print: errc, wake_reason, connection_state,
+// log_level, and config with its password masked. Header-only; include it where you format them
+// (it needs {fmt}, which rlock itself only uses privately).
+#include "rlock/config.hpp"
+#include "rlock/connection_state.hpp"
+#include "rlock/error.hpp"
+#include "rlock/log.hpp"
+#include "rlock/reentrant_lock.hpp"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace rlock::detail {
+/// Formats a value through its to_string() / message as a string_view.
+template <typename T>
+struct named_formatter : fmt::formatter<std::string_view> {
+  template <typename FormatContext>
+  auto format(T v, FormatContext& ctx) const {
+    if constexpr (std::is_same_v<T, errc>) {
+      return fmt::formatter<std::string_view>::format(make_error_code(v).message(), ctx);
+    } else {
+      return fmt::formatter<std::string_view>::format(to_string(v), ctx);
+    }
+  }
+};
+}  // namespace rlock::detail
+
+template <>
+struct fmt::formatter<rlock::errc> : rlock::detail::named_formatter<rlock::errc> {};
+template <>
+struct fmt::formatter<rlock::wake_reason> : rlock::detail::named_formatter<rlock::wake_reason> {};
+template <>
+struct fmt::formatter<rlock::connection_state>
+    : rlock::detail::named_formatter<rlock::connection_state> {};
+template <>
+struct fmt::formatter<rlock::log_level> : rlock::detail::named_formatter<rlock::log_level> {};
+
+/// `redis://user:***@host:port/db name=... prefix='...' lease=30000ms timeout=5000ms`: the
+/// password never appears.
+template <>
+struct fmt::formatter<rlock::config> : fmt::formatter<std::string_view> {
+  template <typename FormatContext>
+  auto format(const rlock::config& c, FormatContext& ctx) const {
+    std::string user;
+    if (!c.username.empty() || !c.password.empty()) {
+      user = c.username + (c.password.empty() ? "" : ":***") + "@";
+    }
+    const auto text = fmt::format(
+        "redis://{}{}:{}/{} name='{}' prefix='{}' lease={}ms timeout={}ms connect_timeout={}ms "
+        "health_check={}ms reconnect={}",
+        user, c.host, c.port, c.database, c.client_name, c.key_prefix, c.watchdog_timeout.count(),
+        c.command_timeout.count(), c.connect_timeout.count(), c.health_check_interval.count(),
+        c.reconnect.enabled ? "on" : "off");
+    return fmt::formatter<std::string_view>::format(text, ctx);
+  }
+};

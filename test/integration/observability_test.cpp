@@ -1,0 +1,184 @@
+// What operators see: the log lines of a client (once per event, with the lock and a short
+// owner, never the client's full UUID) and its metrics against a real server.
+#include "support/lock_env.hpp"
+#include "support/run.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <rlock/rlock.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using rlock::test::make_config;
+
+struct log_capture {
+  std::vector<std::pair<rlock::log_level, std::string>> lines;
+  rlock::logger logger() {
+    return [this](rlock::log_level level, std::string_view line) {
+      lines.emplace_back(level, std::string(line));
+    };
+  }
+  std::size_t count(rlock::log_level level, const std::string& part) const {
+    return static_cast<std::size_t>(std::count_if(lines.begin(), lines.end(), [&](const auto& l) {
+      return l.first == level && l.second.find(part) != std::string::npos;
+    }));
+  }
+  std::string all() const {
+    std::string out;
+    for (const auto& [level, line] : lines) {
+      out += std::string(rlock::to_string(level)) + ": " + line + "\n";
+    }
+    return out;
+  }
+};
+
+TEST(observability, slow_acquire_lost_lock_and_reconnect_are_logged_once_with_context) {
+  asio::io_context io;
+  log_capture log;
+  auto cfg = make_config();
+  cfg.client_name = "obs";
+  cfg.watchdog_timeout = 1000ms;
+  cfg.slow_acquire_threshold = 50ms;
+  cfg.log = log.logger();
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(rlock::test::shared_server().port());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto holder = redis.get_lock("slow");
+    auto waiter = redis.get_lock("slow");
+    co_await holder.lock();
+    asio::steady_timer release(io, 100ms);
+    release.async_wait(
+        [&](boost::system::error_code) { asio::co_spawn(io, holder.unlock(), asio::detached); });
+    co_await waiter.lock();  // waits ~100 ms: over the 50 ms threshold
+    co_await waiter.unlock();
+    EXPECT_EQ(log.count(rlock::log_level::warning, "lock 'slow' (owner "), 1u) << log.all();
+    EXPECT_EQ(log.count(rlock::log_level::warning, "acquired after"), 1u) << log.all();
+
+    // Lost: deleted behind the holder's back.
+    auto victim = redis.get_lock("victim");
+    co_await victim.lock();
+    raw.command({"DEL", victim.key()});
+    co_await victim.lost();
+    EXPECT_EQ(log.count(rlock::log_level::error, "lock 'victim'"), 1u) << log.all();
+    EXPECT_EQ(log.count(rlock::log_level::error, "the server no longer has it"), 1u) << log.all();
+
+    // Reconnect: the connection killed.
+    raw.command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+    for (int i = 0; i < 500 && log.count(rlock::log_level::info, "reconnected") == 0; ++i) {
+      co_await rlock::test::sleep_for(5ms);
+    }
+    EXPECT_EQ(log.count(rlock::log_level::warning, "connection lost"), 1u) << log.all();
+    EXPECT_EQ(log.count(rlock::log_level::info, "reconnected"), 1u) << log.all();
+    co_await redis.close();
+  });
+  // Every line names the client; none carries its full UUID.
+  for (const auto& [level, line] : log.lines) {
+    EXPECT_TRUE(line.starts_with("obs: ")) << line;
+    EXPECT_EQ(line.find(redis.id()), std::string::npos) << line;
+  }
+  EXPECT_NE(log.all().find(redis.id().substr(0, 8) + ":"), std::string::npos) << log.all();
+}
+
+TEST(observability, a_failed_renewal_is_logged_and_counted) {
+  // The client's ACL user loses the right to run scripts while it holds a watchdog lock (its
+  // credentials were changed): the next renewal gets NOPERM.
+  rlock::test::raw_client raw(rlock::test::shared_server().port());
+  raw.command({"ACL", "SETUSER", "obs-renewer", "on", ">pw", "~*", "&*", "+@all"});
+  asio::io_context io;
+  log_capture log;
+  auto cfg = make_config();
+  cfg.username = "obs-renewer";
+  cfg.password = "pw";
+  cfg.watchdog_timeout = 1000ms;  // renewals every ~333 ms
+  cfg.log = log.logger();
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto l = redis.get_lock("renewed");
+    co_await l.lock();
+    raw.command({"ACL", "SETUSER", "obs-renewer", "-evalsha"});
+    for (int i = 0; i < 400 && redis.metrics().renewal_failures == 0; ++i) {
+      co_await rlock::test::sleep_for(5ms);
+    }
+    EXPECT_GE(redis.metrics().renewal_failures, 1u);
+    EXPECT_GE(log.count(rlock::log_level::warning, "renewal of 1 lock(s) failed"), 1u) << log.all();
+    EXPECT_GE(log.count(rlock::log_level::warning, "NOPERM"), 1u) << log.all();
+    co_await redis.close();  // the lock expires with its 1 s lease
+  });
+  raw.command({"ACL", "DELUSER", "obs-renewer"});
+}
+
+TEST(observability, metrics_count_acquisitions_waits_and_holds) {
+  asio::io_context io;
+  rlock::client redis(io.get_executor(), make_config());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto a = redis.get_lock("m");
+    auto b = redis.get_lock("m");
+    for (int i = 0; i < 5; ++i) {
+      co_await a.lock();
+      co_await a.unlock();
+    }
+    co_await a.lock();
+    asio::steady_timer release(io, 20ms);
+    release.async_wait(
+        [&](boost::system::error_code) { asio::co_spawn(io, a.unlock(), asio::detached); });
+    co_await b.lock();  // woken by a's unlock
+    const auto during = redis.metrics();
+    EXPECT_EQ(during.renewed_locks, 1u);
+    EXPECT_TRUE(during.connected);
+    co_await b.unlock();
+    const auto m = redis.metrics();
+    EXPECT_EQ(m.acquisitions_immediate, 6u);
+    EXPECT_EQ(m.acquisitions_notification, 1u);
+    EXPECT_EQ(m.acquisitions_expiry, 0u);
+    EXPECT_EQ(m.acquire_wait.count, 7u);
+    EXPECT_EQ(m.hold.count, 7u);
+    EXPECT_GE(m.hold.sum, 0.020);  // a held it for the 20 ms b waited
+    EXPECT_EQ(m.renewed_locks, 0u);
+    EXPECT_EQ(m.waiters, 0u);
+    const auto text = rlock::to_prometheus(m);
+    EXPECT_NE(text.find("rlock_acquisitions_total{wake=\"notification\"} 1\n"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("rlock_hold_seconds_count 7\n"), std::string::npos) << text;
+    co_await redis.close();
+  });
+}
+
+TEST(observability, metrics_from_another_thread_and_a_throwing_logger) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.log = [](rlock::log_level, std::string_view) { throw std::runtime_error("log sink full"); };
+  cfg.slow_acquire_threshold = 1ms;  // every acquisition logs (and the logger throws)
+  rlock::client redis(io.get_executor(), cfg);
+  auto work = asio::make_work_guard(io);
+  std::thread runner([&] { io.run(); });
+  asio::co_spawn(io, redis.connect(), asio::use_future).get();
+  auto l = redis.get_lock("t");
+  auto other = redis.get_lock("t");
+  asio::co_spawn(io, l.lock(), asio::use_future).get();
+  auto waiting = asio::co_spawn(io, other.try_lock(2s), asio::use_future);
+  asio::co_spawn(io, l.unlock(), asio::use_future).get();
+  EXPECT_TRUE(waiting.get());  // the logger threw; the client went on
+  const auto m = redis.async_metrics(asio::use_future).get();
+  EXPECT_EQ(m.acquisitions_immediate + m.acquisitions_notification, 2u);
+  asio::co_spawn(io, other.unlock(), asio::use_future).get();
+  asio::co_spawn(io, redis.close(), asio::use_future).get();
+  work.reset();
+  runner.join();
+}
+
+}  // namespace
