@@ -182,6 +182,8 @@ TEST_P(lock_tokens, lock_and_unlock) {
   ASSERT_FALSE(ec) << ec.message();
   EXPECT_EQ(raw_count(l), "1");
   auto [lec] = complete(r, GetParam(), [&](auto&& t) { return l.async_lock(5s, std::move(t)); });
+  // An absent lease is the watchdog's, also without a token.
+  static_assert(!std::is_void_v<decltype(l.async_lock(std::nullopt))>);
   ASSERT_FALSE(lec) << lec.message();
   EXPECT_EQ(raw_count(l), "2");  // re-entered
   for (int i = 0; i < 2; ++i) {

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <exception>
+#include <optional>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -32,10 +33,11 @@ namespace detail {
 template <typename... Result>
 using handler = boost::asio::any_completion_handler<void(std::exception_ptr, Result...)>;
 
-/// A completion token, not a duration: keeps `async_lock(500ms)` from taking the lease for a
-/// token.
+/// A completion token, not a lease or wait: keeps `async_lock(500ms)` and
+/// `async_lock(std::nullopt)` from taking the argument for a token.
 template <typename T>
-concept completion_token = !std::is_convertible_v<std::decay_t<T>, std::chrono::milliseconds>;
+concept completion_token =
+    !std::is_convertible_v<std::decay_t<T>, std::optional<std::chrono::milliseconds>>;
 
 /// The error code an operation's exception carries, as Asio's error_code; rlock's cancellation
 /// (std::errc::operation_canceled) becomes asio::error::operation_aborted.
