@@ -3,7 +3,10 @@
 #include "rlock/export.hpp"
 #include "rlock/reentrant_lock.hpp"
 
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/system_executor.hpp>
+#include <boost/system/error_code.hpp>
 
 #include <optional>
 #include <utility>
@@ -36,15 +39,24 @@ class RLOCK_EXPORT hold {
   /// The lock handle, while owning.
   const reentrant_lock* lock() const noexcept { return lock_ ? &*lock_ : nullptr; }
 
-  /// Releases the hold now. The hold owns nothing from the call on, whatever the outcome (the
-  /// release runs to its answer even if the caller is cancelled). Throws like
-  /// reentrant_lock::unlock(); errc::not_owner if this hold owns nothing.
+  /// Releases the hold; await it at once (it refers to this hold until it starts). The hold
+  /// hands the lock to the release when the release starts, so an operation that never starts
+  /// (a cancelled coroutine's co_await throws before starting it; a deferred operation never
+  /// launched) leaves the hold owning, and its destructor releases. Once started, the release
+  /// runs to its answer even if the caller is cancelled. Throws like reentrant_lock::unlock();
+  /// errc::not_owner if this hold owns nothing.
   boost::asio::awaitable<void> unlock();
-  /// The same with any completion token; signature `void(error_code)`. The hold gives up the
-  /// lock when this is called, the release starts when the operation is launched.
+  /// The same with any completion token; signature `void(error_code)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_unlock(CompletionToken&& token = {}) {
-    return take().async_unlock(std::forward<CompletionToken>(token));
+    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
+        [this](auto handler) {
+          // An empty hold has no client: its not_owner completes on the system executor.
+          auto ex = lock_ ? lock_->get_executor()
+                          : reentrant_lock::executor_type(boost::asio::system_executor());
+          start_unlock(detail::with_error_code<>(std::move(handler), ex));
+        },
+        token);
   }
 
   /// Stops owning without unlocking (the caller takes over the release); returns the handle.
@@ -56,6 +68,9 @@ class RLOCK_EXPORT hold {
   explicit hold(reentrant_lock l) noexcept : lock_(std::move(l)) {}
   /// The handle, leaving this hold empty; errc::not_owner if it was.
   reentrant_lock take();
+  /// Starts the release of what this hold owns (handing it over), or completes `h` with
+  /// errc::not_owner.
+  void start_unlock(detail::handler<> h);
   /// Posts the unlock of what this hold owns, if anything.
   void release_in_background() noexcept;
 

@@ -2,9 +2,15 @@
 
 #include "rlock/error.hpp"
 
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <exception>
+#include <system_error>
 
 namespace rlock {
 
@@ -27,11 +33,30 @@ reentrant_lock hold::take() {
 
 reentrant_lock hold::release() { return take(); }
 
-boost::asio::awaitable<void> hold::unlock() {
-  // Taken now, not when awaited: from this call on the hold owns nothing, so a caller destroyed
-  // while the release is in flight does not post a second one.
+void hold::start_unlock(detail::handler<> h) {
+  if (!lock_) {
+    // Never inside the initiating call: through the system executor to the handler's own.
+    auto ex = boost::asio::get_associated_executor(h, boost::asio::system_executor());
+    boost::asio::post(boost::asio::system_executor(), [ex, h = std::move(h)]() mutable {
+      boost::asio::dispatch(ex, [h = std::move(h)]() mutable {
+        std::move(h)(std::make_exception_ptr(
+            std::system_error(make_error_code(errc::not_owner),
+                              "this hold owns no lock (released or never acquired)")));
+      });
+    });
+    return;
+  }
+  // Handed over as the release starts: from here on the release runs to its answer, and a
+  // destructor running meanwhile does not post a second one.
   reentrant_lock l = take();
-  return l.unlock();
+  l.start_unlock(std::move(h));
+}
+
+boost::asio::awaitable<void> hold::unlock() {
+  return boost::asio::async_initiate<const boost::asio::use_awaitable_t<>&,
+                                     void(std::exception_ptr)>(
+      [this](auto handler) { start_unlock(detail::handler<>(std::move(handler))); },
+      boost::asio::use_awaitable);
 }
 
 void hold::release_in_background() noexcept {

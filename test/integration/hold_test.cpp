@@ -103,6 +103,89 @@ TEST(hold, a_cancelled_coroutine_releases_its_hold) {
   EXPECT_THROW(std::rethrow_exception(ended), boost::system::system_error);
 }
 
+TEST(hold, an_unlock_a_cancelled_coroutine_cannot_start_is_left_to_the_destructor) {
+  // A cancelled coroutine catches the cancellation and calls unlock() while cleaning up: its
+  // co_await throws before the release starts (Asio's throw_if_cancelled), so the hold must
+  // still own the lock and release it as it is destroyed, not drop it held and renewed.
+  asio::io_context io;
+  rlock::client redis(io.get_executor(), make_config());
+  asio::cancellation_signal cancel;
+  bool holding = false;
+  bool cleanup_threw = false;
+  bool finished = false;
+  auto lock = redis.get_lock("h");
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          auto h = co_await lock.scoped();
+          holding = true;
+          bool cancelled = false;
+          try {
+            asio::steady_timer forever(io, 60s);
+            co_await forever.async_wait(asio::use_awaitable);
+          } catch (const boost::system::system_error&) {
+            cancelled = true;
+          }
+          if (cancelled) {
+            try {
+              co_await h.unlock();
+            } catch (const boost::system::system_error&) {
+              cleanup_threw = true;
+            }
+          }
+        },
+        asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr) { finished = true; }));
+    for (int i = 0; i < 500 && !holding; ++i) co_await rlock::test::sleep_for(2ms);
+    EXPECT_TRUE(holding);
+    cancel.emit(asio::cancellation_type::terminal);
+    auto other = redis.get_lock("h");
+    EXPECT_TRUE(co_await other.try_lock(patience));
+    EXPECT_TRUE(finished);
+    EXPECT_TRUE(cleanup_threw);
+    co_await other.unlock();
+    for (int i = 0; i < 200 && !redis.activity().idle(); ++i) {
+      co_await rlock::test::sleep_for(5ms);
+    }
+    EXPECT_EQ(redis.activity().renewed_locks, 0u);  // nothing kept renewed for no one
+    co_await redis.close();
+  });
+}
+
+TEST(with_lock, cancelled_it_stops_the_work_and_releases) {
+  asio::io_context io;
+  rlock::client redis(io.get_executor(), make_config());
+  asio::cancellation_signal cancel;
+  bool working = false;
+  std::exception_ptr ended;
+  bool finished = false;
+  auto lock = redis.get_lock("w");
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    asio::co_spawn(io,
+                   rlock::with_lock(lock,
+                                    [&]() -> asio::awaitable<void> {
+                                      working = true;
+                                      asio::steady_timer forever(io, 60s);
+                                      co_await forever.async_wait(asio::use_awaitable);
+                                    }),
+                   asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e) {
+                     ended = e;
+                     finished = true;
+                   }));
+    for (int i = 0; i < 500 && !working; ++i) co_await rlock::test::sleep_for(2ms);
+    EXPECT_TRUE(working);
+    cancel.emit(asio::cancellation_type::terminal);
+    auto other = redis.get_lock("w");
+    EXPECT_TRUE(co_await other.try_lock(patience));  // released by with_lock itself
+    EXPECT_TRUE(finished);
+    co_await other.unlock();
+    co_await redis.close();
+  });
+  EXPECT_TRUE(ended);  // the work's cancellation, rethrown
+}
+
 TEST(hold, moves_transfer_the_hold_and_assignment_releases_the_old_one) {
   asio::io_context io;
   rlock::client redis(io.get_executor(), make_config());
