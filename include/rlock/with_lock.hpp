@@ -50,9 +50,9 @@ auto with_lock(reentrant_lock lock, Fn fn)
   constexpr bool is_void = std::is_void_v<result_type>;
   using stored = std::conditional_t<is_void, std::monostate, result_type>;
 
-  // A cancellation of with_lock reaches the acquisition and the work through their slots; it
-  // must not also make the release below throw before it starts.
-  co_await asio::this_coro::throw_if_cancelled(false);
+  // Not throw_if_cancelled(false): that setting belongs to the caller's whole coroutine. If a
+  // cancellation makes the release below throw before it starts, the hold still owns the lock
+  // and its destructor releases it.
   hold held = co_await lock.scoped();
   // The work and the watch for a lost lock side by side; whichever completes first (the work
   // also by an exception: wait_for_one, not the awaitable operators' wait_for_one_success)

@@ -178,7 +178,7 @@ TEST(with_lock, cancelled_it_stops_the_work_and_releases) {
     EXPECT_TRUE(working);
     cancel.emit(asio::cancellation_type::terminal);
     auto other = redis.get_lock("w");
-    EXPECT_TRUE(co_await other.try_lock(patience));  // released by with_lock itself
+    EXPECT_TRUE(co_await other.try_lock(patience));  // released, not left to its lease
     EXPECT_TRUE(finished);
     co_await other.unlock();
     co_await redis.close();
