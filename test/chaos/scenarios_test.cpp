@@ -18,6 +18,7 @@
 #include <rlock/client.hpp>
 #include <rlock/error.hpp>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -157,6 +158,32 @@ TEST(chaos, black_hole_longer_than_the_lease_holder_learns_lost_first) {
   EXPECT_TRUE(v.clean()) << v.report();
 }
 
+/// Runs a directed scenario: `body` on `io` (at most 20 s), then lets `clients` go idle (a
+/// give-back's latch is deleted a turn after its answer), closes them, and checks that the run
+/// left nothing behind on the server or in the clients.
+void run_directed(scenario& s, asio::io_context& io, std::vector<rlock::client*> clients,
+                  const std::function<asio::awaitable<void>()>& body) {
+  bool done = false;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await body();
+        const auto idle = [&] {
+          return std::all_of(clients.begin(), clients.end(),
+                             [](rlock::client* c) { return c->activity().idle(); });
+        };
+        for (int i = 0; i < 200 && !idle(); ++i) co_await rlock::test::sleep_for(5ms);
+        for (rlock::client* c : clients) co_await c->close();
+        done = true;
+        io.stop();
+      },
+      asio::detached);
+  io.run_for(20s);
+  EXPECT_TRUE(done);
+  const auto v = s.finish();
+  EXPECT_TRUE(v.leftovers.empty()) << v.report();
+}
+
 /// An acquire is written to a connection whose path then breaks (frozen in the proxy; new
 /// connections flow). The client gives the connection up, reconnects, reconciles the acquire as
 /// not run and acquires again; then the old path heals and TCP delivers the old bytes. With
@@ -176,48 +203,31 @@ void late_acquire_scenario(bool fenced) {
   asio::io_context io;
   rlock::client a(io.get_executor(), cfg);
   rlock::client b(io.get_executor(), chaos_config(s.server.port(), s.prefix, "other"));
-  bool done = false;
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        co_await a.connect();
-        co_await b.connect();
-        auto l = a.get_lock("delta");
-        s.proxy.freeze_open();
-        EXPECT_TRUE(co_await l.try_lock(5s));  // reconciled, then acquired on a new connection
-        EXPECT_GE(a.stats().reconnects, 1u);
-        EXPECT_GE(a.stats().reconciled_acquires, 1u);
-        s.proxy.heal();  // the old connection's bytes go out now
-        // Delivered, and the old link closed (by the server, or after its end marker).
-        for (int i = 0; i < 400 && s.proxy.open_connections() > 1; ++i) {
-          co_await rlock::test::sleep_for(5ms);
-        }
-        const std::string want = fenced ? "1" : "2";
-        for (int i = 0; i < 200 && raw.command({"HGET", l.key(), l.owner_field()}).str != want;
-             ++i) {
-          co_await rlock::test::sleep_for(5ms);
-        }
-        EXPECT_EQ(raw.command({"HGET", l.key(), l.owner_field()}).str, want);
-        co_await l.unlock();
-        auto other = b.get_lock("delta");
-        const bool taken = co_await other.try_lock(2s);  // well within a lease
-        EXPECT_TRUE(taken);
-        EXPECT_EQ(a.stats().given_back, fenced ? 0u : 1u);
-        if (taken) co_await other.unlock();
-        // The give-back's latch is deleted a turn after its answer: let both clients go idle.
-        for (int i = 0; i < 200 && !(a.activity().idle() && b.activity().idle()); ++i) {
-          co_await rlock::test::sleep_for(5ms);
-        }
-        co_await a.close();
-        co_await b.close();
-        done = true;
-        io.stop();
-      },
-      asio::detached);
-  io.run_for(20s);
-  EXPECT_TRUE(done);
-  const auto v = s.finish();
-  EXPECT_TRUE(v.leftovers.empty()) << v.report();
+  run_directed(s, io, {&a, &b}, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    auto l = a.get_lock("delta");
+    s.proxy.freeze_open();
+    EXPECT_TRUE(co_await l.try_lock(5s));  // reconciled, then acquired on a new connection
+    EXPECT_GE(a.stats().reconnects, 1u);
+    EXPECT_GE(a.stats().reconciled_acquires, 1u);
+    s.proxy.heal();  // the old connection's bytes go out now
+    // Delivered, and the old link closed (by the server, or after its end marker).
+    for (int i = 0; i < 400 && s.proxy.open_connections() > 1; ++i) {
+      co_await rlock::test::sleep_for(5ms);
+    }
+    const std::string want = fenced ? "1" : "2";
+    for (int i = 0; i < 200 && raw.command({"HGET", l.key(), l.owner_field()}).str != want; ++i) {
+      co_await rlock::test::sleep_for(5ms);
+    }
+    EXPECT_EQ(raw.command({"HGET", l.key(), l.owner_field()}).str, want);
+    co_await l.unlock();
+    auto other = b.get_lock("delta");
+    const bool taken = co_await other.try_lock(2s);  // well within a lease
+    EXPECT_TRUE(taken);
+    EXPECT_EQ(a.stats().given_back, fenced ? 0u : 1u);
+    if (taken) co_await other.unlock();
+  });
 }
 
 TEST(chaos, an_acquire_on_a_connection_given_up_never_runs_after_the_reconnect) {
@@ -237,50 +247,36 @@ TEST(chaos, an_unlock_on_a_connection_given_up_never_releases_a_later_hold) {
   rlock::test::raw_client raw(s.server.port());
   asio::io_context io;
   rlock::client a(io.get_executor(), chaos_config(s.proxy.port(), s.prefix, "late-unlock"));
-  bool done = false;
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        co_await a.connect();
-        auto l = a.get_lock("epsilon");
-        co_await l.lock();
-        s.proxy.freeze_open();
-        std::error_code ec;
-        try {
-          co_await l.unlock();
-        } catch (const std::system_error& e) {
-          ec = e.code();
-        }
-        EXPECT_EQ(ec, rlock::errc::timeout);  // written to the frozen connection
-        // Retried on a new connection with its latch: released.
-        for (int i = 0; i < 400 && raw.command_int({"EXISTS", l.key()}) != 0; ++i) {
-          co_await rlock::test::sleep_for(5ms);
-        }
-        EXPECT_EQ(raw.command_int({"EXISTS", l.key()}), 0);
-        for (int i = 0; i < 200 && !a.activity().idle(); ++i) {  // latch deleted
-          co_await rlock::test::sleep_for(5ms);
-        }
-        co_await l.lock();
-        s.proxy.heal();
-        for (int i = 0; i < 400 && s.proxy.open_connections() > 1; ++i) {
-          co_await rlock::test::sleep_for(5ms);
-        }
-        EXPECT_EQ(s.proxy.open_connections(), 1u);
-        EXPECT_EQ(raw.command({"HGET", l.key(), l.owner_field()}).str, "1");  // still ours
-        EXPECT_TRUE(co_await l.is_held());
-        co_await l.unlock();
-        for (int i = 0; i < 200 && !a.activity().idle(); ++i) {
-          co_await rlock::test::sleep_for(5ms);
-        }
-        co_await a.close();
-        done = true;
-        io.stop();
-      },
-      asio::detached);
-  io.run_for(20s);
-  EXPECT_TRUE(done);
-  const auto v = s.finish();
-  EXPECT_TRUE(v.leftovers.empty()) << v.report();
+  run_directed(s, io, {&a}, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    auto l = a.get_lock("epsilon");
+    co_await l.lock();
+    s.proxy.freeze_open();
+    std::error_code ec;
+    try {
+      co_await l.unlock();
+    } catch (const std::system_error& e) {
+      ec = e.code();
+    }
+    EXPECT_EQ(ec, rlock::errc::timeout);  // written to the frozen connection
+    // Retried on a new connection with its latch: released.
+    for (int i = 0; i < 400 && raw.command_int({"EXISTS", l.key()}) != 0; ++i) {
+      co_await rlock::test::sleep_for(5ms);
+    }
+    EXPECT_EQ(raw.command_int({"EXISTS", l.key()}), 0);
+    for (int i = 0; i < 200 && !a.activity().idle(); ++i) {  // latch deleted
+      co_await rlock::test::sleep_for(5ms);
+    }
+    co_await l.lock();
+    s.proxy.heal();
+    for (int i = 0; i < 400 && s.proxy.open_connections() > 1; ++i) {
+      co_await rlock::test::sleep_for(5ms);
+    }
+    EXPECT_EQ(s.proxy.open_connections(), 1u);
+    EXPECT_EQ(raw.command({"HGET", l.key(), l.owner_field()}).str, "1");  // still ours
+    EXPECT_TRUE(co_await l.is_held());
+    co_await l.unlock();
+  });
 }
 
 TEST(chaos, two_lost_acquires_of_one_owner_count_one_hold_once) {
@@ -296,65 +292,50 @@ TEST(chaos, two_lost_acquires_of_one_owner_count_one_hold_once) {
   asio::io_context io;
   rlock::client a(io.get_executor(), cfg);
   rlock::client b(io.get_executor(), chaos_config(s.server.port(), s.prefix, "other"));
-  bool done = false;
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        co_await a.connect();
-        co_await b.connect();
-        auto l = a.get_lock("eta");
-        // 1. The first attempt runs; its answer is held until the bound passes.
-        s.proxy.drop(direction::to_client);
-        std::error_code first;
-        try {
-          co_await l.try_lock(0ms);
-        } catch (const std::system_error& e) {
-          first = e.code();
-        }
-        EXPECT_EQ(first, rlock::errc::timeout);
-        EXPECT_EQ(raw.command({"HGET", l.key(), l.owner_field()}).str, "1");
-        // 2. The second attempt is written and never reaches the server.
-        s.proxy.drop(direction::to_server);
-        const auto sent = s.proxy.received(direction::to_server);
-        bool second = false;
-        asio::co_spawn(
-            io,
-            [&]() -> asio::awaitable<void> {
-              co_await l.lock();
-              second = true;
-            },
-            asio::detached);
-        for (int i = 0; i < 400 && s.proxy.received(direction::to_server) == sent; ++i) {
-          co_await rlock::test::sleep_for(5ms);
-        }
-        EXPECT_GT(s.proxy.received(direction::to_server), sent);
-        // 3. Both answers are lost with the connection; both acquires are reconciled.
-        s.proxy.cut_all();
-        s.proxy.heal();
-        for (int i = 0; i < 400 && !second; ++i) co_await rlock::test::sleep_for(5ms);
-        EXPECT_TRUE(second);
-        for (int i = 0; i < 200 && a.activity().requests != 0; ++i) {
-          co_await rlock::test::sleep_for(5ms);
-        }
-        EXPECT_GE(a.stats().reconciled_acquires, 2u);
-        // lock() returned: the server must count the hold its caller believes in.
-        EXPECT_EQ(raw.command({"HGET", l.key(), l.owner_field()}).str, "1");
-        auto other = b.get_lock("eta");
-        EXPECT_FALSE(co_await other.try_lock(0ms));
-        co_await l.unlock();
-        for (int i = 0; i < 200 && !(a.activity().idle() && b.activity().idle()); ++i) {
-          co_await rlock::test::sleep_for(5ms);
-        }
-        co_await a.close();
-        co_await b.close();
-        done = true;
-        io.stop();
-      },
-      asio::detached);
-  io.run_for(20s);
-  EXPECT_TRUE(done);
-  const auto v = s.finish();
-  EXPECT_TRUE(v.leftovers.empty()) << v.report();
+  run_directed(s, io, {&a, &b}, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    auto l = a.get_lock("eta");
+    // 1. The first attempt runs; its answer is held until the bound passes.
+    s.proxy.drop(direction::to_client);
+    std::error_code first;
+    try {
+      co_await l.try_lock(0ms);
+    } catch (const std::system_error& e) {
+      first = e.code();
+    }
+    EXPECT_EQ(first, rlock::errc::timeout);
+    EXPECT_EQ(raw.command({"HGET", l.key(), l.owner_field()}).str, "1");
+    // 2. The second attempt is written and never reaches the server.
+    s.proxy.drop(direction::to_server);
+    const auto sent = s.proxy.received(direction::to_server);
+    bool second = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await l.lock();
+          second = true;
+        },
+        asio::detached);
+    for (int i = 0; i < 400 && s.proxy.received(direction::to_server) == sent; ++i) {
+      co_await rlock::test::sleep_for(5ms);
+    }
+    EXPECT_GT(s.proxy.received(direction::to_server), sent);
+    // 3. Both answers are lost with the connection; both acquires are reconciled.
+    s.proxy.cut_all();
+    s.proxy.heal();
+    for (int i = 0; i < 400 && !second; ++i) co_await rlock::test::sleep_for(5ms);
+    EXPECT_TRUE(second);
+    for (int i = 0; i < 200 && a.activity().requests != 0; ++i) {
+      co_await rlock::test::sleep_for(5ms);
+    }
+    EXPECT_GE(a.stats().reconciled_acquires, 2u);
+    // lock() returned: the server must count the hold its caller believes in.
+    EXPECT_EQ(raw.command({"HGET", l.key(), l.owner_field()}).str, "1");
+    auto other = b.get_lock("eta");
+    EXPECT_FALSE(co_await other.try_lock(0ms));
+    co_await l.unlock();
+  });
 }
 
 TEST(chaos, server_restart_with_aof_keeps_exclusion_without_data_loss) {
