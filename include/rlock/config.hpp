@@ -61,8 +61,6 @@ struct RLOCK_EXPORT config {
   /// instead of letting them wait (within their own bounds) for the reconnection.
   bool fail_fast = false;
 
-  /// Parses `redis://[[user]:password@]host[:port][/db]`; throws std::system_error carrying
-  /// errc::invalid_argument on anything else.
   /// Where the client logs reconnects, lost locks, failed renewals, slow acquisitions and
   /// protocol errors (rlock/log.hpp); unset: silent. rlock::stderr_logger() is ready to use.
   logger log;
@@ -70,6 +68,8 @@ struct RLOCK_EXPORT config {
   /// An acquisition that waited this long or longer is logged (warning). Zero: never.
   std::chrono::milliseconds slow_acquire_threshold{1'000};
 
+  /// Parses `redis://[[user]:password@]host[:port][/db]`; throws std::system_error carrying
+  /// errc::invalid_argument on anything else.
   static config from_url(const std::string& url);
 };
 

@@ -37,33 +37,6 @@ std::exception_ptr failure_of(const client_impl& c, std::error_code ec, const re
   return std::make_exception_ptr(std::system_error(ec, text));
 }
 
-std::string unlock_channel(std::string_view key) {
-  // Built by hand, not with fmt: every final unlock derives it.
-  constexpr std::string_view prefix = "redisson_lock__channel:";
-  const bool tagged = key.find('{') != std::string_view::npos;
-  std::string channel;
-  channel.reserve(prefix.size() + key.size() + 2);
-  channel.append(prefix);
-  if (!tagged) channel.push_back('{');
-  channel.append(key);
-  if (!tagged) channel.push_back('}');
-  return channel;
-}
-
-std::string unlock_latch(std::string_view key, std::string_view request_id) {
-  constexpr std::string_view prefix = "redisson_unlock_latch:";
-  const bool tagged = key.find('{') != std::string_view::npos;
-  std::string latch;
-  latch.reserve(prefix.size() + key.size() + request_id.size() + 3);
-  latch.append(prefix);
-  if (!tagged) latch.push_back('{');
-  latch.append(key);
-  if (!tagged) latch.push_back('}');
-  latch.push_back(':');
-  latch.append(request_id);
-  return latch;
-}
-
 lock_state::lock_state(std::shared_ptr<client_impl> c, std::string_view n, std::uint64_t o,
                        bool in_table)
     : client(std::move(c)),

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "lock/names.hpp"
 #include "resp3/value.hpp"
 #include "rlock/reentrant_lock.hpp"
 #include "watchdog/watchdog.hpp"
@@ -26,14 +27,6 @@ class client_impl;
 /// connection. Made, not thrown: the awaitable boundary throws it.
 std::exception_ptr failure_of(const client_impl& c, std::error_code ec, const resp3::value& reply,
                               std::string_view what);
-
-/// Redisson's names for an RLock: the unlock channel is `redisson_lock__channel:{<key>}`, without
-/// the added braces when the key already contains '{' (it then carries its own hash tag).
-std::string unlock_channel(std::string_view key);
-
-/// Redisson's unlock latch key (3.24.1+): `redisson_unlock_latch:{<key>}:<request id>`, braces as
-/// for the channel. It keeps a release's first answer, so a retried release returns it.
-std::string unlock_latch(std::string_view key, std::string_view request_id);
 
 /// One owner of one lock, shared by the handles of that owner. Kept small (bench S5 holds
 /// 100 000 of them): the channel is derived when needed, the name is a view into the key, and

@@ -1,0 +1,22 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace rlock::detail {
+
+/// Redisson's names around a lock key. Each puts the key in braces (a Cluster hash tag, so the
+/// name lands in the key's slot) unless the key already contains '{' and carries its own tag.
+
+/// The unlock channel: `redisson_lock__channel:{<key>}`.
+std::string unlock_channel(std::string_view key);
+
+/// The unlock latch (3.24.1+): `redisson_unlock_latch:{<key>}:<request id>`. It keeps a
+/// release's first answer, so a retried release returns it.
+std::string unlock_latch(std::string_view key, std::string_view request_id);
+
+/// The fenced lock's token counter (RFencedLock): `redisson_lock_token:{<key>}`, an integer with
+/// no TTL, incremented by every successful acquisition.
+std::string token_counter(std::string_view key);
+
+}  // namespace rlock::detail
