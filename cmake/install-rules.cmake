@@ -6,6 +6,9 @@ install(DIRECTORY include/rlock TYPE INCLUDE)
 install(FILES ${PROJECT_BINARY_DIR}/include/rlock/export.hpp
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rlock)
 install(TARGETS rlock EXPORT rlockTargets)
+if(RLOCK_BUILD_TOOLS)
+  install(TARGETS rlockctl)
+endif()
 install(EXPORT rlockTargets NAMESPACE rlock:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rlock)
 
 configure_package_config_file(cmake/rlockConfig.cmake.in

@@ -1,0 +1,299 @@
+// rlockctl driven as an operator drives it: separate processes against this suite's server,
+// judged by their output and exit codes (README, "rlockctl").
+#include "support/child_process.hpp"
+#include "support/raw_client.hpp"
+#include "support/redis_server.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <poll.h>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using rlock::test::child_process;
+using rlock::test::run_process;
+
+std::string url() {
+  return "redis://127.0.0.1:" + std::to_string(rlock::test::shared_server().port());
+}
+
+std::vector<std::string> cmd(std::initializer_list<std::string> args) {
+  std::vector<std::string> v{RLOCKCTL, "--url", url()};
+  v.insert(v.end(), args);
+  return v;
+}
+
+std::vector<boost::json::object> json_lines(const std::string& text) {
+  std::vector<boost::json::object> objects;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) objects.push_back(boost::json::parse(line).as_object());
+  }
+  return objects;
+}
+
+std::string str(const boost::json::object& o, const char* key) {
+  const auto* v = o.if_contains(key);
+  return v != nullptr && v->is_string() ? std::string(v->as_string()) : std::string();
+}
+
+rlock::test::raw_client& redis() {
+  static rlock::test::raw_client c(rlock::test::shared_server().port());
+  return c;
+}
+
+// A lock as Redisson (or rlock) leaves it: a hash of owner field → hold count, with a TTL.
+void plant_lock(const std::string& key, const std::string& owner, int count) {
+  redis().command({"HSET", key, owner, std::to_string(count)});
+  redis().command({"PEXPIRE", key, "60000"});
+}
+
+constexpr auto bound = 20s;
+
+TEST(rlockctl, help_has_examples_and_exit_codes) {
+  const auto r = run_process({RLOCKCTL, "--help"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("Examples:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rlockctl hold orders:42"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Exit codes"), std::string::npos) << r.out;
+  for (const char* sub : {"status", "list", "hold", "unlock", "watch", "bench"}) {
+    EXPECT_NE(r.out.find(sub), std::string::npos) << sub;
+  }
+}
+
+TEST(rlockctl, usage_and_connection_errors_exit_2) {
+  EXPECT_EQ(run_process({RLOCKCTL}).code, 2);
+  EXPECT_EQ(run_process(cmd({"hold"})).code, 2);                       // NAME missing
+  EXPECT_EQ(run_process(cmd({"hold", "x", "--lease", "0"})).code, 2);  // out of range
+  EXPECT_EQ(run_process(cmd({"hold", "x", "--lease", "5", "--watchdog"})).code, 2);
+  const auto bad_url = run_process({RLOCKCTL, "--url", "http://nope", "status", "x"});
+  EXPECT_EQ(bad_url.code, 2);
+  EXPECT_FALSE(bad_url.err.empty());
+  // Port 1 on loopback: nothing listens there.
+  const auto down = run_process({RLOCKCTL, "--url", "redis://127.0.0.1:1", "status", "x"});
+  EXPECT_EQ(down.code, 2);
+  EXPECT_NE(down.err.find("cannot connect"), std::string::npos) << down.err;
+}
+
+TEST(rlockctl, status_tells_free_held_fenced_and_not_a_lock) {
+  plant_lock("st:held", "0b4f8d2e-1111-4222-8333-944455556666:7", 2);
+  plant_lock("st:fenced", "0b4f8d2e-1111-4222-8333-944455556666:9", 1);
+  redis().command({"SET", "redisson_lock_token:{st:fenced}", "41"});
+  redis().command({"SET", "st:string", "x"});
+  redis().command({"HSET", "st:hash", "colour", "blue"});
+
+  const auto r =
+      run_process(cmd({"status", "st:free", "st:held", "st:fenced", "st:string", "st:hash"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("st:free: free"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("st:held: held by 0b4f8d2e-1111-4222-8333-944455556666:7 (count 2)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("fenced (last token 41)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("st:string: not a lock (the key is a string)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("st:hash: not a lock"), std::string::npos) << r.out;
+
+  const auto j = run_process(cmd({"--json", "status", "st:held", "st:fenced", "st:free"}));
+  ASSERT_EQ(j.code, 0) << j.err;
+  const auto objects = json_lines(j.out);
+  ASSERT_EQ(objects.size(), 3U) << j.out;
+  EXPECT_EQ(str(objects[0], "state"), "held");
+  EXPECT_EQ(str(objects[0], "kind"), "reentrant");
+  const auto& holders = objects[0].at("holders").as_array();
+  ASSERT_EQ(holders.size(), 1U);
+  EXPECT_EQ(holders[0].at("count").to_number<std::int64_t>(), 2);
+  EXPECT_GT(objects[0].at("ttl_ms").to_number<std::int64_t>(), 0);
+  EXPECT_LE(objects[0].at("ttl_ms").to_number<std::int64_t>(), 60000);
+  EXPECT_EQ(objects[0].at("subscribers").to_number<std::int64_t>(), 0);
+  EXPECT_EQ(str(objects[1], "kind"), "fenced");
+  EXPECT_EQ(objects[1].at("token").to_number<std::int64_t>(), 41);
+  EXPECT_EQ(str(objects[2], "state"), "free");
+}
+
+TEST(rlockctl, list_pages_through_locks_only) {
+  for (int i = 0; i < 25; ++i) plant_lock("ls:a:" + std::to_string(i), "u:" + std::to_string(i), 1);
+  redis().command({"HSET", "ls:a:not-a-lock", "colour", "blue"});
+  redis().command({"SET", "ls:a:string", "x"});
+  plant_lock("ls:b:0", "u:1", 1);
+
+  // A page of 3 keys per SCAN call: the 25 locks come over many calls.
+  const auto r = run_process(cmd({"--json", "list", "ls:a:*", "--page", "3"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto objects = json_lines(r.out);
+  EXPECT_EQ(objects.size(), 25U) << r.out;
+  for (const auto& o : objects) {
+    EXPECT_EQ(str(o, "state"), "held");
+    EXPECT_EQ(str(o, "lock").rfind("ls:a:", 0), 0U) << str(o, "lock");
+    EXPECT_NE(str(o, "lock"), "ls:a:not-a-lock");
+  }
+  const auto limited = run_process(cmd({"--json", "list", "ls:*", "--limit", "5"}));
+  ASSERT_EQ(limited.code, 0) << limited.err;
+  EXPECT_EQ(json_lines(limited.out).size(), 5U);
+  const auto text = run_process(cmd({"list", "ls:b:*"}));
+  EXPECT_NE(text.out.find("ls:b:0: held by u:1 (count 1)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("1 lock(s) held"), std::string::npos) << text.out;
+}
+
+TEST(rlockctl, prefix_is_applied_to_names) {
+  plant_lock("svc1:pref", "u:3", 1);
+  const auto r = run_process(cmd({"--prefix", "svc1:", "status", "pref"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("pref: held by u:3"), std::string::npos) << r.out;
+}
+
+TEST(rlockctl, hold_for_a_time_releases_and_exits_0) {
+  const auto r = run_process(cmd({"hold", "h:timed", "--for", "0.2"}));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("h:timed: acquired by"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("h:timed: released by"), std::string::npos) << r.out;
+  EXPECT_EQ(redis().command_int({"EXISTS", "h:timed"}), 0);
+}
+
+TEST(rlockctl, hold_interrupted_releases_and_exits_0) {
+  child_process p(cmd({"hold", "h:ctrl-c", "--watchdog"}));
+  ASSERT_TRUE(p.wait_for_output("acquired", bound)) << p.out() << p.err();
+  EXPECT_EQ(redis().command_int({"EXISTS", "h:ctrl-c"}), 1);
+  p.signal(SIGINT);
+  EXPECT_EQ(p.wait(bound), 0) << p.out() << p.err();
+  EXPECT_NE(p.out().find("released by"), std::string::npos) << p.out();
+  EXPECT_EQ(redis().command_int({"EXISTS", "h:ctrl-c"}), 0);
+}
+
+TEST(rlockctl, hold_not_acquired_within_wait_exits_1) {
+  plant_lock("h:busy", "u:1", 1);
+  const auto r = run_process(cmd({"--json", "hold", "h:busy", "--wait", "100"}));
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const auto objects = json_lines(r.out);
+  ASSERT_EQ(objects.size(), 1U) << r.out;
+  EXPECT_EQ(str(objects[0], "event"), "not-acquired");
+  // The holder is untouched.
+  EXPECT_EQ(redis().command({"HGET", "h:busy", "u:1"}).str, "1");
+}
+
+TEST(rlockctl, lease_running_out_while_held_exits_3) {
+  const auto r = run_process(cmd({"hold", "h:short", "--lease", "300", "--for", "30"}));
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("lease ran out while held"), std::string::npos) << r.out;
+}
+
+TEST(rlockctl, force_unlocked_while_held_is_lost_exit_3) {
+  child_process p(cmd({"hold", "h:stolen"}));
+  ASSERT_TRUE(p.wait_for_output("acquired", bound)) << p.out() << p.err();
+  const auto force = run_process(cmd({"unlock", "h:stolen", "--force"}));
+  EXPECT_EQ(force.code, 0) << force.err;
+  EXPECT_NE(force.out.find("h:stolen: force-unlocked"), std::string::npos) << force.out;
+  p.signal(SIGINT);
+  EXPECT_EQ(p.wait(bound), 3) << p.out() << p.err();
+  EXPECT_NE(p.out().find("lost while held"), std::string::npos) << p.out();
+}
+
+TEST(rlockctl, unlock_refuses_without_force) {
+  plant_lock("u:kept", "u:1", 1);
+  const auto r = run_process(cmd({"unlock", "u:kept"}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--force"), std::string::npos) << r.err;
+  EXPECT_EQ(redis().command_int({"EXISTS", "u:kept"}), 1);
+  const auto forced = run_process(cmd({"--json", "unlock", "u:kept", "--force"}));
+  EXPECT_EQ(forced.code, 0) << forced.err;
+  EXPECT_EQ(redis().command_int({"EXISTS", "u:kept"}), 0);
+  const auto again = run_process(cmd({"unlock", "u:kept", "--force"}));
+  EXPECT_EQ(again.code, 0);
+  EXPECT_NE(again.out.find("was not locked"), std::string::npos) << again.out;
+}
+
+TEST(rlockctl, two_holds_contend_and_watch_sees_the_handoff) {
+  redis().command({"CONFIG", "SET", "notify-keyspace-events", "Khgx"});
+  child_process watch(cmd({"--json", "watch", "handoff"}));
+  ASSERT_TRUE(watch.wait_for_output("\"watching\"", bound)) << watch.out() << watch.err();
+
+  child_process a(cmd({"--json", "hold", "handoff"}));
+  ASSERT_TRUE(a.wait_for_output("\"acquired\"", bound)) << a.out() << a.err();
+  child_process b(cmd({"--json", "hold", "handoff", "--wait", "20000"}));
+  // B waits on the unlock channel: it is subscribed there, beside the watcher.
+  bool b_waits = false;
+  for (int i = 0; i < 2000 && !b_waits; ++i) {
+    const auto n = redis().command({"PUBSUB", "NUMSUB", "redisson_lock__channel:{handoff}"});
+    b_waits = n.elements.size() == 2 && n.elements[1].integer >= 2;
+    if (!b_waits) ::poll(nullptr, 0, 10);
+  }
+  ASSERT_TRUE(b_waits);
+  EXPECT_EQ(b.out().find("acquired"), std::string::npos);
+
+  a.signal(SIGINT);
+  EXPECT_EQ(a.wait(bound), 0) << a.out() << a.err();
+  ASSERT_TRUE(b.wait_for_output("\"acquired\"", bound)) << b.out() << b.err();
+  b.signal(SIGINT);
+  EXPECT_EQ(b.wait(bound), 0) << b.out() << b.err();
+
+  const std::string owner_a = str(json_lines(a.out()).front(), "owner");
+  const std::string owner_b = str(json_lines(b.out()).front(), "owner");
+  ASSERT_FALSE(owner_a.empty());
+  ASSERT_NE(owner_a, owner_b);
+  // Both releases: A's, then B's.
+  EXPECT_TRUE(watch.wait_for_output("\"released\"", bound, 2)) << watch.out();
+  watch.signal(SIGINT);
+  EXPECT_EQ(watch.wait(bound), 0) << watch.err();
+
+  std::vector<std::pair<std::string, std::string>> story;  // (event, first holder)
+  for (const auto& o : json_lines(watch.out())) {
+    std::string who;
+    if (const auto* hs = o.if_contains("holders"); hs != nullptr && !hs->as_array().empty()) {
+      who = str(hs->as_array()[0].as_object(), "owner");
+    }
+    story.emplace_back(str(o, "event"), who);
+  }
+  const std::vector<std::pair<std::string, std::string>> expected = {{"watching", ""},
+                                                                     {"locked", owner_a},
+                                                                     {"released", ""},
+                                                                     {"locked", owner_b},
+                                                                     {"released", ""}};
+  ASSERT_EQ(story.size(), expected.size()) << watch.out();
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(story[i].first, expected[i].first) << i << "\n" << watch.out();
+    EXPECT_EQ(story[i].second, expected[i].second) << i << "\n" << watch.out();
+  }
+}
+
+TEST(rlockctl, watch_says_when_keyspace_notifications_are_off) {
+  redis().command({"CONFIG", "SET", "notify-keyspace-events", ""});
+  child_process watch(cmd({"watch", "quiet"}));
+  ASSERT_TRUE(watch.wait_for_output("watching quiet: free", bound)) << watch.out() << watch.err();
+  EXPECT_NE(watch.err().find("CONFIG SET notify-keyspace-events Khgx"), std::string::npos)
+      << watch.err();
+  // Releases still come through the unlock channel.
+  const auto held = run_process(cmd({"hold", "quiet", "--for", "0"}));
+  EXPECT_EQ(held.code, 0) << held.err;
+  EXPECT_TRUE(watch.wait_for_output("quiet: locked and released", bound)) << watch.out();
+  watch.signal(SIGINT);
+  EXPECT_EQ(watch.wait(bound), 0);
+  // The server's configuration was left as it was.
+  const auto flags = redis().command({"CONFIG", "GET", "notify-keyspace-events"});
+  ASSERT_EQ(flags.elements.size(), 2U);
+  EXPECT_EQ(flags.elements[1].str, "");
+}
+
+TEST(rlockctl, bench_measures_s1_and_s3_without_overlap) {
+  const auto r = run_process(cmd({"--json", "bench", "--seconds", "0.3", "--contenders", "3"}));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto objects = json_lines(r.out);
+  ASSERT_EQ(objects.size(), 2U) << r.out;
+  EXPECT_EQ(str(objects[0], "scenario"), "S1");
+  EXPECT_GT(objects[0].at("pairs").to_number<std::uint64_t>(), 0U);
+  EXPECT_EQ(str(objects[1], "scenario"), "S3");
+  EXPECT_GT(objects[1].at("acquisitions").to_number<std::uint64_t>(), 0U);
+  EXPECT_EQ(objects[1].at("overlaps").to_number<std::uint64_t>(), 0U);
+  // The progress bar (not a terminal here: a line per quarter).
+  EXPECT_NE(r.err.find("S1 100%"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("S3 100%"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -1,0 +1,164 @@
+// rlockctl's reading of lock keys, without a server: the replies are built by hand.
+#include "lock_view.hpp"
+
+#include <gtest/gtest.h>
+
+#include <rlock/error.hpp>
+#include <system_error>
+
+namespace {
+
+using rlock::detail::resp3::type;
+using rlockctl::lock_view;
+using rlockctl::reply;
+
+reply str(std::string s, type t = type::blob_string) {
+  reply r;
+  r.type = t;
+  r.str = std::move(s);
+  return r;
+}
+
+reply num(std::int64_t v) {
+  reply r;
+  r.type = type::number;
+  r.integer = v;
+  return r;
+}
+
+reply hash(std::vector<std::pair<std::string, std::string>> fields, type t = type::map) {
+  reply r;
+  r.type = t;
+  for (auto& [k, v] : fields) {
+    r.elements.push_back(str(k));
+    r.elements.push_back(str(v));
+  }
+  return r;
+}
+
+reply numsub(std::int64_t n) {
+  reply r;
+  r.type = type::array;
+  r.elements = {str("channel"), num(n)};
+  return r;
+}
+
+reply null() { return {}; }
+
+TEST(lock_view, owner_fields_with_positive_counts_are_a_lock) {
+  auto hs = rlockctl::lock_holders(hash({{"6f1c-uuid:12", "3"}}));
+  ASSERT_TRUE(hs);
+  ASSERT_EQ(hs->size(), 1U);
+  EXPECT_EQ((*hs)[0].owner, "6f1c-uuid:12");
+  EXPECT_EQ((*hs)[0].count, 3);
+  // RESP2's flat array reads the same.
+  EXPECT_TRUE(rlockctl::lock_holders(hash({{"u:1", "1"}}, type::array)));
+  // Absent key: an empty hash, a free lock.
+  auto none = rlockctl::lock_holders(hash({}));
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->empty());
+}
+
+TEST(lock_view, other_hashes_are_not_locks) {
+  EXPECT_FALSE(rlockctl::lock_holders(hash({{"colour", "blue"}})));
+  EXPECT_FALSE(rlockctl::lock_holders(hash({{"u:1", "blue"}})));
+  EXPECT_FALSE(rlockctl::lock_holders(hash({{"u:1", "0"}})));
+  EXPECT_FALSE(rlockctl::lock_holders(hash({{"u:1", "-2"}})));
+  EXPECT_FALSE(rlockctl::lock_holders(hash({{"u:", "1"}})));
+  EXPECT_FALSE(rlockctl::lock_holders(hash({{":1", "1"}})));
+  EXPECT_FALSE(rlockctl::lock_holders(hash({{"u:1x", "1"}})));
+  EXPECT_FALSE(rlockctl::lock_holders(hash({{"u:1", "1"}, {"name", "x"}})));
+  EXPECT_FALSE(rlockctl::lock_holders(str("x")));
+}
+
+TEST(lock_view, status_of_a_held_fenced_lock) {
+  const auto v = rlockctl::read_status(
+      "orders",
+      {str("hash", type::simple_string), hash({{"a:1", "2"}}), num(1500), numsub(3), str("17")});
+  EXPECT_EQ(v.status, lock_view::state::held);
+  EXPECT_EQ(v.kind(), "fenced");
+  EXPECT_EQ(v.token, 17);
+  EXPECT_EQ(v.ttl_ms, 1500);
+  EXPECT_EQ(v.subscribers, 3);
+  EXPECT_EQ(rlockctl::describe(v),
+            "orders: held by a:1 (count 2), ttl 1500 ms, 3 subscriber(s), fenced (last token 17)");
+  const auto j = rlockctl::to_json(v);
+  EXPECT_EQ(j.at("state").as_string(), "held");
+  EXPECT_EQ(j.at("holders").as_array().size(), 1U);
+  EXPECT_EQ(j.at("token").as_int64(), 17);
+}
+
+TEST(lock_view, status_of_a_free_lock_and_of_other_keys) {
+  const auto free = rlockctl::read_status(
+      "x", {str("none", type::simple_string), hash({}), num(-2), numsub(0), null()});
+  EXPECT_EQ(free.status, lock_view::state::free);
+  EXPECT_EQ(free.kind(), "reentrant");
+  EXPECT_EQ(rlockctl::describe(free), "x: free");
+
+  // HGETALL of a string is refused with WRONGTYPE: TYPE says not to read it.
+  const auto text = rlockctl::read_status(
+      "s",
+      {str("string", type::simple_string),
+       str("WRONGTYPE Operation against a key holding the wrong kind of value", type::simple_error),
+       num(-1), numsub(0), null()});
+  EXPECT_EQ(text.status, lock_view::state::not_a_lock);
+  EXPECT_EQ(rlockctl::describe(text), "s: not a lock (the key is a string)");
+}
+
+TEST(lock_view, a_refused_command_is_an_error_with_redis_text) {
+  try {
+    rlockctl::read_status("x", {str("NOPERM this user has no permissions", type::simple_error)});
+    FAIL() << "no error";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code(), rlock::errc::permission_denied);
+    EXPECT_NE(std::string(e.what()).find("NOPERM"), std::string::npos);
+  }
+  EXPECT_THROW(rlockctl::read_status("x", {}), std::system_error);
+}
+
+TEST(lock_view, a_key_gone_between_hgetall_and_pttl_is_free) {
+  const auto v = rlockctl::read_state("x", {hash({{"a:1", "1"}}), num(-2)});
+  EXPECT_EQ(v.status, lock_view::state::free);
+}
+
+lock_view held(std::vector<rlockctl::holder> hs, std::int64_t ttl = 30000) {
+  lock_view v;
+  v.name = "l";
+  v.status = lock_view::state::held;
+  v.holders = std::move(hs);
+  v.ttl_ms = ttl;
+  return v;
+}
+
+lock_view free_view() {
+  lock_view v;
+  v.name = "l";
+  return v;
+}
+
+std::string kind(const std::optional<rlockctl::lock_change>& c) { return c ? c->kind : "none"; }
+
+TEST(lock_view, changes_between_two_views) {
+  using rlockctl::describe_change;
+  EXPECT_EQ(kind(describe_change(free_view(), held({{"a:1", 1}}), "hincrby")), "locked");
+  EXPECT_EQ(describe_change(free_view(), held({{"a:1", 1}}), "hincrby")->text,
+            "locked by a:1 (count 1)");
+  EXPECT_EQ(kind(describe_change(held({{"a:1", 1}}), held({{"a:1", 2}}), "hincrby")), "re-entered");
+  EXPECT_EQ(kind(describe_change(held({{"a:1", 2}}), held({{"a:1", 1}}), "hincrby")),
+            "released-once");
+  EXPECT_EQ(kind(describe_change(held({{"a:1", 1}}), free_view(), "del")), "released");
+  EXPECT_EQ(kind(describe_change(held({{"a:1", 1}}), free_view(), "expired")), "expired");
+  EXPECT_EQ(kind(describe_change(held({{"a:1", 1}}, 100), held({{"a:1", 1}}), "expire")),
+            "renewed");
+  EXPECT_EQ(kind(describe_change(held({{"a:1", 1}}), held({{"b:1", 1}}), "hincrby")),
+            "handed-over");
+  // A whole hold between two reads is still told.
+  EXPECT_EQ(kind(describe_change(free_view(), free_view(), "hincrby")), "released");
+  EXPECT_EQ(kind(describe_change(free_view(), free_view(), "unlock-message")), "released");
+  EXPECT_EQ(kind(describe_change(free_view(), free_view(), "expired")), "expired");
+  // Nothing new.
+  EXPECT_EQ(kind(describe_change(free_view(), free_view(), "del")), "none");
+  EXPECT_EQ(kind(describe_change(held({{"a:1", 1}}), held({{"a:1", 1}}), "hset")), "none");
+}
+
+}  // namespace

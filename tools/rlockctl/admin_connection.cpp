@@ -1,0 +1,127 @@
+#include "admin_connection.hpp"
+
+#include "resp3/request.hpp"
+#include "session/redis_error.hpp"
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <utility>
+
+namespace rlockctl {
+
+namespace asio = boost::asio;
+namespace detail = rlock::detail;
+
+namespace {
+
+std::string encode(const command& cmd) {
+  std::string payload;
+  detail::resp3::append_command(payload, std::span<const std::string>(cmd));
+  return payload;
+}
+
+}  // namespace
+
+std::system_error reply_error(const reply& r, std::string_view what) {
+  return {make_error_code(detail::errc_of_reply(r.str)), fmt::format("{}: {}", what, r.str)};
+}
+
+admin_connection::admin_connection(asio::any_io_executor ex, rlock::config cfg)
+    : conn_(std::make_shared<detail::connection>(std::move(ex), std::move(cfg))) {
+  conn_->set_listener(this);
+}
+
+admin_connection::~admin_connection() {
+  conn_->set_listener(nullptr);
+  conn_->close(make_error_code(rlock::errc::connection_lost));
+}
+
+void admin_connection::close() { conn_->close(make_error_code(rlock::errc::connection_lost)); }
+
+void admin_connection::fail(std::error_code ec, std::string_view what) const {
+  const auto& last = conn_->last_error();
+  if (last.empty()) throw std::system_error(ec, std::string(what));
+  throw std::system_error(ec, fmt::format("{} ({})", what, last));
+}
+
+asio::awaitable<void> admin_connection::connect() {
+  auto [ec, diagnostic] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
+                                                        void(std::error_code, std::string)>(
+      [this](auto handler) { conn_->async_connect(std::move(handler)); }, asio::use_awaitable);
+  if (ec) {
+    const auto& cfg = conn_->cfg();
+    throw std::system_error(ec, fmt::format("cannot connect to {}:{}{}{}", cfg.host, cfg.port,
+                                            diagnostic.empty() ? "" : ": ", diagnostic));
+  }
+}
+
+asio::awaitable<reply> admin_connection::run(command cmd) {
+  // Named, not a braced temporary: g++ 12 miscompiles those in a co_await expression.
+  std::vector<command> one;
+  one.push_back(std::move(cmd));
+  auto replies = co_await pipeline(std::move(one));
+  if (replies.front().is_error()) throw reply_error(replies.front(), "Redis refused");
+  co_return std::move(replies.front());
+}
+
+asio::awaitable<std::vector<reply>> admin_connection::pipeline(std::vector<command> cmds) {
+  if (cmds.empty()) co_return std::vector<reply>{};
+  // Every command is queued at once, so the multiplexer writes them together; the batch
+  // completes when the last answer (or the first failure's last answer) is in.
+  const auto deadline = std::chrono::steady_clock::now() + conn_->cfg().command_timeout;
+  auto [ec, replies] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
+                                                     void(std::error_code, std::vector<reply>)>(
+      [&](auto handler) {
+        using handler_type = decltype(handler);
+        struct batch {
+          explicit batch(handler_type h) : handler(std::move(h)) {}
+          std::vector<reply> replies;
+          std::size_t left = 0;
+          std::error_code ec;
+          handler_type handler;
+        };
+        auto b = std::make_shared<batch>(std::move(handler));
+        b->replies.resize(cmds.size());
+        b->left = cmds.size();
+        for (std::size_t i = 0; i < cmds.size(); ++i) {
+          detail::request_options opts;
+          opts.deadline = deadline;
+          // Read-only queries: safe to write again after a reconnect.
+          opts.unknown = detail::if_unknown::retry;
+          conn_->exec(encode(cmds[i]), opts, [b, i](std::error_code e, reply r) {
+            if (e && !b->ec) b->ec = e;
+            b->replies[i] = std::move(r);
+            if (--b->left == 0) std::move(b->handler)(b->ec, std::move(b->replies));
+          });
+        }
+      },
+      asio::use_awaitable);
+  if (ec) fail(ec, fmt::format("{} failed", cmds.front().front()));
+  co_return std::move(replies);
+}
+
+void admin_connection::subscribe(std::string_view channel) { conn_->subscribe(channel); }
+
+void admin_connection::on_message(std::string_view channel, std::string_view payload) {
+  if (events.message) events.message(channel, payload);
+}
+
+void admin_connection::on_subscribed(std::string_view channel) {
+  if (events.subscribed) events.subscribed(channel);
+}
+
+void admin_connection::on_refused(std::string_view channel, std::error_code /*ec*/,
+                                  std::string_view text) {
+  if (events.refused) events.refused(channel, text);
+}
+
+void admin_connection::on_state(rlock::connection_state state, std::error_code /*reason*/,
+                                const std::string& diagnostic) {
+  if (events.state) events.state(state, diagnostic);
+}
+
+}  // namespace rlockctl

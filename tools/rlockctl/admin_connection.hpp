@@ -1,0 +1,74 @@
+#pragma once
+
+#include "resp3/value.hpp"
+#include "rlock/config.hpp"
+#include "rlock/connection_state.hpp"
+#include "session/connection.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace rlockctl {
+
+using reply = rlock::detail::resp3::value;
+using command = std::vector<std::string>;
+
+/// The tool's window on Redis for what the lock API does not do (HGETALL, SCAN, PUBSUB, keyspace
+/// notifications): rlock's own connection — the same handshake, health check, reconnection and
+/// resubscription as a client's — with awaitable commands and message callbacks. Use it on its
+/// executor only.
+class admin_connection : private rlock::detail::connection::listener {
+ public:
+  admin_connection(boost::asio::any_io_executor ex, rlock::config cfg);
+  admin_connection(const admin_connection&) = delete;
+  admin_connection& operator=(const admin_connection&) = delete;
+  ~admin_connection();
+
+  /// Connects once (config::connect_timeout); throws std::system_error with the reason.
+  boost::asio::awaitable<void> connect();
+
+  /// Runs one command; an error reply throws std::system_error (server_error or
+  /// permission_denied) with Redis's text, as does a failure (timeout, connection_lost).
+  boost::asio::awaitable<reply> run(command cmd);
+
+  /// Runs `cmds` pipelined (written together, answered in order). Error replies are returned as
+  /// values, so one refused command does not hide the others; failures throw.
+  boost::asio::awaitable<std::vector<reply>> pipeline(std::vector<command> cmds);
+
+  /// Subscribes `channel`, now and after every reconnect.
+  void subscribe(std::string_view channel);
+
+  void close();
+
+  /// What the connection tells as it happens, on its executor.
+  struct callbacks {
+    std::function<void(std::string_view channel, std::string_view payload)> message;
+    std::function<void(std::string_view channel)> subscribed;
+    std::function<void(std::string_view channel, std::string_view text)> refused;
+    std::function<void(rlock::connection_state, const std::string& diagnostic)> state;
+  };
+  callbacks events;
+
+ private:
+  void on_message(std::string_view channel, std::string_view payload) override;
+  void on_subscribed(std::string_view channel) override;
+  void on_refused(std::string_view channel, std::error_code ec, std::string_view text) override;
+  void on_state(rlock::connection_state state, std::error_code reason,
+                const std::string& diagnostic) override;
+
+  [[noreturn]] void fail(std::error_code ec, std::string_view what) const;
+
+  std::shared_ptr<rlock::detail::connection> conn_;
+};
+
+/// The error a reply stands for: permission_denied for `-NOPERM`, server_error otherwise.
+std::system_error reply_error(const reply& r, std::string_view what);
+
+}  // namespace rlockctl

@@ -1,0 +1,112 @@
+// status, list and unlock: one-shot commands.
+#include "admin_connection.hpp"
+#include "commands.hpp"
+#include "lock_view.hpp"
+#include "run.hpp"
+
+#include <boost/asio/use_awaitable.hpp>
+
+#include <fmt/format.h>
+
+#include <rlock/client.hpp>
+#include <rlock/error.hpp>
+#include <rlock/reentrant_lock.hpp>
+
+namespace rlockctl {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// One-shot commands do not wait for a server that is down: one attempt, then an error.
+rlock::config one_shot(rlock::config cfg) {
+  cfg.reconnect.enabled = false;
+  cfg.fail_fast = true;
+  return cfg;
+}
+
+// SCAN's MATCH is a glob: the prefix is matched literally.
+std::string glob_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+int run_status(const context& ctx, const std::vector<std::string>& names) {
+  return run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<int> {
+    admin_connection redis(ex, one_shot(ctx.cfg));
+    co_await redis.connect();
+    for (const auto& name : names) {
+      const auto answers = co_await redis.pipeline(status_commands(ctx.key(name)));
+      const lock_view view = read_status(name, answers);
+      ctx.out.emit(describe(view), to_json(view));
+    }
+    co_return exit_ok;
+  });
+}
+
+int run_list(const context& ctx, const list_options& opts) {
+  return run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<int> {
+    admin_connection redis(ex, one_shot(ctx.cfg));
+    co_await redis.connect();
+    const std::string match = glob_escape(ctx.cfg.key_prefix) + opts.pattern;
+    const std::string count = std::to_string(opts.page);
+    std::string cursor = "0";
+    std::uint64_t shown = 0;
+    // SCAN ends when the cursor comes back to 0; every call returns at most about `page` keys,
+    // so no call blocks the server for long, whatever the keyspace.
+    do {
+      command scan{"SCAN", cursor, "MATCH", match, "COUNT", count, "TYPE", "hash"};
+      const reply page = co_await redis.run(std::move(scan));
+      if (page.elements.size() != 2) {
+        throw std::system_error(make_error_code(rlock::errc::protocol_error),
+                                "SCAN: unexpected answer");
+      }
+      cursor = page.elements[0].str;
+      const auto& keys = page.elements[1].elements;
+      if (keys.empty()) continue;
+      std::vector<command> cmds;
+      for (const auto& k : keys) {
+        for (auto& c : state_commands(k.str)) cmds.push_back(std::move(c));
+      }
+      const auto answers = co_await redis.pipeline(std::move(cmds));
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        std::string name = keys[i].str.substr(ctx.cfg.key_prefix.size());
+        const lock_view view = read_state(std::move(name), answers, 2 * i);
+        // Other hashes, and locks released since SCAN saw them, are not listed.
+        if (view.status != lock_view::state::held) continue;
+        ctx.out.emit(describe(view), to_json(view));
+        ++shown;
+        if (opts.limit && shown >= *opts.limit) co_return exit_ok;
+      }
+    } while (cursor != "0");
+    if (!ctx.out.json()) fmt::print("{} lock(s) held\n", shown);
+    co_return exit_ok;
+  });
+}
+
+int run_unlock(const context& ctx, const std::string& name, bool force) {
+  if (!force) {
+    ctx.out.error("usage", fmt::format("refusing to unlock '{}' without --force: it releases the "
+                                       "lock whoever holds it, and its holder will not know",
+                                       name));
+    return exit_error;
+  }
+  return run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<int> {
+    rlock::client client(ex, one_shot(ctx.cfg));
+    co_await client.connect();
+    auto lock = client.get_lock(name);
+    const bool was_locked = co_await lock.force_unlock();
+    ctx.out.emit(fmt::format("{}: {}", name, was_locked ? "force-unlocked" : "was not locked"),
+                 {{"event", "force-unlock"}, {"lock", name}, {"was_locked", was_locked}});
+    co_await client.close();
+    co_return exit_ok;
+  });
+}
+
+}  // namespace rlockctl

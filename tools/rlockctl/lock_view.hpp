@@ -1,0 +1,78 @@
+#pragma once
+
+#include "resp3/value.hpp"
+
+#include <boost/json/object.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rlockctl {
+
+using reply = rlock::detail::resp3::value;
+using command = std::vector<std::string>;
+
+/// One owner of a lock as its hash records it: the field (`<client uuid>:<owner id>`, the same
+/// in Redisson as in rlock) and its hold count.
+struct holder {
+  std::string owner;
+  std::int64_t count = 0;
+  friend bool operator==(const holder&, const holder&) = default;
+};
+
+/// What a key says about the lock it may be. Sans I/O: built from the answers to the commands
+/// below, which the caller runs (pipelined).
+struct lock_view {
+  enum class state { free, held, not_a_lock };
+  std::string name;
+  state status = state::free;
+  /// What the key is when it is not a lock: TYPE's answer, or "hash" for a hash whose fields
+  /// are not `<id>:<number>` → positive count.
+  std::string key_type;
+  std::vector<holder> holders;
+  /// Milliseconds left while held; -1 when the key has no TTL (no lock rlock or Redisson took).
+  std::optional<std::int64_t> ttl_ms;
+  /// Connections subscribed to the unlock channel: waiters of rlock or Redisson, and watchers.
+  std::optional<std::int64_t> subscribers;
+  /// The last fencing token handed out, when RFencedLock's counter `redisson_lock_token:{name}`
+  /// exists: the lock is then a fenced lock.
+  std::optional<std::int64_t> token;
+
+  std::string_view kind() const noexcept { return token ? "fenced" : "reentrant"; }
+  std::string_view status_name() const noexcept;
+};
+
+/// The holders a hash reply records, or nothing when it is not a lock's hash (a field not
+/// `<text>:<digits>`, a count not a positive integer). An empty hash (the key is absent) gives an
+/// empty list.
+std::optional<std::vector<holder>> lock_holders(const reply& hgetall);
+
+/// status: TYPE, HGETALL, PTTL, PUBSUB NUMSUB <channel>, GET <token counter>, in this order.
+std::vector<command> status_commands(const std::string& key);
+/// Decodes the answers to status_commands (an error reply throws std::system_error).
+lock_view read_status(std::string name, const std::vector<reply>& answers);
+
+/// list and watch: HGETALL and PTTL of a key.
+std::vector<command> state_commands(const std::string& key);
+/// Decodes the answers to state_commands at `answers[first]` and `answers[first + 1]`.
+lock_view read_state(std::string name, const std::vector<reply>& answers, std::size_t first = 0);
+
+/// One line of `status` or `list`.
+std::string describe(const lock_view& view);
+boost::json::object to_json(const lock_view& view);
+
+/// What happened to a lock between two views, read after `event` (a keyspace event such as
+/// "hincrby", "expire", "del", "expired", or "unlock-message" for a message on its channel, which
+/// the caller passes only when it does not see DEL events).
+/// Nothing when the views tell nothing new.
+struct lock_change {
+  std::string kind;  // locked, re-entered, released-once, handed-over, released, expired, renewed
+  std::string text;
+};
+std::optional<lock_change> describe_change(const lock_view& before, const lock_view& after,
+                                           std::string_view event);
+
+}  // namespace rlockctl

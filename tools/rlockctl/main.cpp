@@ -1,0 +1,136 @@
+// rlockctl: see and handle rlock (and Redisson) locks from a shell. README, "rlockctl".
+#include "commands.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <exception>
+#include <rlock/version.hpp>
+#include <system_error>
+
+namespace {
+
+constexpr const char* examples = R"(Examples:
+  rlockctl status orders:42                       who holds it, its TTL, its waiters
+  rlockctl --url redis://:secret@10.0.0.5:6379/2 list 'orders:*'
+  rlockctl hold orders:42 --wait 2000 --for 30    take it for 30 s (Ctrl-C releases it early)
+  rlockctl unlock orders:42 --force               release it whoever holds it
+  rlockctl watch orders:42 orders:43              live view of lock, unlock and expiry events
+  rlockctl bench --seconds 3                      a quick S1/S3 measurement
+  rlockctl --json status orders:42                one JSON object per line
+
+Exit codes: 0 ok; 1 hold: not acquired within --wait; 2 usage, connection or Redis error;
+3 hold: lost (or its lease ran out) while held.)";
+
+std::chrono::milliseconds ms(std::int64_t v) { return std::chrono::milliseconds(v); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"rlockctl: inspect and handle rlock and Redisson locks in Redis"};
+  app.footer(examples);
+  app.set_version_flag("--version", RLOCK_VERSION_STRING);
+  app.require_subcommand(1);
+  app.fallthrough();
+
+  std::string url = "redis://127.0.0.1:6379";
+  std::string prefix;
+  bool json = false;
+  app.add_option("--url", url, "redis://[[user]:password@]host[:port][/db]")
+      ->envname("RLOCK_URL")
+      ->capture_default_str();
+  app.add_option("--prefix", prefix, "key prefix the services use (config::key_prefix)");
+  app.add_flag("--json", json, "one JSON object per line (JSON Lines)");
+
+  std::vector<std::string> status_names;
+  auto* status = app.add_subcommand("status", "free or held, holders, TTL, waiters, kind");
+  status->add_option("NAME", status_names, "lock name(s)")->required();
+
+  rlockctl::list_options list_opts;
+  auto* list = app.add_subcommand("list", "the locks whose names match PATTERN (SCAN)");
+  list->add_option("PATTERN", list_opts.pattern, "glob pattern over lock names")
+      ->capture_default_str();
+  list->add_option("--page", list_opts.page, "keys per SCAN call")
+      ->check(CLI::Range(1U, 100'000U))
+      ->capture_default_str();
+  list->add_option("--limit", list_opts.limit, "stop after this many locks");
+
+  rlockctl::hold_options hold_opts;
+  std::int64_t lease_ms = 0;
+  std::int64_t wait_ms = 0;
+  double hold_seconds = 0;
+  auto* hold = app.add_subcommand("hold", "acquire, hold, release");
+  hold->add_option("NAME", hold_opts.name, "lock name")->required();
+  auto* lease_opt = hold->add_option("--lease", lease_ms, "lease in ms (no watchdog)")
+                        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  bool watchdog = false;
+  auto* watchdog_opt =
+      hold->add_flag("--watchdog", watchdog, "renew the lease until released (default)");
+  lease_opt->excludes(watchdog_opt);
+  auto* wait_opt = hold->add_option("--wait", wait_ms, "give up after this many ms (exit 1)")
+                       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
+  auto* for_opt = hold->add_option("--for", hold_seconds, "seconds to hold (default: Ctrl-C)")
+                      ->check(CLI::Range(0.0, 1e9));
+
+  std::string unlock_name;
+  bool force = false;
+  auto* unlock = app.add_subcommand("unlock", "force-unlock a lock whoever holds it");
+  unlock->add_option("NAME", unlock_name, "lock name")->required();
+  unlock->add_flag("--force", force, "required: the lock is released whoever holds it");
+
+  std::vector<std::string> watch_names;
+  auto* watch = app.add_subcommand("watch", "print lock, unlock and expiry events live");
+  watch->add_option("NAME", watch_names, "lock name(s)")->required();
+
+  rlockctl::bench_options bench_opts;
+  double bench_seconds = 5;
+  auto* bench = app.add_subcommand("bench", "quick S1 (lock+unlock) and S3 (handoff) runs");
+  bench->add_option("--seconds", bench_seconds, "per scenario")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  bench->add_option("--contenders", bench_opts.contenders, "clients contending in S3")
+      ->check(CLI::Range(2U, 64U))
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? rlockctl::exit_ok : rlockctl::exit_error;
+  }
+
+  rlockctl::context ctx{rlock::config{}, rlockctl::output(json)};
+  try {
+    ctx.cfg = rlock::config::from_url(url);
+  } catch (const std::system_error& e) {
+    ctx.out.error("invalid-url", e.what());
+    return rlockctl::exit_error;
+  }
+  ctx.cfg.key_prefix = prefix;
+  ctx.cfg.client_name = "rlockctl";
+
+  try {
+    if (*status) return rlockctl::run_status(ctx, status_names);
+    if (*list) return rlockctl::run_list(ctx, list_opts);
+    if (*unlock) return rlockctl::run_unlock(ctx, unlock_name, force);
+    if (*watch) return rlockctl::run_watch(ctx, watch_names);
+    if (*hold) {
+      if (*lease_opt) hold_opts.lease = ms(lease_ms);
+      if (*wait_opt) hold_opts.wait = ms(wait_ms);
+      if (*for_opt) hold_opts.hold_for = ms(static_cast<std::int64_t>(hold_seconds * 1000));
+      return rlockctl::run_hold(ctx, hold_opts);
+    }
+    if (*bench) {
+      bench_opts.duration = ms(static_cast<std::int64_t>(bench_seconds * 1000));
+      return rlockctl::run_bench(ctx, bench_opts);
+    }
+  } catch (const std::system_error& e) {
+    ctx.out.error(e.code().message(), e.what());
+    return rlockctl::exit_error;
+  } catch (const std::exception& e) {
+    ctx.out.error("error", e.what());
+    return rlockctl::exit_error;
+  }
+  return rlockctl::exit_error;
+}
