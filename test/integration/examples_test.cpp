@@ -102,4 +102,15 @@ TEST(examples, redisson_interop_prints_the_shared_layout) {
       << r.output;
 }
 
+#ifdef RLOCK_EXAMPLE_SPDLOG_LOGGING
+TEST(examples, spdlog_logging_shows_rlock_lines_through_spdlog) {
+  const auto r = run_example(RLOCK_EXAMPLE_SPDLOG_LOGGING);
+  EXPECT_EQ(r.status, 0) << r.output;
+  // spdlog's pattern around rlock's own line: the slow acquisition of job 2.
+  EXPECT_NE(r.output.find("[rlock] [warning] "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("acquired after"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("job 2 holds the lock"), std::string::npos) << r.output;
+}
+#endif
+
 }  // namespace
