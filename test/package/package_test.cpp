@@ -130,6 +130,14 @@ TEST(package, installed_static_library_is_found_by_cmake_and_pkg_config) {
       run({RLOCK_CMAKE, "--install", RLOCK_BINARY_DIR, "--prefix", (dir.path / "prefix").string()});
   ASSERT_EQ(install.code, 0) << install.output;
   use_installed(dir.path / "prefix", dir.path / "consumer");
+  if (RLOCK_TOOLS) {
+    // The operators' tool comes with the package and works from where it was installed.
+    const auto status =
+        run({(dir.path / "prefix" / "bin" / "rlockctl").string(), "--url",
+             "redis://127.0.0.1:" + std::to_string(server().port()), "status", "package:lock"});
+    EXPECT_EQ(status.code, 0) << status.output;
+    EXPECT_NE(status.output.find("package:lock: free"), std::string::npos) << status.output;
+  }
 }
 
 TEST(package, vendored_shared_library_builds_installs_and_exports_only_its_api) {

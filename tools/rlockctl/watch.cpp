@@ -21,12 +21,6 @@
 #include <map>
 #include <memory>
 
-// g++ 12 takes the coroutine frame's operator delete for a mismatch with its operator new in
-// this file's coroutine (GCC bug 109224, a false positive): silenced here only.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
 namespace rlockctl {
 
 namespace asio = boost::asio;
