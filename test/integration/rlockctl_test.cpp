@@ -281,6 +281,38 @@ TEST(rlockctl, watch_says_when_keyspace_notifications_are_off) {
   EXPECT_EQ(flags.elements[1].str, "");
 }
 
+TEST(rlockctl, watch_reconnects_and_goes_on) {
+  rlock::test::redis_server own;
+  const std::string own_url = "redis://127.0.0.1:" + std::to_string(own.port());
+  child_process watch({RLOCKCTL, "--url", own_url, "watch", "survivor"});
+  ASSERT_TRUE(watch.wait_for_output("watching survivor: free", bound)) << watch.err();
+  own.kill_hard();
+  own.restart();
+  // The watch reconnects and subscribes again (the restarted server has no notifications on:
+  // the unlock channel is what it hears).
+  // A connection per look: the watch's handshake kills the connection id it had before the
+  // restart (the session's fence), which on a restarted server may name one of ours.
+  bool resubscribed = false;
+  for (int i = 0; i < 2000 && !resubscribed; ++i) {
+    try {
+      rlock::test::raw_client look(own.port());
+      const auto n = look.command({"PUBSUB", "NUMSUB", "redisson_lock__channel:{survivor}"});
+      resubscribed = n.elements.size() == 2 && n.elements[1].integer == 1;
+    } catch (const std::exception&) {
+      resubscribed = false;
+    }
+    if (!resubscribed) ::poll(nullptr, 0, 10);
+  }
+  ASSERT_TRUE(resubscribed) << watch.err();
+  const auto held = run_process({RLOCKCTL, "--url", own_url, "hold", "survivor", "--for", "0"});
+  EXPECT_EQ(held.code, 0) << held.err;
+  EXPECT_TRUE(watch.wait_for_output("survivor: locked and released", bound))
+      << watch.out() << watch.err();
+  EXPECT_NE(watch.err().find("connection lost"), std::string::npos) << watch.err();
+  watch.signal(SIGINT);
+  EXPECT_EQ(watch.wait(bound), 0);
+}
+
 TEST(rlockctl, bench_measures_s1_and_s3_without_overlap) {
   const auto r = run_process(cmd({"--json", "bench", "--seconds", "0.3", "--contenders", "3"}));
   ASSERT_EQ(r.code, 0) << r.out << r.err;

@@ -53,9 +53,11 @@ asio::awaitable<void> admin_connection::connect() {
                                                         void(std::error_code, std::string)>(
       [this](auto handler) { conn_->async_connect(std::move(handler)); }, asio::use_awaitable);
   if (ec) {
+    // The connection's diagnostic already names the address.
     const auto& cfg = conn_->cfg();
-    throw std::system_error(ec, fmt::format("cannot connect to {}:{}{}{}", cfg.host, cfg.port,
-                                            diagnostic.empty() ? "" : ": ", diagnostic));
+    throw std::system_error(ec, diagnostic.empty()
+                                    ? fmt::format("cannot connect to {}:{}", cfg.host, cfg.port)
+                                    : diagnostic);
   }
 }
 
