@@ -179,6 +179,24 @@ TEST(rlockctl, hold_not_acquired_within_wait_exits_1) {
   EXPECT_EQ(redis().command({"HGET", "h:busy", "u:1"}).str, "1");
 }
 
+TEST(rlockctl, hold_interrupted_while_waiting_exits_1_and_takes_nothing) {
+  plant_lock("h:waited", "u:1", 1);
+  child_process p(cmd({"hold", "h:waited"}));
+  // Waiting: subscribed to the lock's unlock channel.
+  bool waits = false;
+  for (int i = 0; i < 2000 && !waits; ++i) {
+    const auto n = redis().command({"PUBSUB", "NUMSUB", "redisson_lock__channel:{h:waited}"});
+    waits = n.elements.size() == 2 && n.elements[1].integer == 1;
+    if (!waits) ::poll(nullptr, 0, 10);
+  }
+  ASSERT_TRUE(waits) << p.err();
+  p.signal(SIGINT);
+  EXPECT_EQ(p.wait(bound), 1) << p.out() << p.err();
+  EXPECT_NE(p.out().find("interrupted before it was acquired"), std::string::npos) << p.out();
+  const auto holders = redis().command({"HGETALL", "h:waited"});
+  EXPECT_EQ(holders.elements.size(), 2U);  // u:1 alone, untouched
+}
+
 TEST(rlockctl, lease_running_out_while_held_exits_3) {
   const auto r = run_process(cmd({"hold", "h:short", "--lease", "300", "--for", "30"}));
   EXPECT_EQ(r.code, 3) << r.out << r.err;
