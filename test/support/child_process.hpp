@@ -2,11 +2,16 @@
 
 #include <chrono>
 #include <optional>
+#include <spawn.h>
 #include <string>
 #include <sys/types.h>
 #include <vector>
 
 namespace rlock::test {
+
+/// Makes a child start with default signal dispositions and an empty signal mask, whatever the
+/// test process changed (a test that blocks SIGINT must not pass that on to rlockctl or Redis).
+void reset_signals(posix_spawnattr_t& attr);
 
 /// A program run by a test with its stdout and stderr captured (separately), for tools such as
 /// rlockctl that are driven as an operator would. Every wait is bounded; the destructor kills

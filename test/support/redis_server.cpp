@@ -1,5 +1,7 @@
 #include "support/redis_server.hpp"
 
+#include "support/child_process.hpp"
+
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -271,14 +273,7 @@ bool redis_server::try_start(std::uint16_t port) {
 #endif
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  // Start from default dispositions and an empty mask whatever the test process changed.
-  sigset_t all;
-  sigset_t none;
-  sigfillset(&all);
-  sigemptyset(&none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  reset_signals(attr);
 
   pid_t pid = -1;
   const int rc = ::posix_spawn(&pid, exe.c_str(), &actions, &attr, argv.data(), environ);

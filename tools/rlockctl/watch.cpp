@@ -84,147 +84,146 @@ std::string missing_notifications(std::string_view flags) {
 }
 
 asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
-                                 const std::vector<std::string>& names) {
-  {
-    const output& out = ctx.out;
-    admin_connection redis(ex, ctx.cfg);
-    auto q = std::make_shared<event_queue>(ex);
-    q->signals.async_wait([q](boost::system::error_code ec, int) {
-      if (!ec) q->stop();
-    });
-    const stop_queue guard{q};
+                                 std::vector<std::string> names) {
+  // Each lock once, however often it was named.
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  const output& out = ctx.out;
+  admin_connection redis(ex, ctx.cfg);
+  auto q = std::make_shared<event_queue>(ex);
+  q->signals.async_wait([q](boost::system::error_code ec, int) {
+    if (!ec) q->stop();
+  });
+  const stop_queue guard{q};
 
-    co_await redis.connect();
+  co_await redis.connect();
 
-    // Ask, never change: the server's configuration belongs to its operators.
-    // Ask, never change: the server's configuration belongs to its operators. A refusal
-    // (ACL, a renamed CONFIG) comes back as a value: the watch goes on without knowing.
-    std::vector<command> config_get{{"CONFIG", "GET", "notify-keyspace-events"}};
-    const auto config_answers = co_await redis.pipeline(std::move(config_get));
-    const reply& config = config_answers.front();
-    const bool notifications_known = !config.is_error();
-    std::string missing;
-    if (!notifications_known) {
+  // Ask, never change: the server's configuration belongs to its operators. A refusal
+  // (ACL, a renamed CONFIG) comes back as a value: the watch goes on without knowing.
+  std::vector<command> config_get{{"CONFIG", "GET", "notify-keyspace-events"}};
+  const auto config_answers = co_await redis.pipeline(std::move(config_get));
+  const reply& config = config_answers.front();
+  const bool notifications_known = !config.is_error();
+  std::string missing;
+  if (!notifications_known) {
+    out.error("notifications",
+              fmt::format("cannot read notify-keyspace-events ({}): lock, renewal and expiry "
+                          "events are shown only if the server sends them",
+                          config.str));
+  } else {
+    const std::string flags = config.elements.size() == 2 ? config.elements[1].str : std::string();
+    missing = missing_notifications(flags);
+    if (!missing.empty()) {
       out.error("notifications",
-                fmt::format("cannot read notify-keyspace-events ({}): lock, renewal and expiry "
-                            "events are shown only if the server sends them",
-                            config.str));
-    } else {
-      const std::string flags =
-          config.elements.size() == 2 ? config.elements[1].str : std::string();
-      missing = missing_notifications(flags);
-      if (!missing.empty()) {
-        out.error("notifications",
-                  fmt::format("notify-keyspace-events is \"{}\": without '{}' this view misses "
-                              "{}; an operator can enable them with: CONFIG SET "
-                              "notify-keyspace-events Khgx",
-                              flags, missing,
-                              missing == "Khgx" ? "all events but releases (unlock messages)"
-                                                : "some events (taken: h; released and renewed: "
-                                                  "g; expired: x)"));
-      }
+                fmt::format("notify-keyspace-events is \"{}\": without '{}' this view misses "
+                            "{}; an operator can enable them with: CONFIG SET "
+                            "notify-keyspace-events Khgx",
+                            flags, missing,
+                            missing == "Khgx" ? "all events but releases (unlock messages)"
+                                              : "some events (taken: h; released and renewed: "
+                                                "g; expired: x)"));
     }
-    // With DEL notifications a release is seen there; the unlock message then tells nothing new.
-    const bool sees_releases = notifications_known && missing.find('g') == std::string::npos &&
-                               missing.find('K') == std::string::npos;
-
-    std::vector<watched> locks;
-    std::map<std::string, std::size_t, std::less<>> by_channel;
-    for (const auto& name : names) {
-      watched w;
-      w.name = name;
-      w.key = ctx.key(name);
-      by_channel.emplace(rlock::detail::unlock_channel(w.key), locks.size());
-      by_channel.emplace(fmt::format("__keyspace@{}__:{}", ctx.cfg.database, w.key), locks.size());
-      locks.push_back(std::move(w));
-    }
-    redis.events.message = [q, &by_channel](std::string_view channel, std::string_view payload) {
-      const auto it = by_channel.find(channel);
-      if (it == by_channel.end()) return;
-      const bool keyspace = channel.starts_with("__keyspace@");
-      q->push({it->second, keyspace ? std::string(payload) : std::string("unlock-message")});
-    };
-    redis.events.subscribed = [q, &by_channel](std::string_view channel) {
-      const auto it = by_channel.find(channel);
-      if (it != by_channel.end()) q->push({it->second, "subscribed"});
-    };
-    redis.events.refused = [&out](std::string_view channel, std::string_view text) {
-      out.error("subscription-refused", fmt::format("cannot subscribe {}: {}", channel, text));
-    };
-    bool was_lost = false;
-    redis.events.state = [&, q](rlock::connection_state s, const std::string& diagnostic) {
-      if (s == rlock::connection_state::reconnecting && !was_lost) {
-        was_lost = true;
-        out.error("connection-lost", fmt::format("connection lost ({}); reconnecting", diagnostic));
-      } else if (s == rlock::connection_state::connected && was_lost) {
-        was_lost = false;
-        out.error("reconnected", "reconnected; reading the locks again");
-        // Whatever happened meanwhile was not seen: read every lock again.
-        for (std::size_t i = 0; i < locks.size(); ++i) q->push({i, "resync"});
-      }
-    };
-    for (const auto& [channel, index] : by_channel) redis.subscribe(channel);
-
-    while (!q->stopped) {
-      if (q->events.empty()) {
-        q->wake.expires_at(asio::steady_timer::time_point::max());
-        auto [ec] = co_await q->wake.async_wait(asio::as_tuple(asio::use_awaitable));
-        (void)ec;
-        continue;
-      }
-      const event ev = std::move(q->events.front());
-      q->events.pop_front();
-      if (ev.what == "unlock-message" && sees_releases) continue;
-      watched& w = locks[ev.lock];
-      // A change the lock's deletion already followed (a final unlock's HINCRBY -1, a hold
-      // taken and released at once): a read now would show a later holder. The deletion
-      // tells it.
-      const auto next = std::find_if(q->events.begin(), q->events.end(),
-                                     [&](const event& e) { return e.lock == ev.lock; });
-      if (next != q->events.end() && (next->what == "del" || next->what == "expired") &&
-          ev.what != "subscribed" && ev.what != "resync") {
-        if (ev.what == "hincrby" && w.last.status != lock_view::state::held) w.missed_hold = true;
-        continue;
-      }
-      if (ev.what == "subscribed" && (++w.subscribed < 2 || w.shown)) continue;
-      lock_view now;
-      if (ev.what == "del" || ev.what == "expired") {
-        // The key was gone when the event was sent, whoever took the lock since: the release
-        // is told against the holders seen last, and the next HINCRBY tells the next holder.
-        now.name = w.name;
-      } else {
-        const auto answers = co_await redis.pipeline(state_commands(w.key));
-        now = read_state(w.name, answers);
-      }
-      boost::json::object o = to_json(now);
-      o["at"] = now_ms();
-      if (ev.what == "subscribed") {
-        // Both channels are subscribed: from here on nothing is missed.
-        w.shown = true;
-        o["event"] = "watching";
-        out.emit(fmt::format("{} watching {}", clock_text(), describe(now)), o);
-      } else if (now.status == lock_view::state::not_a_lock &&
-                 w.last.status != lock_view::state::not_a_lock) {
-        o["event"] = "not-a-lock";
-        out.emit(fmt::format("{} {}", clock_text(), describe(now)), o);
-      } else if (auto change = w.missed_hold ? std::optional<lock_change>(
-                                                   {"released", "locked and released at once"})
-                                             : describe_change(w.last, now, ev.what)) {
-        // The PEXPIRE that follows an HINCRBY in the same script is part of that change.
-        const bool echo = change->kind == "renewed" && w.after_hincrby;
-        if (!echo) {
-          o["event"] = change->kind;
-          o["cause"] = ev.what;
-          out.emit(fmt::format("{} {}: {}", clock_text(), w.name, change->text), o);
-        }
-      }
-      w.after_hincrby = ev.what == "hincrby";
-      w.missed_hold = false;
-      w.last = std::move(now);
-    }
-    redis.close();
-    co_return exit_ok;
   }
+  // With DEL notifications a release is seen there; the unlock message then tells nothing new.
+  const bool sees_releases = notifications_known && missing.find('g') == std::string::npos &&
+                             missing.find('K') == std::string::npos;
+
+  std::vector<watched> locks;
+  std::map<std::string, std::size_t, std::less<>> by_channel;
+  for (const auto& name : names) {
+    watched w;
+    w.name = name;
+    w.key = ctx.key(name);
+    by_channel.emplace(rlock::detail::unlock_channel(w.key), locks.size());
+    by_channel.emplace(fmt::format("__keyspace@{}__:{}", ctx.cfg.database, w.key), locks.size());
+    locks.push_back(std::move(w));
+  }
+  redis.events.message = [q, &by_channel](std::string_view channel, std::string_view payload) {
+    const auto it = by_channel.find(channel);
+    if (it == by_channel.end()) return;
+    const bool keyspace = channel.starts_with("__keyspace@");
+    q->push({it->second, keyspace ? std::string(payload) : std::string("unlock-message")});
+  };
+  redis.events.subscribed = [q, &by_channel](std::string_view channel) {
+    const auto it = by_channel.find(channel);
+    if (it != by_channel.end()) q->push({it->second, "subscribed"});
+  };
+  redis.events.refused = [&out](std::string_view channel, std::string_view text) {
+    out.error("subscription-refused", fmt::format("cannot subscribe {}: {}", channel, text));
+  };
+  bool was_lost = false;
+  redis.events.state = [&, q](rlock::connection_state s, const std::string& diagnostic) {
+    if (s == rlock::connection_state::reconnecting && !was_lost) {
+      was_lost = true;
+      out.error("connection-lost", fmt::format("connection lost ({}); reconnecting", diagnostic));
+    } else if (s == rlock::connection_state::connected && was_lost) {
+      was_lost = false;
+      out.error("reconnected", "reconnected; reading the locks again");
+      // Whatever happened meanwhile was not seen: read every lock again.
+      for (std::size_t i = 0; i < locks.size(); ++i) q->push({i, "resync"});
+    }
+  };
+  for (const auto& [channel, index] : by_channel) redis.subscribe(channel);
+
+  while (!q->stopped) {
+    if (q->events.empty()) {
+      q->wake.expires_at(asio::steady_timer::time_point::max());
+      auto [ec] = co_await q->wake.async_wait(asio::as_tuple(asio::use_awaitable));
+      (void)ec;
+      continue;
+    }
+    const event ev = std::move(q->events.front());
+    q->events.pop_front();
+    if (ev.what == "unlock-message" && sees_releases) continue;
+    watched& w = locks[ev.lock];
+    // A change the lock's deletion already followed (a final unlock's HINCRBY -1, a hold
+    // taken and released at once): a read now would show a later holder. The deletion
+    // tells it.
+    const auto next = std::find_if(q->events.begin(), q->events.end(),
+                                   [&](const event& e) { return e.lock == ev.lock; });
+    if (next != q->events.end() && (next->what == "del" || next->what == "expired") &&
+        ev.what != "subscribed" && ev.what != "resync") {
+      if (ev.what == "hincrby" && w.last.status != lock_view::state::held) w.missed_hold = true;
+      continue;
+    }
+    if (ev.what == "subscribed" && (++w.subscribed < 2 || w.shown)) continue;
+    lock_view now;
+    if (ev.what == "del" || ev.what == "expired") {
+      // The key was gone when the event was sent, whoever took the lock since: the release
+      // is told against the holders seen last, and the next HINCRBY tells the next holder.
+      now.name = w.name;
+    } else {
+      const auto answers = co_await redis.pipeline(state_commands(w.key));
+      now = read_state(w.name, answers);
+    }
+    boost::json::object o = to_json(now);
+    o["at"] = now_ms();
+    if (ev.what == "subscribed") {
+      // Both channels are subscribed: from here on nothing is missed.
+      w.shown = true;
+      o["event"] = "watching";
+      out.emit(fmt::format("{} watching {}", clock_text(), describe(now)), o);
+    } else if (now.status == lock_view::state::not_a_lock &&
+               w.last.status != lock_view::state::not_a_lock) {
+      o["event"] = "not-a-lock";
+      out.emit(fmt::format("{} {}", clock_text(), describe(now)), o);
+    } else if (auto change = w.missed_hold ? std::optional<lock_change>(
+                                                 {"released", "locked and released at once"})
+                                           : describe_change(w.last, now, ev.what)) {
+      // The PEXPIRE that follows an HINCRBY in the same script is part of that change.
+      const bool echo = change->kind == "renewed" && w.after_hincrby;
+      if (!echo) {
+        o["event"] = change->kind;
+        o["cause"] = ev.what;
+        out.emit(fmt::format("{} {}: {}", clock_text(), w.name, change->text), o);
+      }
+    }
+    w.after_hincrby = ev.what == "hincrby";
+    w.missed_hold = false;
+    w.last = std::move(now);
+  }
+  redis.close();
+  co_return exit_ok;
 }
 
 }  // namespace
