@@ -13,9 +13,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <random>
+#include <span>
+#include <string_view>
 #include <vector>
 
 namespace rlock {
@@ -80,12 +83,32 @@ client_impl::~client_impl() {
 
 void client_impl::start() {
   dog.set_owner(weak_from_this());
-  dog.on_failure([this](std::size_t locks, std::error_code ec, const resp3::value& reply) {
-    log(log_level::warning, "renewal of {} lock(s) failed: {}{}{}", locks, ec.message(),
-        reply.is_error() ? ": " : "", reply.is_error() ? reply.str : std::string());
-  });
+  dog.on_failure([this](std::span<const watchdog::lease* const> locks, std::error_code ec,
+                        const resp3::value& reply) { log_renewal_failure(locks, ec, reply); });
   latches.set_owner(weak_from_this());
   session.set_listener(this);
+}
+
+void client_impl::log_renewal_failure(std::span<const watchdog::lease* const> locks,
+                                      std::error_code ec, const resp3::value& reply) {
+  // Named (a few at most), each with its short owner: the client's UUID in full is noise.
+  constexpr std::size_t named = 5;
+  std::string which;
+  for (std::size_t i = 0; i < locks.size() && i < named; ++i) {
+    std::string_view key = locks[i]->lease_key();
+    std::string_view field = locks[i]->lease_field();
+    key.remove_prefix(std::min(key.size(), cfg.key_prefix.size()));
+    const auto colon = field.rfind(':');
+    which += fmt::format("{}'{}' (owner {}:{})", i == 0 ? "" : ", ", key,
+                         std::string_view(uuid).substr(0, 8),
+                         colon == std::string_view::npos ? field : field.substr(colon + 1));
+  }
+  if (locks.size() > named) which += fmt::format(" and {} more", locks.size() - named);
+  log(log_level::warning,
+      "renewal of {} lock(s) failed: {}: {}{}{} (the next rounds retry; lost() if none "
+      "succeeds in time)",
+      locks.size(), which, ec.message(), reply.is_error() ? ": " : "",
+      reply.is_error() ? reply.str : std::string());
 }
 
 void client_impl::shutdown(std::error_code reason) {

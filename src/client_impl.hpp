@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -39,6 +40,9 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
   void start();
   /// Fails everything pending with `reason` and closes the session.
   void shutdown(std::error_code reason);
+  /// Logs a failed renewal call once per lock and failure streak, naming the locks.
+  void log_renewal_failure(std::span<const watchdog::lease* const> locks, std::error_code ec,
+                           const resp3::value& reply);
 
   /// The state of (name, owner), shared by every handle of that owner. Thread-safe.
   std::shared_ptr<lock_state> state_for(std::string_view name, std::uint64_t owner);

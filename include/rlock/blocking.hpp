@@ -63,8 +63,6 @@ class RLOCK_EXPORT reentrant_lock {
  public:
   using milliseconds = std::chrono::milliseconds;
 
-  reentrant_lock(std::shared_ptr<detail::client_state> state, std::string name);
-
   void lock();
   void lock(milliseconds lease);
   bool try_lock();
@@ -92,8 +90,10 @@ class RLOCK_EXPORT reentrant_lock {
   rlock::reentrant_lock for_this_thread() const;
 
  private:
+  friend class client;
+  reentrant_lock(std::shared_ptr<detail::client_state> state, std::string name);
+
   bool try_lock_wait(milliseconds wait);
-  std::shared_ptr<rlock::detail::lock_state> own_state() const;
 
   std::shared_ptr<detail::client_state> state_;
   std::string name_;

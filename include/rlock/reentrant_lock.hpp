@@ -36,7 +36,6 @@ class hold;
 
 namespace detail {
 struct lock_state;
-struct lock_access;
 }  // namespace detail
 
 /// A Redisson-compatible reentrant distributed lock (Redisson's RLock) seen by one owner.
@@ -121,14 +120,47 @@ class RLOCK_EXPORT reentrant_lock {
                       });
   }
 
+  // --- scoped, try_scoped -------------------------------------------------------------------
   /// lock() as a scoped hold: `auto h = co_await lock.scoped();` ... `co_await h.unlock();`. A
   /// hold left without unlock() (exception, cancellation) posts the unlock (see hold).
-  /// Cancellation as for lock().
+  /// Completion: `void(error_code, hold)`: the hold owns the lock on success and is empty with
+  /// an error; errors as lock(). The hold is made in the completion, so the acquisition is owned
+  /// by a hold from the moment it reaches the caller.
+  ///
+  /// Per-operation cancellation: as for lock() (terminal, partial, total; nothing left behind).
   boost::asio::awaitable<hold> scoped();
   boost::asio::awaitable<hold> scoped(milliseconds lease);
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_scoped(CompletionToken&& token = {}) {
+    return async_scoped(std::nullopt, std::forward<CompletionToken>(token));
+  }
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_scoped(std::optional<milliseconds> lease, CompletionToken&& token = {}) {
+    return initiate<hold>(std::forward<CompletionToken>(token),
+                          [lease](const reentrant_lock& l, detail::handler<hold> h) {
+                            l.start_scoped(std::nullopt, lease, std::move(h));
+                          });
+  }
+
   /// try_lock(wait[, lease]) as a scoped hold, empty (`!h.owns_lock()`) if not acquired.
+  /// Completion: `void(error_code, hold)`; errors as try_lock().
+  ///
+  /// Per-operation cancellation: as for try_lock() (terminal, partial, total; nothing left
+  /// behind).
   boost::asio::awaitable<hold> try_scoped(milliseconds wait);
   boost::asio::awaitable<hold> try_scoped(milliseconds wait, milliseconds lease);
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_try_scoped(milliseconds wait, CompletionToken&& token = {}) {
+    return async_try_scoped(wait, std::nullopt, std::forward<CompletionToken>(token));
+  }
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_try_scoped(milliseconds wait, std::optional<milliseconds> lease,
+                        CompletionToken&& token = {}) {
+    return initiate<hold>(std::forward<CompletionToken>(token),
+                          [wait, lease](const reentrant_lock& l, detail::handler<hold> h) {
+                            l.start_scoped(wait, lease, std::move(h));
+                          });
+  }
 
   // --- try_lock ---------------------------------------------------------------------------
   /// Acquires if it can within `wait` (absent: one attempt, no waiting; 0: the same); true if
@@ -256,7 +288,6 @@ class RLOCK_EXPORT reentrant_lock {
  private:
   friend class client;
   friend class hold;
-  friend struct detail::lock_access;
   explicit reentrant_lock(std::shared_ptr<detail::lock_state> state);
 
   /// Starts `start(*this, handler)` for a token of signature `void(error_code, Result...)`. The
@@ -284,9 +315,11 @@ class RLOCK_EXPORT reentrant_lock {
   void start_hold_count(detail::handler<std::int64_t> h) const;
   void start_remaining_ttl(detail::handler<milliseconds> h) const;
   void start_lost(detail::handler<> h) const;
-
-  static boost::asio::awaitable<hold> scoped_op(reentrant_lock l, std::optional<milliseconds> wait,
-                                                std::optional<milliseconds> lease);
+  /// lock (wait absent) or try_lock, completing with a hold of what was acquired.
+  void start_scoped(std::optional<milliseconds> wait, std::optional<milliseconds> lease,
+                    detail::handler<hold> h) const;
+  boost::asio::awaitable<hold> try_scoped_awaitable(std::optional<milliseconds> wait,
+                                                    std::optional<milliseconds> lease);
 
   std::shared_ptr<detail::lock_state> state_;
 };

@@ -1,9 +1,6 @@
 #include "rlock/blocking.hpp"
 
 #include "client_impl.hpp"
-#include "lock/lock_access.hpp"
-#include "lock/lock_ops.hpp"
-#include "lock/lock_state.hpp"
 #include "rlock/error.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -15,8 +12,11 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 
@@ -26,6 +26,18 @@ namespace asio = boost::asio;
 using std::chrono::milliseconds;
 
 namespace detail {
+
+/// What a failed call throws: the std::system_error the awaitable form would have thrown, its
+/// what() being the operation's own words (Redis's text, the bound that ran out, ...).
+class failure : public std::system_error {
+ public:
+  failure(std::error_code ec, std::string text)
+      : std::system_error(ec), text_(text.empty() ? ec.message() : std::move(text)) {}
+  const char* what() const noexcept override { return text_.c_str(); }
+
+ private:
+  std::string text_;
+};
 
 /// The io_context, the asynchronous client on it, and who runs it. Shared with the locks so that a
 /// lock handle never outlives the machinery it calls.
@@ -262,36 +274,41 @@ struct client_state {
     });
   }
 
-  /// The hot operations start the callback operations directly, with no coroutine at all.
-  bool acquire(std::shared_ptr<rlock::detail::lock_state> s, milliseconds wait,
-               std::optional<milliseconds> lease) {
-    auto keep = s;
+  /// The hot operations start the public callback forms directly, with no coroutine at all.
+  bool acquire(rlock::reentrant_lock l, milliseconds wait, std::optional<milliseconds> lease) {
     return wait_for<bool>(
-        [&](auto finish) {
-          rlock::detail::async_acquire(std::move(s), wait, lease, std::move(finish));
-        },
+        [&](auto finish) { l.async_try_lock(wait, lease, with_text(l, std::move(finish))); },
         [&](bool acquired) {
-          if (acquired) release_quietly(keep);
+          if (acquired) release_quietly(l);
         });
   }
-  void lock(std::shared_ptr<rlock::detail::lock_state> s, std::optional<milliseconds> lease) {
-    auto keep = s;
-    wait_for<void>(
-        [&](auto finish) { rlock::detail::async_lock(std::move(s), lease, std::move(finish)); },
-        [&] { release_quietly(keep); });
+  void lock(rlock::reentrant_lock l, std::optional<milliseconds> lease) {
+    wait_for<void>([&](auto finish) { l.async_lock(lease, with_text(l, std::move(finish))); },
+                   [&] { release_quietly(l); });
   }
   /// Gives back an acquisition whose caller gets another exception instead.
-  void release_quietly(std::shared_ptr<rlock::detail::lock_state> s) {
+  void release_quietly(const rlock::reentrant_lock& l) {
     try {
-      release(std::move(s));
+      release(l);
     } catch (...) {
       // The caller is about to get the handler's exception; the lease bounds a failed release.
     }
   }
-  void release(std::shared_ptr<rlock::detail::lock_state> s) {
-    wait_for<void>(
-        [&](auto finish) { rlock::detail::async_release(std::move(s), std::move(finish)); }, [] {},
-        handler_errors::defer);
+  void release(rlock::reentrant_lock l) {
+    wait_for<void>([&](auto finish) { l.async_unlock(with_text(l, std::move(finish))); }, [] {},
+                   handler_errors::defer);
+  }
+
+  /// Adapts wait_for's completion (std::exception_ptr[, T]) to the public forms' Asio signature
+  /// (error_code[, T]): an error becomes the exception the awaitable form throws, with the text
+  /// the operation left in the handle's last_error().
+  template <typename Finish>
+  static auto with_text(const rlock::reentrant_lock& l, Finish finish) {
+    return [l, finish = std::move(finish)](boost::system::error_code ec, auto... result) mutable {
+      std::exception_ptr e;
+      if (ec) e = std::make_exception_ptr(failure(std::error_code(ec), l.last_error()));
+      finish(std::move(e), std::move(result)...);
+    };
   }
 
   /// One owner id per thread, from the same counter as get_lock(name): like Redisson's
@@ -343,28 +360,24 @@ rlock::reentrant_lock reentrant_lock::for_this_thread() const {
   return state_->async.get_lock(name_, detail::client_state::thread_owner());
 }
 
-std::shared_ptr<rlock::detail::lock_state> reentrant_lock::own_state() const {
-  return rlock::detail::lock_access::state(for_this_thread());
-}
+void reentrant_lock::lock() { state_->lock(for_this_thread(), std::nullopt); }
 
-void reentrant_lock::lock() { state_->lock(own_state(), std::nullopt); }
-
-void reentrant_lock::lock(milliseconds lease) { state_->lock(own_state(), lease); }
+void reentrant_lock::lock(milliseconds lease) { state_->lock(for_this_thread(), lease); }
 
 bool reentrant_lock::try_lock() {
-  return state_->acquire(own_state(), milliseconds::zero(), std::nullopt);
+  return state_->acquire(for_this_thread(), milliseconds::zero(), std::nullopt);
 }
 
 bool reentrant_lock::try_lock(milliseconds wait, milliseconds lease) {
-  return state_->acquire(own_state(), wait, lease);
+  return state_->acquire(for_this_thread(), wait, lease);
 }
 
 bool reentrant_lock::try_lock_wait(milliseconds wait) {
   // A deadline already past means one attempt, as for std::timed_mutex.
-  return state_->acquire(own_state(), std::max(wait, milliseconds::zero()), std::nullopt);
+  return state_->acquire(for_this_thread(), std::max(wait, milliseconds::zero()), std::nullopt);
 }
 
-void reentrant_lock::unlock() { state_->release(own_state()); }
+void reentrant_lock::unlock() { state_->release(for_this_thread()); }
 
 bool reentrant_lock::force_unlock() { return state_->run(for_this_thread().force_unlock()); }
 

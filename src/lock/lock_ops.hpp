@@ -1,9 +1,9 @@
 #pragma once
 
-// The lock operations as callback operations on a lock_state, for the handles (reentrant_lock,
-// the blocking facade) to start. Each runs on the lock's client executor, is callable from any
-// thread, and runs its handler on the handler's associated executor (default: the client's),
-// never inside the call.
+// The lock operations as callback operations on a lock_state, for reentrant_lock to start (the
+// blocking facade calls reentrant_lock's public async_* forms). Each runs on the lock's client
+// executor, is callable from any thread, and runs its handler on the handler's associated
+// executor (default: the client's), never inside the call.
 #include "lock/lock_state.hpp"
 #include "rlock/detail/completion.hpp"
 

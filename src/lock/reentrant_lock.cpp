@@ -7,7 +7,11 @@
 #include "rlock/error.hpp"
 #include "rlock/hold.hpp"
 
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -165,6 +169,27 @@ void reentrant_lock::start_remaining_ttl(detail::handler<milliseconds> h) const 
 void reentrant_lock::start_lost(detail::handler<> h) const {
   detail::async_lost(state_, std::move(h));
 }
+void reentrant_lock::start_scoped(std::optional<milliseconds> wait,
+                                  std::optional<milliseconds> lease,
+                                  detail::handler<hold> h) const {
+  // The acquisition's own completion, with the caller's cancellation slot and executor, makes
+  // the hold: between the grant and the caller there is no moment when nobody owns it.
+  auto slot = asio::get_associated_cancellation_slot(h);
+  auto ex = asio::get_associated_executor(h, get_executor());
+  auto bind = [&](auto f) {
+    return asio::bind_cancellation_slot(slot, asio::bind_executor(ex, std::move(f)));
+  };
+  if (!wait) {
+    start_lock(lease, bind([l = *this, h = std::move(h)](std::exception_ptr e) mutable {
+                 std::move(h)(e, e ? hold() : hold(std::move(l)));
+               }));
+    return;
+  }
+  start_try_lock(*wait, lease,
+                 bind([l = *this, h = std::move(h)](std::exception_ptr e, bool acquired) mutable {
+                   std::move(h)(e, acquired && !e ? hold(std::move(l)) : hold());
+                 }));
+}
 
 asio::awaitable<void> reentrant_lock::lock() {
   return awaitable_of<>(*this, [](const reentrant_lock& l, detail::handler<> h) {
@@ -218,37 +243,21 @@ asio::awaitable<milliseconds> reentrant_lock::remaining_ttl() {
                                       l.start_remaining_ttl(std::move(h));
                                     });
 }
-asio::awaitable<hold> reentrant_lock::scoped_op(reentrant_lock l, std::optional<milliseconds> wait,
-                                                std::optional<milliseconds> lease) {
-  if (!wait) {
-    if (lease) {
-      co_await l.lock(*lease);
-    } else {
-      co_await l.lock();
-    }
-    co_return hold(std::move(l));
-  }
-  bool acquired = false;
-  if (lease) {
-    acquired = co_await l.try_lock(*wait, *lease);
-  } else {
-    acquired = co_await l.try_lock(*wait);
-  }
-  if (!acquired) co_return hold();
-  co_return hold(std::move(l));
-}
-
-asio::awaitable<hold> reentrant_lock::scoped() {
-  return scoped_op(*this, std::nullopt, std::nullopt);
-}
+asio::awaitable<hold> reentrant_lock::scoped() { return try_scoped_awaitable({}, {}); }
 asio::awaitable<hold> reentrant_lock::scoped(milliseconds lease) {
-  return scoped_op(*this, std::nullopt, lease);
+  return try_scoped_awaitable({}, lease);
 }
 asio::awaitable<hold> reentrant_lock::try_scoped(milliseconds wait) {
-  return scoped_op(*this, wait, std::nullopt);
+  return try_scoped_awaitable(wait, {});
 }
 asio::awaitable<hold> reentrant_lock::try_scoped(milliseconds wait, milliseconds lease) {
-  return scoped_op(*this, wait, lease);
+  return try_scoped_awaitable(wait, lease);
+}
+asio::awaitable<hold> reentrant_lock::try_scoped_awaitable(std::optional<milliseconds> wait,
+                                                           std::optional<milliseconds> lease) {
+  return awaitable_of<hold>(*this, [wait, lease](const reentrant_lock& l, detail::handler<hold> h) {
+    l.start_scoped(wait, lease, std::move(h));
+  });
 }
 
 asio::awaitable<void> reentrant_lock::lost() {

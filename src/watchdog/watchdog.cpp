@@ -39,6 +39,7 @@ void watchdog::add(lease& l, std::shared_ptr<void> keep_alive, clock::time_point
   }
   l.keep_alive_ = std::move(keep_alive);
   l.generation_ = next_generation_++;
+  l.failing_ = false;
   l.confirmed_ = sent;
   l.prev_ = tail_;
   l.next_ = nullptr;
@@ -169,7 +170,14 @@ void watchdog::on_batch(batch& b, std::error_code ec, const resp3::value& reply)
   // A failed call renews nothing; the belief deadline tells the holders in time.
   if (ec) {
     renew_failures_.fetch_add(1, std::memory_order_relaxed);
-    if (on_failure_) on_failure_(b.items.size(), ec, reply);
+    std::vector<const lease*> newly_failing;
+    for (const auto& it : b.items) {
+      lease& l = *it.l;
+      if (!l.renewing() || l.generation_ != it.generation || l.failing_) continue;
+      l.failing_ = true;
+      newly_failing.push_back(&l);
+    }
+    if (on_failure_ && !newly_failing.empty()) on_failure_(newly_failing, ec, reply);
     return;
   }
   for (std::size_t i = 0; i < b.items.size() && i < reply.elements.size(); ++i) {
@@ -179,6 +187,7 @@ void watchdog::on_batch(batch& b, std::error_code ec, const resp3::value& reply)
     if (reply.elements[i].integer == 1) {
       // The lease now runs from this call's (last) send time, at the earliest.
       l.confirmed_ = std::max(l.confirmed_, b.sent);
+      l.failing_ = false;
     } else {
       report_lost(l, "the server no longer has it (expired, deleted or force-unlocked)");
     }

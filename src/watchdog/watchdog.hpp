@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -63,6 +64,7 @@ class watchdog {
     std::uint64_t generation_ = 0;      // bumped at every add: tells a stale batch reply apart
     clock::time_point confirmed_{};     // send time of the last acquire/renewal known to have run
     std::shared_ptr<void> keep_alive_;  // the owner stays alive while renewed
+    bool failing_ = false;              // its last renewal call failed (reported once)
   };
 
   watchdog(boost::asio::any_io_executor ex, script_registry& scripts,
@@ -102,9 +104,11 @@ class watchdog {
   std::uint64_t renew_failures() const noexcept {
     return renew_failures_.load(std::memory_order_relaxed);
   }
-  /// Called when a renewal call fails: how many locks it carried, why (for the log).
-  using failure_hook =
-      std::function<void(std::size_t locks, std::error_code ec, const resp3::value& reply)>;
+  /// Called when a renewal call fails, with the leases it carried whose renewals were not
+  /// failing already (a lease's failures are reported once until a renewal of it succeeds), and
+  /// why (for the log).
+  using failure_hook = std::function<void(std::span<const lease* const> newly_failing,
+                                          std::error_code ec, const resp3::value& reply)>;
   void on_failure(failure_hook h) { on_failure_ = std::move(h); }
   std::chrono::milliseconds lease_length() const noexcept { return lease_; }
   /// How long before a lease can expire on the server its holder stops believing.

@@ -71,6 +71,37 @@ TEST(blocking, scoped_lock_excludes_another_thread) {
   }));
 }
 
+TEST(blocking, errors_carry_the_code_and_redis_words) {
+  // The facade calls the public async forms; what it throws must be what the awaitable form
+  // throws: rlock's code, and Redis's own text in what().
+  auto cfg = make_config();
+  rlock::blocking::client redis(cfg);
+  auto lock = redis.get_lock("a-string");
+  rlock::test::raw_client raw(rlock::test::shared_server().port());
+  raw.command({"SET", cfg.key_prefix + "a-string", "not a hash"});
+  for (int form = 0; form < 3; ++form) {
+    SCOPED_TRACE(form);
+    try {
+      if (form == 0) lock.lock();
+      if (form == 1) (void)lock.try_lock_for(10ms);
+      if (form == 2) lock.unlock();
+      ADD_FAILURE() << "no exception";
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code(), rlock::errc::server_error);
+      EXPECT_NE(std::string(e.what()).find("WRONGTYPE"), std::string::npos) << e.what();
+    }
+  }
+  raw.command({"DEL", cfg.key_prefix + "a-string"});
+  // Not held: not_owner, with words that say so.
+  try {
+    lock.unlock();
+    ADD_FAILURE() << "no exception";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code(), rlock::errc::not_owner);
+    EXPECT_NE(std::string(e.what()), "") << e.what();
+  }
+}
+
 TEST(blocking, reentrant_in_one_thread) {
   rlock::blocking::client redis(make_config());
   auto lock = redis.get_lock("account");

@@ -21,6 +21,8 @@
 #include <future>
 #include <rlock/client.hpp>
 #include <rlock/error.hpp>
+#include <rlock/hold.hpp>
+#include <rlock/metrics.hpp>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -93,7 +95,7 @@ std::tuple<error_code, R...> complete(runner& r, form f, Op op) {
       auto done = p.get_future();
       int calls = 0;
       op([&p, &calls](error_code ec, R... v) {
-        if (++calls == 1) p.set_value(result{ec, v...});
+        if (++calls == 1) p.set_value(result{ec, std::move(v)...});
       });
       auto out = get(done);
       EXPECT_EQ(calls, 1);
@@ -125,7 +127,9 @@ std::tuple<error_code, R...> complete(runner& r, form f, Op op) {
       auto deferred = op(asio::deferred);  // nothing has started yet
       std::promise<result> p;
       auto done = p.get_future();
-      std::move(deferred)([&p](error_code ec, R... v) { p.set_value(result{ec, v...}); });
+      std::move(deferred)([&p](error_code ec, R... v) {
+        p.set_value(result{ec, std::move(v)...});
+      });
       return get(done);
     }
   }
@@ -274,6 +278,52 @@ TEST_P(lock_tokens, lost) {
   raw.command({"DEL", l.key()});
   auto [lec] = complete(r, GetParam(), [&](auto&& t) { return l.async_lost(std::move(t)); });
   EXPECT_FALSE(lec) << lec.message();
+}
+
+TEST_P(lock_tokens, scoped_holds_and_their_unlock) {
+  auto l = a.get_lock("scoped");
+  auto other = a.get_lock("scoped");
+  auto [ec, held] =
+      complete<rlock::hold>(r, GetParam(), [&](auto&& t) { return l.async_scoped(std::move(t)); });
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_TRUE(held.owns_lock());
+  EXPECT_EQ(raw_count(l), "1");
+  // Busy: an empty hold, no error.
+  auto [ec2, none] = complete<rlock::hold>(
+      r, GetParam(), [&](auto&& t) { return other.async_try_scoped(10ms, 5s, std::move(t)); });
+  EXPECT_FALSE(ec2) << ec2.message();
+  EXPECT_FALSE(none.owns_lock());
+  auto [uec] = complete(r, GetParam(), [&](auto&& t) { return held.async_unlock(std::move(t)); });
+  EXPECT_FALSE(uec) << uec.message();
+  EXPECT_FALSE(held.owns_lock());
+  EXPECT_EQ(raw_count(l), "");
+  // A released hold owns nothing: not_owner, through every token alike.
+  auto [nec] = complete(r, GetParam(), [&](auto&& t) { return held.async_unlock(std::move(t)); });
+  EXPECT_EQ(nec, rlock::errc::not_owner);
+  auto [ec3, leased] = complete<rlock::hold>(
+      r, GetParam(), [&](auto&& t) { return other.async_scoped(5s, std::move(t)); });
+  ASSERT_FALSE(ec3) << ec3.message();
+  EXPECT_EQ(raw_count(other), "1");
+  auto [ec4, bad] = complete<rlock::hold>(
+      r, GetParam(), [&](auto&& t) { return l.async_try_scoped(-1ms, std::move(t)); });
+  EXPECT_EQ(ec4, rlock::errc::invalid_argument);
+  EXPECT_FALSE(bad.owns_lock());
+  auto [uec2] =
+      complete(r, GetParam(), [&](auto&& t) { return leased.async_unlock(std::move(t)); });
+  EXPECT_FALSE(uec2) << uec2.message();
+  EXPECT_EQ(raw_count(other), "");
+}
+
+TEST_P(lock_tokens, metrics) {
+  auto l = a.get_lock("metrics");
+  auto [ec] = complete(r, GetParam(), [&](auto&& t) { return l.async_lock(5s, std::move(t)); });
+  ASSERT_FALSE(ec);
+  auto [mec, m] = complete<rlock::client_metrics>(
+      r, GetParam(), [&](auto&& t) { return a.async_metrics(std::move(t)); });
+  EXPECT_FALSE(mec) << mec.message();
+  EXPECT_EQ(m.acquisitions_immediate, 1u);
+  auto [uec] = complete(r, GetParam(), [&](auto&& t) { return l.async_unlock(std::move(t)); });
+  EXPECT_FALSE(uec);
 }
 
 std::string test_name(const ::testing::TestParamInfo<form>& p) {
