@@ -51,15 +51,6 @@ struct client_stats {
   std::uint64_t given_back = 0;
 };
 
-/// A connection to one Redis server and the machinery every lock of this process shares: the
-/// script registry, the pub/sub wait hub and the lease watchdog. One TCP connection carries all
-/// commands of all coroutines, pipelined, and the unlock notifications (RESP3 pushes).
-///
-/// Like an Asio I/O object, a client is not thread-safe: its state lives on the executor it is
-/// given, and operations run there (dispatched onto it) and complete on the caller's executor. Use
-/// it from one thread, or give it a strand when the io_context runs on several threads:
-/// `rlock::client redis(asio::make_strand(io), cfg)`. Destroy it where no other thread runs that
-/// executor (or after the io_context stopped); destruction closes the connection like `close()`.
 /// What a client has in progress right now: every field is zero once its locks are released and
 /// its operations complete, so a non-zero value after that is something left behind (the chaos
 /// suite checks this at the end of every run). Unlike client_stats these are not atomics: read
@@ -85,6 +76,15 @@ struct client_activity {
   }
 };
 
+/// A connection to one Redis server and the machinery every lock of this process shares: the
+/// script registry, the pub/sub wait hub and the lease watchdog. One TCP connection carries all
+/// commands of all coroutines, pipelined, and the unlock notifications (RESP3 pushes).
+///
+/// Like an Asio I/O object, a client is not thread-safe: its state lives on the executor it is
+/// given, and operations run there (dispatched onto it) and complete on the caller's executor. Use
+/// it from one thread, or give it a strand when the io_context runs on several threads:
+/// `rlock::client redis(asio::make_strand(io), cfg)`. Destroy it where no other thread runs that
+/// executor (or after the io_context stopped); destruction closes the connection like `close()`.
 class RLOCK_EXPORT client {
  public:
   using executor_type = boost::asio::any_io_executor;

@@ -24,11 +24,12 @@ enum class connection_state {
   closed,
 };
 
-/// A change of the connection's state.
 /// "disconnected", "connecting", "connected", "reconnecting", "closed".
 RLOCK_EXPORT std::string_view to_string(connection_state state) noexcept;
 
+/// A change of the connection's state, as client::on_state_change() reports it.
 struct connection_event {
+  /// The state entered.
   connection_state state;
   /// Why the connection was lost or an attempt failed; empty on `connected`.
   boost::system::error_code reason;

@@ -40,7 +40,7 @@ struct fmt::formatter<rlock::connection_state>
 template <>
 struct fmt::formatter<rlock::log_level> : rlock::detail::named_formatter<rlock::log_level> {};
 
-/// `redis://user:***@host:port/db name=... prefix='...' lease=30000ms timeout=5000ms`: the
+/// `redis://user:***\@host:port/db name=... prefix='...' lease=30000ms timeout=5000ms`: the
 /// password never appears.
 template <>
 struct fmt::formatter<rlock::config> : fmt::formatter<std::string_view> {

@@ -1,6 +1,7 @@
 // What operators see: the log lines of a client (once per event, with the lock and a short
 // owner, never the client's full UUID) and its metrics against a real server.
 #include "support/lock_env.hpp"
+#include "support/raw_client.hpp"
 #include "support/run.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -166,6 +167,66 @@ TEST(observability, metrics_count_acquisitions_waits_and_holds) {
     EXPECT_NE(text.find("rlock_acquisitions_total{wake=\"notification\"} 1\n"), std::string::npos)
         << text;
     EXPECT_NE(text.find("rlock_hold_seconds_count 7\n"), std::string::npos) << text;
+    co_await redis.close();
+  });
+}
+
+TEST(observability, metrics_gauges_expiry_wake_ups_reconnects_and_losses) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.client_name = "obs-gauges";
+  cfg.watchdog_timeout = 1000ms;
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(rlock::test::shared_server().port());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto until = [&](auto done) -> asio::awaitable<void> {
+      for (int i = 0; i < 1000 && !done(); ++i) co_await rlock::test::sleep_for(2ms);
+    };
+    // A waiter sleeps on its channel until the holder's 300 ms lease runs out.
+    auto holder = redis.get_lock("g");
+    auto waiter = redis.get_lock("g");
+    co_await holder.lock(300ms);
+    bool got = false;
+    asio::co_spawn(
+        io, [&]() -> asio::awaitable<void> { got = co_await waiter.try_lock(5s, 5s); },
+        asio::detached);
+    co_await until([&] { return redis.metrics().waiters == 1; });
+    const auto waiting = redis.metrics();
+    EXPECT_EQ(waiting.waiters, 1u);
+    EXPECT_EQ(waiting.subscriptions, 1u);
+    co_await until([&] { return got; });
+    EXPECT_TRUE(got);
+    const auto woken = redis.metrics();
+    EXPECT_EQ(woken.acquisitions_expiry, 1u);
+    EXPECT_EQ(woken.waiters, 0u);
+    co_await waiter.unlock();
+    // A request the server does not answer yet is in flight.
+    raw.command({"CLIENT", "PAUSE", "500", "ALL"});
+    bool answered = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          (void)co_await holder.is_locked();
+          answered = true;
+        },
+        asio::detached);
+    co_await until([&] { return redis.metrics().requests_in_flight >= 1; });
+    EXPECT_GE(redis.metrics().requests_in_flight, 1u);
+    co_await until([&] { return answered; });
+    EXPECT_EQ(redis.metrics().requests_in_flight, 0u);
+    // A watchdog lock, then its connection killed and the lock deleted: a reconnect, and a
+    // loss found by the next renewal.
+    auto kept = redis.get_lock("kept");
+    co_await kept.lock();
+    raw.command({"CLIENT", "KILL", "USER", "default", "SKIPME", "yes"});
+    co_await until([&] { return redis.metrics().reconnects >= 1; });
+    raw.command({"DEL", kept.key()});
+    co_await until([&] { return redis.metrics().lost_locks >= 1; });
+    const auto after = redis.metrics();
+    EXPECT_GE(after.reconnects, 1u);
+    EXPECT_EQ(after.lost_locks, 1u);
+    EXPECT_EQ(after.renewed_locks, 0u);
     co_await redis.close();
   });
 }

@@ -75,6 +75,12 @@ TEST(rlockctl, usage_and_connection_errors_exit_2) {
   EXPECT_EQ(run_process(cmd({"hold"})).code, 2);                       // NAME missing
   EXPECT_EQ(run_process(cmd({"hold", "x", "--lease", "0"})).code, 2);  // out of range
   EXPECT_EQ(run_process(cmd({"hold", "x", "--lease", "5", "--watchdog"})).code, 2);
+  // With --json a usage error is a JSON line on stderr too, wherever the flag stands.
+  for (const auto& args : {cmd({"--json", "hold"}), cmd({"hold", "x", "--lease", "0", "--json"})}) {
+    const auto usage = run_process(args);
+    EXPECT_EQ(usage.code, 2);
+    EXPECT_EQ(usage.err.rfind("{\"error\":\"usage\",\"message\":", 0), 0u) << usage.err;
+  }
   const auto bad_url = run_process({RLOCKCTL, "--url", "http://nope", "status", "x"});
   EXPECT_EQ(bad_url.code, 2);
   EXPECT_FALSE(bad_url.err.empty());

@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <rlock/version.hpp>
+#include <string_view>
 #include <system_error>
 
 namespace {
@@ -22,6 +24,8 @@ constexpr const char* examples = R"(Examples:
 
 Exit codes: 0 ok; 1 hold: not acquired within --wait; 2 usage, connection or Redis error;
 3 hold: lost (or its lease ran out) while held.)";
+
+using namespace std::string_view_literals;
 
 std::chrono::milliseconds ms(std::int64_t v) { return std::chrono::milliseconds(v); }
 
@@ -96,6 +100,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // --help answers in text; a usage error honours --json like every other error. The flag
+    // may sit after the mistake CLI11 stopped at, so argv is looked through for it.
+    const bool wants_json =
+        json || std::any_of(argv + 1, argv + argc, [](const char* a) { return a == "--json"sv; });
+    if (e.get_exit_code() != 0 && wants_json) {
+      rlockctl::output(true).error("usage", e.what());
+      return rlockctl::exit_error;
+    }
     const int rc = app.exit(e);
     return rc == 0 ? rlockctl::exit_ok : rlockctl::exit_error;
   }
