@@ -37,8 +37,10 @@ void validate_name(std::string_view name) {
   if (name.empty()) throw_error(errc::invalid_argument, "lock name must not be empty");
 }
 
-std::string state_key(std::string_view name, std::uint64_t owner) {
-  return fmt::format("{}:{}", owner, name);
+std::string state_key(std::string_view name, std::uint64_t owner, lock_kind kind) {
+  // A fenced and a reentrant handle of one owner and name are two states: their acquisitions
+  // differ (tokens), their holds on the server are one hash field.
+  return fmt::format("{}:{}:{}", static_cast<int>(kind), owner, name);
 }
 
 }  // namespace
@@ -190,26 +192,27 @@ void client_impl::on_state(connection_state state, std::error_code reason,
   }
 }
 
-std::shared_ptr<lock_state> client_impl::state_for(std::string_view name, std::uint64_t owner) {
+std::shared_ptr<lock_state> client_impl::state_for(std::string_view name, std::uint64_t owner,
+                                                   lock_kind kind) {
   validate_name(name);
-  const std::string k = state_key(name, owner);
+  const std::string k = state_key(name, owner, kind);
   std::lock_guard guard(states_mutex_);
   auto& slot = states_[k];
   if (auto existing = slot.lock()) return existing;
-  auto state = std::make_shared<lock_state>(shared_from_this(), name, owner, true);
+  auto state = std::make_shared<lock_state>(shared_from_this(), name, owner, kind, true);
   slot = state;
   return state;
 }
 
-std::shared_ptr<lock_state> client_impl::new_owner(std::string_view name) {
+std::shared_ptr<lock_state> client_impl::new_owner(std::string_view name, lock_kind kind) {
   validate_name(name);
   // A fresh id nobody else can name: no entry in the owner table, which saves memory per lock.
-  return std::make_shared<lock_state>(shared_from_this(), name, next_owner_id(), false);
+  return std::make_shared<lock_state>(shared_from_this(), name, next_owner_id(), kind, false);
 }
 
 void client_impl::forget(const lock_state& s) {
   std::lock_guard guard(states_mutex_);
-  auto it = states_.find(state_key(s.name(), s.owner));
+  auto it = states_.find(state_key(s.name(), s.owner, s.kind));
   // A new state for the same owner may already have replaced this one.
   if (it != states_.end() && it->second.expired()) states_.erase(it);
 }
@@ -349,6 +352,14 @@ reentrant_lock client::get_lock(std::string_view name) {
 
 reentrant_lock client::get_lock(std::string_view name, std::uint64_t owner_id) {
   return reentrant_lock(impl_->state_for(name, owner_id));
+}
+
+fenced_lock client::get_fenced_lock(std::string_view name) {
+  return fenced_lock(impl_->new_owner(name, detail::lock_kind::fenced));
+}
+
+fenced_lock client::get_fenced_lock(std::string_view name, std::uint64_t owner_id) {
+  return fenced_lock(impl_->state_for(name, owner_id, detail::lock_kind::fenced));
 }
 
 config config::from_url(const std::string& url) {

@@ -4,6 +4,7 @@
 #include "rlock/connection_state.hpp"
 #include "rlock/detail/completion.hpp"
 #include "rlock/export.hpp"
+#include "rlock/fenced_lock.hpp"
 #include "rlock/metrics.hpp"
 #include "rlock/reentrant_lock.hpp"
 
@@ -165,6 +166,12 @@ class RLOCK_EXPORT client {
   /// one owner. Ids from get_lock(name) are drawn from one per-process counter starting at 1;
   /// choose explicit ids that do not collide with those (e.g. above 2^32).
   reentrant_lock get_lock(std::string_view name, std::uint64_t owner_id);
+
+  /// A fenced lock (Redisson's RFencedLock) `name` with a new owner, or owned by `owner_id`
+  /// (as for get_lock). A fenced and a reentrant handle of one name exclude each other like any
+  /// two owners, and with the same owner id they share the hold: one hash field.
+  fenced_lock get_fenced_lock(std::string_view name);
+  fenced_lock get_fenced_lock(std::string_view name, std::uint64_t owner_id);
 
  private:
   using start_fn = void (*)(const std::shared_ptr<detail::client_impl>&, detail::handler<>);

@@ -288,6 +288,7 @@ class RLOCK_EXPORT reentrant_lock {
  private:
   friend class client;
   friend class hold;
+  friend class fenced_lock;  // a reentrant_lock with other acquisitions: shares the rest
   explicit reentrant_lock(std::shared_ptr<detail::lock_state> state);
 
   /// Starts `start(*this, handler)` for a token of signature `void(error_code, Result...)`. The

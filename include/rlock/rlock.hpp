@@ -5,6 +5,7 @@
 #include "rlock/config.hpp"
 #include "rlock/connection_state.hpp"
 #include "rlock/error.hpp"
+#include "rlock/fenced_lock.hpp"
 #include "rlock/hold.hpp"
 #include "rlock/reentrant_lock.hpp"
 #include "rlock/version.hpp"

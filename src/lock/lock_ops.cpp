@@ -18,6 +18,7 @@
 
 #include "client_impl.hpp"
 #include "lock/lock_state.hpp"
+#include "lock/names.hpp"
 #include "notify/notify_hub.hpp"
 #include "resp3/request.hpp"
 #include "rlock/error.hpp"
@@ -36,6 +37,8 @@
 #include <atomic>
 #include <charconv>
 #include <iterator>
+#include <optional>
+#include <span>
 #include <system_error>
 
 namespace rlock::detail {
@@ -230,8 +233,14 @@ struct acquire_operation {
   // The handlers are constructed in place, never move-assigned: Boost 1.81's
   // any_completion_handler move assignment recurses into its converting constructor.
   acquire_operation(std::shared_ptr<lock_state> st, std::optional<milliseconds> w,
-                    std::optional<milliseconds> l, bool_handler r, void_handler d)
-      : s(std::move(st)), wait(w), lease(l), report(std::move(r)), done(std::move(d)) {}
+                    std::optional<milliseconds> l, bool_handler r, void_handler d,
+                    token_handler t = {})
+      : s(std::move(st)),
+        wait(w),
+        lease(l),
+        report(std::move(r)),
+        done(std::move(d)),
+        report_token(std::move(t)) {}
 
   ~acquire_operation() {
     if (link) link->op = nullptr;
@@ -248,7 +257,12 @@ struct acquire_operation {
     }
     op->lease_ms = op->lease.value_or(c.cfg.watchdog_timeout);
     op->lease_arg.assign(op->lease_ms.count());
-    op->keys = {op->s->key};
+    op->keys[0] = op->s->key;
+    if (op->s->kind == lock_kind::fenced) {
+      op->token_key = token_counter(op->s->key);
+      op->keys[1] = op->token_key;
+      op->key_count = 2;
+    }
     op->args = {op->lease_arg.view(), op->s->field};
     const auto now = clock_type::now();
     op->started = now;
@@ -277,12 +291,12 @@ struct acquire_operation {
     opts.written_at = &op->written;
     op->in_flight = true;
     auto* p = op.get();
-    p->request =
-        c.scripts.async_run(script::acquire, p->keys, p->args, opts,
-                            [op = std::move(op)](std::error_code ec, resp3::value reply) mutable {
-                              op->in_flight = false;
-                              on_attempt(std::move(op), ec, reply);
-                            });
+    p->request = c.scripts.async_run(
+        acquire_script(p->s->kind), std::span(p->keys.data(), p->key_count), p->args, opts,
+        [op = std::move(op)](std::error_code ec, resp3::value reply) mutable {
+          op->in_flight = false;
+          on_attempt(std::move(op), ec, reply);
+        });
   }
 
   /// The bound passed with an attempt written and unanswered (a stalled server): the caller is
@@ -315,13 +329,19 @@ struct acquire_operation {
 
   static void on_attempt(owner op, std::error_code ec, const resp3::value& reply) {
     if (!ec) {
-      if (reply.is_null()) return on_acquired(std::move(op));
-      if (reply.type == resp3::type::number) {
-        op->ttl = milliseconds(reply.integer);
-        return on_busy(std::move(op));
+      const auto decoded = decode_acquire_reply(op->s->kind, reply);
+      switch (decoded.what) {
+        case acquire_reply::outcome::acquired:
+          op->token = decoded.token;
+          return on_acquired(std::move(op));
+        case acquire_reply::outcome::busy:
+          op->ttl = decoded.ttl;
+          return on_busy(std::move(op));
+        default:
+          return finish(std::move(op),
+                        error_with(errc::protocol_error, "acquire script: unexpected reply"),
+                        false);
       }
-      return finish(std::move(op),
-                    error_with(errc::protocol_error, "acquire script: unexpected reply"), false);
     }
     const bool written = op->written != clock_type::time_point{};
     if (written && (ec == errc::connection_lost || ec == errc::timeout)) {
@@ -336,6 +356,7 @@ struct acquire_operation {
 
   static void on_acquired(owner op) {
     op->s->on_acquired(op->lease_ms, !op->lease, op->written);
+    if (op->token > 0) op->s->token.store(op->token, std::memory_order_relaxed);
     if (op->cancelled || op->detached) return give_back(std::move(op));
     op->s->last_wake = op->reason;
     op->account();
@@ -386,7 +407,11 @@ struct acquire_operation {
     // since, its grant answered before this HGET), and not the callers' count (a release sent
     // after this HGET, such as another lost attempt's give-back, has lowered that already). A
     // hold two questions both see is claimed by the first answer only.
-    if (count > static_cast<std::int64_t>(op->s->server_holds)) return on_acquired(std::move(op));
+    if (count > static_cast<std::int64_t>(op->s->server_holds)) {
+      // A fenced acquisition's token was in the lost answer: read the counter (see fetch_token).
+      if (op->s->kind == lock_kind::fenced) return fetch_token(std::move(op));
+      return on_acquired(std::move(op));
+    }
     // It has not run. It should not any more, but bytes of a connection we gave up can still
     // reach the server (a stalled flow that heals): such a late run adds a hold nobody has, which
     // this owner's final unlock will then give back (lock_state::on_released).
@@ -395,6 +420,43 @@ struct acquire_operation {
     if (op->cancelled) return finish(std::move(op), cancelled_error(), false);
     if (clock_type::now() >= op->attempt_deadline()) return finish(std::move(op), nullptr, false);
     attempt(std::move(op));
+  }
+
+  /// A fenced acquire that ran but whose answer (with its token) was lost: the counter's value
+  /// now is a token of this owner's. While the owner holds the lock nobody else can acquire, so
+  /// the counter moved since the lost attempt only by this owner's own acquisitions: the value
+  /// read is this acquisition's token or a later one of the same owner, and above every token
+  /// an earlier holder got, which is what a fenced resource checks.
+  static void fetch_token(owner op) {
+    client_impl& c = op->client();
+    std::string get;
+    resp3::append_command(get, {"GET", op->token_key});
+    request_options opts;
+    opts.unknown = if_unknown::retry;
+    opts.deadline = op->attempt_deadline();
+    auto* p = op.get();
+    p->in_flight = true;
+    p->request = c.session.exec(
+        p->s->key, std::move(get), opts,
+        [op = std::move(op)](std::error_code ec, resp3::value reply) mutable {
+          op->in_flight = false;
+          std::int64_t token = 0;
+          if (!ec && !reply.is_null()) {
+            std::from_chars(reply.str.data(), reply.str.data() + reply.str.size(), token);
+          }
+          if (token <= 0 && !op->detached && !op->cancelled) {
+            // The hold is ours but its token cannot be told: give it back rather
+            // than hand out a lock without a token.
+            auto e =
+                ec ? failure_of(op->client(), ec, reply, fmt::format("lock '{}'", op->s->name()))
+                   : error_with(errc::protocol_error, "fenced lock: no token counter");
+            op->s->on_acquired(op->lease_ms, !op->lease, op->written);
+            op->failure = std::move(e);
+            return give_back(std::move(op));
+          }
+          op->token = token;
+          on_acquired(std::move(op));
+        });
   }
 
   static void on_busy(owner op) {
@@ -481,10 +543,14 @@ struct acquire_operation {
 
   void tell(std::exception_ptr e, bool acquired, bool inside_initiation) {
     const auto& ex = client().executor;
-    if (e && (report || done)) s->set_last_error(e);
+    if (e && (report || done || report_token)) s->set_last_error(e);
     if (report) {
       bool_handler h(std::move(report));
       deliver(ex, std::move(h), slot, inside_initiation, std::move(e), acquired);
+    } else if (report_token) {
+      token_handler h(std::move(report_token));
+      const auto result = acquired ? std::optional<std::int64_t>(token) : std::nullopt;
+      deliver(ex, std::move(h), slot, inside_initiation, std::move(e), result);
     } else if (done) {
       void_handler h(std::move(done));
       deliver(ex, std::move(h), slot, inside_initiation, std::move(e));
@@ -507,16 +573,18 @@ struct acquire_operation {
     ++op->client().counters.given_back;
     auto s = op->s;
     async_release(std::move(s), [op = std::move(op)](std::exception_ptr e) mutable {
-      finish(std::move(op), e ? std::move(e) : cancelled_error(), false);
+      auto why = op->failure ? std::move(op->failure) : cancelled_error();
+      finish(std::move(op), e ? std::move(e) : std::move(why), false);
     });
   }
 
   std::shared_ptr<lock_state> s;
   std::optional<milliseconds> wait;
   std::optional<milliseconds> lease;
-  // One of the two is set: lock() has no result to report.
+  // One of the three is set: lock() has no result to report, a fenced lock reports its token.
   bool_handler report;
   void_handler done;
+  token_handler report_token;
   asio::cancellation_slot slot;
   // Only for a caller with a cancellation slot: it outlives the operation in the slot handler.
   std::shared_ptr<cancel_link<acquire_operation>> link;
@@ -527,8 +595,12 @@ struct acquire_operation {
   milliseconds lease_ms{0};
   milliseconds ttl{0};  // the holder's PTTL from the latest failed attempt
   decimal lease_arg;
-  std::array<std::string_view, 1> keys;
+  std::string token_key;  // fenced: the token counter
+  std::array<std::string_view, 2> keys;
+  std::size_t key_count = 1;
   std::array<std::string_view, 2> args;
+  std::int64_t token = 0;      // fenced: this acquisition's token
+  std::exception_ptr failure;  // why a give-back ends the operation, if not a cancellation
   std::optional<notify_hub::waiter> waiter;  // from the first failed attempt on
   multiplexer::id_type request = 0;          // the attempt or reconciliation in flight
   wake_reason reason = wake_reason::immediate;
@@ -597,8 +669,9 @@ struct lost_operation {
 
 void start_acquire(std::unique_ptr<acquire_operation> op) {
   const auto ex = op->s->client->executor;
-  op->slot = op->report ? asio::get_associated_cancellation_slot(op->report)
-                        : asio::get_associated_cancellation_slot(op->done);
+  op->slot = op->report         ? asio::get_associated_cancellation_slot(op->report)
+             : op->report_token ? asio::get_associated_cancellation_slot(op->report_token)
+                                : asio::get_associated_cancellation_slot(op->done);
   if (auto invalid = validate(op->wait, op->lease)) {
     return acquire_operation::finish(std::move(op), std::move(invalid), false, true);
   }
@@ -621,6 +694,12 @@ void async_lock(std::shared_ptr<lock_state> s, std::optional<milliseconds> lease
                 void_handler handler) {
   start_acquire(std::make_unique<acquire_operation>(std::move(s), std::nullopt, lease,
                                                     bool_handler{}, std::move(handler)));
+}
+
+void async_acquire_token(std::shared_ptr<lock_state> s, std::optional<milliseconds> wait,
+                         std::optional<milliseconds> lease, token_handler handler) {
+  start_acquire(std::make_unique<acquire_operation>(std::move(s), wait, lease, bool_handler{},
+                                                    void_handler{}, std::move(handler)));
 }
 
 void async_lost(std::shared_ptr<lock_state> s, void_handler handler) {

@@ -8,6 +8,7 @@
 #include "rlock/detail/completion.hpp"
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 
@@ -15,11 +16,16 @@ namespace rlock::detail {
 
 using void_handler = handler<>;
 using bool_handler = handler<bool>;
+using token_handler = handler<std::optional<std::int64_t>>;
 
 /// An acquisition that reports whether it got the lock (wait: none = forever, 0 = one attempt;
 /// lease: none = watchdog).
 void async_acquire(std::shared_ptr<lock_state> s, std::optional<std::chrono::milliseconds> wait,
                    std::optional<std::chrono::milliseconds> lease, bool_handler handler);
+/// async_acquire of a fenced lock, reporting the acquisition's token (none: not acquired).
+void async_acquire_token(std::shared_ptr<lock_state> s,
+                         std::optional<std::chrono::milliseconds> wait,
+                         std::optional<std::chrono::milliseconds> lease, token_handler handler);
 /// async_acquire waiting until acquired, without a result to report.
 void async_lock(std::shared_ptr<lock_state> s, std::optional<std::chrono::milliseconds> lease,
                 void_handler handler);

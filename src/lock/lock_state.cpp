@@ -38,12 +38,13 @@ std::exception_ptr failure_of(const client_impl& c, std::error_code ec, const re
 }
 
 lock_state::lock_state(std::shared_ptr<client_impl> c, std::string_view n, std::uint64_t o,
-                       bool in_table)
+                       lock_kind k, bool in_table)
     : client(std::move(c)),
       key(client->cfg.key_prefix + std::string(n)),
       field(fmt::format("{}:{}", client->uuid, o)),
       owner(o),
       prefix_size(static_cast<std::uint32_t>(client->cfg.key_prefix.size())),
+      kind(k),
       registered(in_table) {}
 
 lock_state::~lock_state() {

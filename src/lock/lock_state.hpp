@@ -1,5 +1,6 @@
 #pragma once
 
+#include "lock/acquire_reply.hpp"
 #include "lock/names.hpp"
 #include "resp3/value.hpp"
 #include "rlock/reentrant_lock.hpp"
@@ -34,7 +35,7 @@ std::exception_ptr failure_of(const client_impl& c, std::error_code ec, const re
 /// client's executor only.
 struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::lease {
   lock_state(std::shared_ptr<client_impl> c, std::string_view name, std::uint64_t owner,
-             bool registered);
+             lock_kind kind, bool registered);
   ~lock_state();
 
   /// Bookkeeping after the acquire script, sent at `sent`, took (or re-entered) the lock.
@@ -77,7 +78,11 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   const std::string field;  // <client uuid>:<owner>
   const std::uint64_t owner;
   const std::uint32_t prefix_size;
+  const lock_kind kind;
   const bool registered;  // listed in the client's owner table (explicit owner ids)
+  /// The fencing token of this owner's latest acquisition (fenced locks; 0 before the first).
+  /// Read from any thread.
+  std::atomic<std::int64_t> token{0};
 
   bool lost = false;
   std::atomic<wake_reason> last_wake{wake_reason::immediate};

@@ -1,6 +1,7 @@
 #include "rlock/reentrant_lock.hpp"
 
 #include "client_impl.hpp"
+#include "lock/lock_forms.hpp"
 #include "lock/lock_ops.hpp"
 #include "lock/lock_state.hpp"
 #include "resp3/request.hpp"
@@ -24,50 +25,6 @@ namespace rlock {
 namespace asio = boost::asio;
 using std::chrono::milliseconds;
 
-namespace {
-
-/// The options of a single round trip: idempotent (written again after a reconnect), bounded by
-/// config::command_timeout.
-detail::request_options round_trip(const detail::lock_state& s) {
-  detail::request_options opts;
-  opts.unknown = detail::if_unknown::retry;
-  opts.deadline = std::chrono::steady_clock::now() + s.client->cfg.command_timeout;
-  return opts;
-}
-
-/// One query command on the lock key's connection; error replies become server_error.
-asio::awaitable<detail::resp3::value> query(std::shared_ptr<detail::lock_state> s,
-                                            std::string_view command, bool with_field) {
-  std::string cmd;
-  if (with_field) {
-    detail::resp3::append_command(cmd, {command, s->key, s->field});
-  } else {
-    detail::resp3::append_command(cmd, {command, s->key});
-  }
-  auto [ec, reply] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
-                                                   void(std::error_code, detail::resp3::value)>(
-      [&](auto handler) {
-        s->client->session.exec(s->key, std::move(cmd), round_trip(*s), std::move(handler));
-      },
-      asio::use_awaitable);
-  if (ec || reply.is_error())
-    std::rethrow_exception(detail::failure_of(*s->client, ec, reply, command));
-  co_return reply;
-}
-
-std::int64_t as_integer(const detail::resp3::value& v) {
-  if (v.type == detail::resp3::type::number) return v.integer;
-  if (v.is_null()) return 0;
-  std::int64_t n = 0;
-  auto [end, ec] = std::from_chars(v.str.data(), v.str.data() + v.str.size(), n);
-  if (ec != std::errc{} || end != v.str.data() + v.str.size()) {
-    throw_error(errc::protocol_error, "expected an integer reply");
-  }
-  return n;
-}
-
-}  // namespace
-
 reentrant_lock::reentrant_lock(std::shared_ptr<detail::lock_state> state)
     : state_(std::move(state)) {}
 
@@ -85,25 +42,11 @@ std::string reentrant_lock::last_error() const { return state_->last_error(); }
 
 namespace {
 
-/// The awaitable form of an operation: the caller's coroutine awaits the operation's own
-/// completion (its exception, with Redis's text, is thrown as is), with no coroutine between.
-template <typename... Result, typename Start>
-auto awaitable_of(const reentrant_lock& l, Start start) {
-  return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr, Result...)>(
-      [](auto handler, reentrant_lock self, Start st) {
-        st(self, detail::handler<Result...>(std::move(handler)));
-      },
-      asio::use_awaitable, l, std::move(start));
-}
-
-/// A single-round-trip query run as a coroutine on the client's executor, completing `h`. It
-/// ignores cancellation: bounded by config::command_timeout, it always runs to its answer.
-template <typename T>
-void run_query(const std::shared_ptr<detail::lock_state>& s,
-               asio::awaitable<T> (*op)(std::shared_ptr<detail::lock_state>),
-               detail::handler<T> h) {
-  asio::co_spawn(s->client->executor, op(s), std::move(h));
-}
+using detail::as_integer;
+using detail::awaitable_of;
+using detail::query;
+using detail::round_trip;
+using detail::run_query;
 
 asio::awaitable<bool> exists_op(std::shared_ptr<detail::lock_state> s) {
   co_await asio::this_coro::throw_if_cancelled(false);

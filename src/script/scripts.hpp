@@ -14,8 +14,9 @@ enum class script : std::size_t {
   release,
   renew,
   force_unlock,
+  acquire_fenced,
 };
-inline constexpr std::size_t script_count = 4;
+inline constexpr std::size_t script_count = 5;
 
 /// The source of each script, indexed by `script`.
 inline constexpr std::array<std::string_view, script_count> script_sources{
@@ -66,6 +67,19 @@ inline constexpr std::array<std::string_view, script_count> script_sources{
     // 1: deleted and published; 0: was not locked.
     "if (redis.call('del', KEYS[1]) == 1) then "
     "redis.call('publish', KEYS[2], ARGV[1]); return 1 else return 0 end",
+
+    // acquire_fenced (Redisson's RFencedLock, 3.19.0+) — KEYS[1] = lock key, KEYS[2] = token
+    // counter redisson_lock_token:{<key>}; ARGV[1] = lease ms, ARGV[2] = owner field.
+    // {-1, token}: acquired or re-entered, the counter incremented to `token` (every acquisition,
+    // re-entry included, gets a new one); {pttl, -1}: busy.
+    "if (redis.call('exists', KEYS[1]) == 0 "
+    "or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then "
+    "local token = redis.call('incr', KEYS[2]);"
+    "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "return {-1, token}; "
+    "end; "
+    "return {redis.call('pttl', KEYS[1]), -1};",
 };
 
 }  // namespace rlock::detail

@@ -1,0 +1,115 @@
+#pragma once
+
+#include "rlock/export.hpp"
+#include "rlock/reentrant_lock.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace rlock {
+
+/// A Redisson-compatible fenced lock (Redisson's RFencedLock): a reentrant_lock whose every
+/// successful acquisition, re-entry included, also increments the counter
+/// `redisson_lock_token:{<key>}` (a plain integer with no TTL) and returns its new value, the
+/// **fencing token**. Tokens strictly increase across all owners of the lock, Java's included.
+///
+/// A lease-based lock cannot stop a holder that was paused (GC, SIGSTOP, a slow disk) past its
+/// lease from acting as if it still held the lock: another owner may hold it by then. The token
+/// lets the *resource* refuse such a holder: send it with every write, and have the resource
+/// reject a token lower than the highest it has seen (Kleppmann, "How to do distributed
+/// locking", 2016). examples/fenced_write.cpp shows such a resource.
+///
+/// Everything but the acquisitions is reentrant_lock's, shared, not copied: unlock, the unlock
+/// channel and latch, the watchdog, lost(), the queries, scoped holds and with_lock() (their
+/// acquisitions are fenced too; read the token with token()). Get one from
+/// client::get_fenced_lock(). Acquisition completions carry the token; errors, bounds and
+/// per-operation cancellation are those of reentrant_lock's lock() and try_lock().
+class RLOCK_EXPORT fenced_lock : public reentrant_lock {
+ public:
+  // --- lock -------------------------------------------------------------------------------
+  /// reentrant_lock::lock(), completing with this acquisition's token.
+  /// Completion: `void(error_code, std::int64_t)`.
+  ///
+  /// Per-operation cancellation: terminal, partial and total, as for reentrant_lock::lock():
+  /// nothing left behind (an acquisition made meanwhile is given back; its token is spent).
+  boost::asio::awaitable<std::int64_t> lock();
+  boost::asio::awaitable<std::int64_t> lock(milliseconds lease);
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_lock(CompletionToken&& token = {}) {
+    return async_lock(std::nullopt, std::forward<CompletionToken>(token));
+  }
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_lock(std::optional<milliseconds> lease, CompletionToken&& token = {}) {
+    return initiate<std::int64_t>(
+        std::forward<CompletionToken>(token),
+        [lease](const reentrant_lock& l, detail::handler<std::int64_t> h) {
+          start_lock_token(l, lease, std::move(h));
+        });
+  }
+
+  // --- try_lock ---------------------------------------------------------------------------
+  /// reentrant_lock::try_lock(), completing with this acquisition's token, or none when not
+  /// acquired. Completion: `void(error_code, std::optional<std::int64_t>)`.
+  ///
+  /// Per-operation cancellation: terminal, partial and total, as for reentrant_lock::try_lock().
+  boost::asio::awaitable<std::optional<std::int64_t>> try_lock();
+  boost::asio::awaitable<std::optional<std::int64_t>> try_lock(milliseconds wait);
+  boost::asio::awaitable<std::optional<std::int64_t>> try_lock(milliseconds wait,
+                                                               milliseconds lease);
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_try_lock(CompletionToken&& token = {}) {
+    return async_try_lock(milliseconds::zero(), std::nullopt, std::forward<CompletionToken>(token));
+  }
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_try_lock(milliseconds wait, CompletionToken&& token = {}) {
+    return async_try_lock(wait, std::nullopt, std::forward<CompletionToken>(token));
+  }
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_try_lock(milliseconds wait, std::optional<milliseconds> lease,
+                      CompletionToken&& token = {}) {
+    return initiate<std::optional<std::int64_t>>(
+        std::forward<CompletionToken>(token),
+        [wait, lease](const reentrant_lock& l, detail::handler<std::optional<std::int64_t>> h) {
+          start_try_lock_token(l, wait, lease, std::move(h));
+        });
+  }
+
+  // --- tokens -----------------------------------------------------------------------------
+  /// The token of this owner's latest acquisition through any of its handles (0 before the
+  /// first). Local, no round trip; may be called from any thread.
+  std::int64_t token() const noexcept;
+  /// The counter's value on the server now (Redisson's getToken(): `GET
+  /// redisson_lock_token:{<key>}`), 0 if no acquisition ever made one.
+  /// Completion: `void(error_code, std::int64_t)`; errors: timeout (config::command_timeout),
+  /// server_error, permission_denied, connection_lost.
+  ///
+  /// Per-operation cancellation: not supported (ignored): bounded by config::command_timeout.
+  boost::asio::awaitable<std::int64_t> current_token();
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_current_token(CompletionToken&& token = {}) {
+    return initiate<std::int64_t>(std::forward<CompletionToken>(token),
+                                  [](const reentrant_lock& l, detail::handler<std::int64_t> h) {
+                                    start_current_token(l, std::move(h));
+                                  });
+  }
+  /// The Redis key of the token counter: `redisson_lock_token:{<key>}`.
+  std::string token_key() const;
+
+ private:
+  friend class client;
+  explicit fenced_lock(std::shared_ptr<detail::lock_state> state);
+
+  static void start_lock_token(const reentrant_lock& l, std::optional<milliseconds> lease,
+                               detail::handler<std::int64_t> h);
+  static void start_try_lock_token(const reentrant_lock& l, milliseconds wait,
+                                   std::optional<milliseconds> lease,
+                                   detail::handler<std::optional<std::int64_t>> h);
+  static void start_current_token(const reentrant_lock& l, detail::handler<std::int64_t> h);
+};
+
+}  // namespace rlock

@@ -1,0 +1,95 @@
+#include "rlock/fenced_lock.hpp"
+
+#include "lock/lock_forms.hpp"
+#include "lock/lock_ops.hpp"
+#include "lock/names.hpp"
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+
+namespace rlock {
+
+namespace asio = boost::asio;
+using std::chrono::milliseconds;
+using token_result = std::optional<std::int64_t>;
+
+namespace {
+
+asio::awaitable<std::int64_t> counter_op(std::shared_ptr<detail::lock_state> s) {
+  co_await asio::this_coro::throw_if_cancelled(false);
+  std::string get;
+  detail::resp3::append_command(get, {"GET", detail::token_counter(s->key)});
+  co_return detail::as_integer(co_await detail::command(s, std::move(get), "GET token"));
+}
+
+}  // namespace
+
+fenced_lock::fenced_lock(std::shared_ptr<detail::lock_state> state)
+    : reentrant_lock(std::move(state)) {}
+
+std::int64_t fenced_lock::token() const noexcept {
+  return state_->token.load(std::memory_order_relaxed);
+}
+
+std::string fenced_lock::token_key() const { return detail::token_counter(state_->key); }
+
+void fenced_lock::start_try_lock_token(const reentrant_lock& l, milliseconds wait,
+                                       std::optional<milliseconds> lease,
+                                       detail::handler<token_result> h) {
+  detail::async_acquire_token(l.state_, wait, lease, std::move(h));
+}
+
+void fenced_lock::start_lock_token(const reentrant_lock& l, std::optional<milliseconds> lease,
+                                   detail::handler<std::int64_t> h) {
+  // lock() is an acquisition without a bound: the token operation with no wait limit, its
+  // optional always set on success. The caller's slot and executor go with the adapter.
+  auto slot = asio::get_associated_cancellation_slot(h);
+  auto ex = asio::get_associated_executor(h, l.get_executor());
+  detail::async_acquire_token(
+      l.state_, std::nullopt, lease,
+      asio::bind_cancellation_slot(
+          slot, asio::bind_executor(
+                    ex, [h = std::move(h)](std::exception_ptr e, token_result token) mutable {
+                      std::move(h)(std::move(e), token.value_or(0));
+                    })));
+}
+
+void fenced_lock::start_current_token(const reentrant_lock& l, detail::handler<std::int64_t> h) {
+  detail::run_query(l.state_, &counter_op, std::move(h));
+}
+
+asio::awaitable<std::int64_t> fenced_lock::lock() {
+  return detail::awaitable_of<std::int64_t>(
+      *this, [](const reentrant_lock& l, detail::handler<std::int64_t> h) {
+        start_lock_token(l, std::nullopt, std::move(h));
+      });
+}
+asio::awaitable<std::int64_t> fenced_lock::lock(milliseconds lease) {
+  return detail::awaitable_of<std::int64_t>(
+      *this, [lease](const reentrant_lock& l, detail::handler<std::int64_t> h) {
+        start_lock_token(l, lease, std::move(h));
+      });
+}
+asio::awaitable<token_result> fenced_lock::try_lock() { return try_lock(milliseconds::zero()); }
+asio::awaitable<token_result> fenced_lock::try_lock(milliseconds wait) {
+  return detail::awaitable_of<token_result>(
+      *this, [wait](const reentrant_lock& l, detail::handler<token_result> h) {
+        start_try_lock_token(l, wait, std::nullopt, std::move(h));
+      });
+}
+asio::awaitable<token_result> fenced_lock::try_lock(milliseconds wait, milliseconds lease) {
+  return detail::awaitable_of<token_result>(
+      *this, [wait, lease](const reentrant_lock& l, detail::handler<token_result> h) {
+        start_try_lock_token(l, wait, lease, std::move(h));
+      });
+}
+asio::awaitable<std::int64_t> fenced_lock::current_token() {
+  return detail::awaitable_of<std::int64_t>(
+      *this, [](const reentrant_lock& l, detail::handler<std::int64_t> h) {
+        start_current_token(l, std::move(h));
+      });
+}
+
+}  // namespace rlock

@@ -1,0 +1,93 @@
+#pragma once
+
+// What the lock handles (reentrant_lock, fenced_lock) share to give their operations both forms:
+// the awaitable form of a callback operation, and single-round-trip queries.
+#include "client_impl.hpp"
+#include "lock/lock_state.hpp"
+#include "resp3/request.hpp"
+#include "rlock/error.hpp"
+#include "rlock/reentrant_lock.hpp"
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace rlock::detail {
+
+namespace asio = boost::asio;
+
+/// The options of a single round trip: idempotent (written again after a reconnect), bounded by
+/// config::command_timeout.
+inline request_options round_trip(const lock_state& s) {
+  request_options opts;
+  opts.unknown = if_unknown::retry;
+  opts.deadline = std::chrono::steady_clock::now() + s.client->cfg.command_timeout;
+  return opts;
+}
+
+/// One command, a single round trip on the lock key's connection; error replies become
+/// server_error (or their own code), with Redis's text; `what` names it in other errors.
+inline asio::awaitable<resp3::value> command(std::shared_ptr<lock_state> s, std::string cmd,
+                                             std::string_view what) {
+  auto [ec, reply] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
+                                                   void(std::error_code, resp3::value)>(
+      [&](auto completion) {
+        s->client->session.exec(s->key, std::move(cmd), round_trip(*s), std::move(completion));
+      },
+      asio::use_awaitable);
+  if (ec || reply.is_error()) std::rethrow_exception(failure_of(*s->client, ec, reply, what));
+  co_return reply;
+}
+
+/// A query of the lock key (`command key [field]`).
+inline asio::awaitable<resp3::value> query(std::shared_ptr<lock_state> s, std::string_view name,
+                                           bool with_field) {
+  std::string cmd;
+  if (with_field) {
+    resp3::append_command(cmd, {name, s->key, s->field});
+  } else {
+    resp3::append_command(cmd, {name, s->key});
+  }
+  co_return co_await command(std::move(s), std::move(cmd), name);
+}
+
+inline std::int64_t as_integer(const resp3::value& v) {
+  if (v.type == resp3::type::number) return v.integer;
+  if (v.is_null()) return 0;
+  std::int64_t n = 0;
+  auto [end, ec] = std::from_chars(v.str.data(), v.str.data() + v.str.size(), n);
+  if (ec != std::errc{} || end != v.str.data() + v.str.size()) {
+    throw_error(errc::protocol_error, "expected an integer reply");
+  }
+  return n;
+}
+
+/// The awaitable form of an operation: the caller's coroutine awaits the operation's own
+/// completion (its exception, with Redis's text, is thrown as is), with no coroutine between.
+template <typename... Result, typename Start>
+auto awaitable_of(const rlock::reentrant_lock& l, Start start) {
+  return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr, Result...)>(
+      [](auto completion, rlock::reentrant_lock self, Start st) {
+        st(self, handler<Result...>(std::move(completion)));
+      },
+      asio::use_awaitable, l, std::move(start));
+}
+
+/// A single-round-trip query run as a coroutine on the client's executor, completing `h`. It
+/// ignores cancellation: bounded by config::command_timeout, it always runs to its answer.
+template <typename T>
+void run_query(const std::shared_ptr<lock_state>& s,
+               asio::awaitable<T> (*op)(std::shared_ptr<lock_state>), handler<T> h) {
+  asio::co_spawn(s->client->executor, op(s), std::move(h));
+}
+
+}  // namespace rlock::detail

@@ -1,0 +1,164 @@
+// rlock::fenced_lock (Redisson's RFencedLock) against a real server: tokens that strictly
+// increase across acquisitions, re-entries and owners; everything else shared with
+// reentrant_lock (release, waiting, watchdog, scoped holds).
+#include "rlock/rlock.hpp"
+#include "support/lock_env.hpp"
+#include "support/raw_client.hpp"
+#include "support/redis_server.hpp"
+#include "support/run.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace {
+
+namespace asio = boost::asio;
+using rlock::test::error_of;
+using rlock::test::make_config;
+using namespace std::chrono_literals;
+
+TEST(fenced_lock, every_acquisition_and_re_entry_gets_a_larger_token) {
+  asio::io_context io;
+  rlock::client redis(io.get_executor(), make_config());
+  rlock::test::raw_client raw(rlock::test::shared_server().port());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_fenced_lock("ledger");
+    EXPECT_EQ(lock.token(), 0);
+    EXPECT_EQ(co_await lock.current_token(), 0);  // no counter yet
+    EXPECT_EQ(lock.token_key(), "redisson_lock_token:{" + lock.key() + "}");
+    const std::int64_t t1 = co_await lock.lock();
+    EXPECT_EQ(t1, 1);
+    const std::int64_t t2 = co_await lock.lock();  // re-entry: a new token, as Redisson does
+    EXPECT_GT(t2, t1);
+    const auto t3 = co_await lock.try_lock(0ms, 10s);
+    EXPECT_TRUE(t3.has_value());
+    if (!t3) co_return;
+    EXPECT_GT(*t3, t2);
+    EXPECT_EQ(lock.token(), *t3);
+    EXPECT_EQ(co_await lock.current_token(), *t3);
+    EXPECT_EQ(co_await lock.hold_count(), 3);
+    for (int i = 0; i < 3; ++i) co_await lock.unlock();
+    EXPECT_FALSE(co_await lock.is_locked());
+    // The counter outlives the lock, with no TTL: the next holder continues from it.
+    EXPECT_EQ(raw.command_int({"PTTL", lock.token_key()}), -1);
+    auto next = redis.get_fenced_lock("ledger");
+    EXPECT_EQ(co_await next.lock(), *t3 + 1);
+    co_await next.unlock();
+    co_await redis.close();
+  });
+}
+
+TEST(fenced_lock, a_busy_lock_gives_no_token_and_a_woken_waiter_a_larger_one) {
+  asio::io_context io;
+  rlock::client redis(io.get_executor(), make_config());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto holder = redis.get_fenced_lock("queue");
+    auto waiter = redis.get_fenced_lock("queue");
+    const auto held = co_await holder.lock();
+    EXPECT_EQ(co_await waiter.try_lock(), std::nullopt);
+    EXPECT_EQ(co_await waiter.try_lock(20ms), std::nullopt);
+    EXPECT_EQ(waiter.token(), 0);
+    std::optional<std::int64_t> woken;
+    bool done = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          woken = co_await waiter.try_lock(5s);
+          done = true;
+        },
+        asio::detached);
+    // Parked on the channel, so the unlock's notification is what wakes it.
+    for (int i = 0; i < 500 && redis.metrics().waiters == 0; ++i) {
+      co_await rlock::test::sleep_for(2ms);
+    }
+    co_await holder.unlock();
+    for (int i = 0; i < 500 && !done; ++i) co_await rlock::test::sleep_for(2ms);
+    EXPECT_TRUE(woken.has_value());
+    EXPECT_GT(woken.value_or(0), held);
+    EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::notification);
+    co_await waiter.unlock();
+    co_await redis.close();
+  });
+}
+
+TEST(fenced_lock, shares_the_hold_machinery_with_reentrant_locks) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.watchdog_timeout = 600ms;  // renewed every 200 ms
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(rlock::test::shared_server().port());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    // One name, two kinds: they exclude each other like any two owners.
+    auto fenced = redis.get_fenced_lock("shared");
+    auto plain = redis.get_lock("shared");
+    const auto t = co_await fenced.lock();
+    EXPECT_FALSE(co_await plain.try_lock());
+    // The watchdog keeps it past its lease; its release wakes a plain waiter.
+    co_await rlock::test::sleep_for(900ms);
+    EXPECT_TRUE(co_await fenced.is_held());
+    EXPECT_EQ(co_await error_of(plain.unlock()), rlock::errc::not_owner);
+    co_await fenced.unlock();
+    EXPECT_TRUE(co_await plain.try_lock());
+    co_await plain.unlock();
+    EXPECT_EQ(co_await fenced.current_token(), t);  // a plain acquisition takes no token
+    // Same owner id, both kinds: one hold count (one hash field), tokens only for the fenced.
+    auto f1 = redis.get_fenced_lock("same-owner", 1ULL << 40);
+    auto p1 = redis.get_lock("same-owner", 1ULL << 40);
+    EXPECT_EQ(f1.owner_field(), p1.owner_field());
+    co_await p1.lock(10s);
+    EXPECT_EQ(co_await f1.lock(10s), 1);
+    EXPECT_EQ(co_await p1.hold_count(), 2);
+    co_await f1.unlock();
+    co_await p1.unlock();
+    EXPECT_FALSE(co_await p1.is_locked());
+    // lost(), scoped holds and with_lock are reentrant_lock's; their acquisitions are fenced.
+    {
+      auto held = co_await fenced.scoped();
+      EXPECT_GT(fenced.token(), t);
+      raw.command({"DEL", fenced.key()});
+      co_await fenced.lost();  // the next renewal finds it gone
+      EXPECT_EQ(co_await error_of(held.unlock()), rlock::errc::not_owner);
+    }
+    const auto before = fenced.token();
+    const int result = co_await rlock::with_lock(fenced, [&]() -> asio::awaitable<int> {
+      co_return static_cast<int>(fenced.token() - before);
+    });
+    EXPECT_EQ(result, 1);
+    EXPECT_FALSE(co_await fenced.is_locked());
+    co_await redis.close();
+  });
+}
+
+TEST(fenced_lock, bad_input_and_errors_are_reentrant_locks) {
+  asio::io_context io;
+  auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(rlock::test::shared_server().port());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    EXPECT_THROW((void)redis.get_fenced_lock(""), std::system_error);
+    auto lock = redis.get_fenced_lock("typed");
+    EXPECT_EQ(co_await error_of(lock.lock(-5ms)), rlock::errc::invalid_argument);
+    EXPECT_EQ(co_await error_of(lock.try_lock(-1ms)), rlock::errc::invalid_argument);
+    // A counter that is not an integer: Redis's words come back, nothing is held.
+    raw.command({"SET", lock.token_key(), "not a number"});
+    EXPECT_EQ(co_await error_of(lock.lock()), rlock::errc::server_error);
+    EXPECT_NE(lock.last_error().find("not an integer"), std::string::npos) << lock.last_error();
+    EXPECT_FALSE(co_await lock.is_locked());
+    raw.command({"DEL", lock.token_key()});
+    co_await redis.close();
+  });
+}
+
+}  // namespace
