@@ -86,6 +86,18 @@ constexpr std::string_view redisson_force_unlock = R"lua(
 if (redis.call('del', KEYS[1]) == 1) then redis.call('publish', KEYS[2], ARGV[1]); return 1 else return 0 end
 )lua";
 
+// Redisson's RFencedLock (RedissonFencedLock.tryLockInnerAsync, the form returning the token):
+// KEYS = [name, token counter], ARGV = [lease_ms, owner_field]. {-1, token} | {pttl, -1}.
+constexpr std::string_view redisson_fenced_acquire = R"lua(
+if (redis.call('exists', KEYS[1]) == 0 or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then
+  local token = redis.call('incr', KEYS[2]);
+  redis.call('hincrby', KEYS[1], ARGV[2], 1);
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  return {-1, token};
+end;
+return {redis.call('pttl', KEYS[1]), -1};
+)lua";
+
 const std::regex uuid_v4("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
 
 /// Redisson's channel rule, written out independently of rlock: braces around the name unless it
@@ -115,6 +127,15 @@ class foreign_client {
     const auto owner = field();
     const auto channel = redisson_channel(key);
     return raw_.command({"EVAL", redisson_release, "2", key, channel, "0", lease, owner});
+  }
+  /// RFencedLock's acquire: {-1, token} or {pttl, -1}. Its counter name is Redisson's
+  /// prefixName("redisson_lock_token", name), the channel's brace rule.
+  resp3::value fenced_acquire(const std::string& key, std::int64_t lease_ms = 30'000) {
+    const auto lease = std::to_string(lease_ms);
+    const auto owner = field();
+    const auto counter = key.find('{') != std::string::npos ? "redisson_lock_token:" + key
+                                                            : "redisson_lock_token:{" + key + "}";
+    return raw_.command({"EVAL", redisson_fenced_acquire, "2", key, counter, lease, owner});
   }
   resp3::value force_unlock(const std::string& key) {
     const auto channel = redisson_channel(key);
@@ -471,6 +492,54 @@ TEST(interop, unlock_latch_is_redissons_and_a_retry_gets_the_first_answer) {
     (void)co_await lock.is_locked();
     const auto latches = raw.command({"KEYS", "redisson_unlock_latch:{" + lock.key() + "}:*"});
     EXPECT_TRUE(latches.elements.empty());
+    co_await redis.close();
+  });
+}
+
+TEST(interop, fenced_tokens_are_one_sequence_with_redissons_rfencedlock) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  foreign_client redisson(cfg.port);
+  auto pair = [](const resp3::value& v) {
+    return v.type == resp3::type::array && v.elements.size() == 2u
+               ? std::pair{v.elements[0].integer, v.elements[1].integer}
+               : std::pair<std::int64_t, std::int64_t>{0, 0};
+  };
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_fenced_lock("fenced");
+    // Redisson first: token 1, and 2 on re-entry.
+    EXPECT_EQ(pair(redisson.fenced_acquire(lock.key())),
+              (std::pair<std::int64_t, std::int64_t>{-1, 1}));
+    EXPECT_EQ(pair(redisson.fenced_acquire(lock.key())).second, 2);
+    EXPECT_EQ(lock.token_key(), "redisson_lock_token:{" + lock.key() + "}");
+    EXPECT_EQ(co_await lock.try_lock(), std::nullopt);  // busy: {pttl, -1} decoded
+    EXPECT_EQ(co_await lock.current_token(), 2);
+    // Our waiter sleeps on the channel; Redisson's final release wakes it; it takes token 3.
+    std::optional<std::int64_t> ours;
+    bool done = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          ours = co_await lock.try_lock(5s);
+          done = true;
+        },
+        asio::detached);
+    EXPECT_TRUE(co_await waiter_asleep(redis, redisson.raw(), redisson_channel(lock.key()), 3));
+    EXPECT_EQ(redisson.release(lock.key()).integer, 0);
+    EXPECT_EQ(redisson.release(lock.key()).integer, 1);
+    for (int i = 0; i < 500 && !done; ++i) co_await rlock::test::sleep_for(2ms);
+    EXPECT_EQ(ours, std::optional<std::int64_t>(3));
+    EXPECT_EQ(lock.last_wake(), rlock::wake_reason::notification);
+    // Ours held: Redisson's acquire is busy, with our PTTL and no token.
+    const auto busy = pair(redisson.fenced_acquire(lock.key()));
+    EXPECT_GT(busy.first, 0);
+    EXPECT_EQ(busy.second, -1);
+    co_await lock.unlock();
+    EXPECT_EQ(pair(redisson.fenced_acquire(lock.key())).second, 4);
+    EXPECT_EQ(co_await lock.current_token(), 4);
+    EXPECT_EQ(redisson.release(lock.key()).integer, 1);
     co_await redis.close();
   });
 }

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <functional>
 #include <future>
+#include <optional>
 #include <rlock/client.hpp>
 #include <rlock/error.hpp>
 #include <rlock/hold.hpp>
@@ -312,6 +313,35 @@ TEST_P(lock_tokens, scoped_holds_and_their_unlock) {
       complete(r, GetParam(), [&](auto&& t) { return leased.async_unlock(std::move(t)); });
   EXPECT_FALSE(uec2) << uec2.message();
   EXPECT_EQ(raw_count(other), "");
+}
+
+TEST_P(lock_tokens, fenced_acquisitions_complete_with_their_tokens) {
+  auto l = a.get_fenced_lock("fenced");
+  auto other = a.get_fenced_lock("fenced");
+  auto [ec, t1] =
+      complete<std::int64_t>(r, GetParam(), [&](auto&& t) { return l.async_lock(std::move(t)); });
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(t1, 1);
+  auto [ec2, t2] = complete<std::optional<std::int64_t>>(
+      r, GetParam(), [&](auto&& t) { return l.async_try_lock(0ms, 5s, std::move(t)); });
+  EXPECT_FALSE(ec2);
+  EXPECT_EQ(t2, std::optional<std::int64_t>(2));
+  auto [ec3, none] = complete<std::optional<std::int64_t>>(
+      r, GetParam(), [&](auto&& t) { return other.async_try_lock(10ms, std::move(t)); });
+  EXPECT_FALSE(ec3);
+  EXPECT_EQ(none, std::nullopt);
+  auto [ec4, current] = complete<std::int64_t>(
+      r, GetParam(), [&](auto&& t) { return other.async_current_token(std::move(t)); });
+  EXPECT_FALSE(ec4);
+  EXPECT_EQ(current, 2);
+  auto [ec5, bad] = complete<std::int64_t>(
+      r, GetParam(), [&](auto&& t) { return other.async_lock(-1ms, std::move(t)); });
+  EXPECT_EQ(ec5, rlock::errc::invalid_argument);
+  for (int i = 0; i < 2; ++i) {
+    auto [uec] = complete(r, GetParam(), [&](auto&& t) { return l.async_unlock(std::move(t)); });
+    EXPECT_FALSE(uec);
+  }
+  EXPECT_EQ(raw_count(l), "");
 }
 
 TEST_P(lock_tokens, metrics) {
