@@ -5,7 +5,8 @@
 # The Debian packages rlock needs to build, test and format.
 # shellcheck disable=SC2034  # used by the scripts that source this file
 RLOCK_PACKAGES=(cmake ninja-build g++ clang libboost1.81-dev libfmt-dev libgtest-dev libgmock-dev
-  redis-server redis-tools clang-format pkg-config libcli11-dev libspdlog-dev doxygen)
+  redis-server redis-tools clang-format pkg-config libcli11-dev libspdlog-dev libhiredis-dev
+  doxygen)
 
 log() {
   printf '==> %s\n' "$*" >&2

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <regex>
 #include <string>
 #include <sys/wait.h>
 
@@ -110,6 +111,22 @@ TEST(examples, spdlog_logging_shows_rlock_lines_through_spdlog) {
   EXPECT_NE(r.output.find("[rlock] [warning] "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("acquired after"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("job 2 holds the lock"), std::string::npos) << r.output;
+}
+#endif
+
+#ifdef RLOCK_EXAMPLE_FENCED_WRITE
+TEST(examples, fenced_write_refuses_the_stale_holder) {
+  const auto r = run_example(RLOCK_EXAMPLE_FENCED_WRITE);
+  EXPECT_EQ(r.status, 0) << r.output;
+  // Tokens continue from whatever the counter holds; B's is A's + 1.
+  const std::regex b("B: write with token ([0-9]+) accepted");
+  const std::regex a("A: write with token ([0-9]+) refused");
+  std::smatch bm;
+  std::smatch am;
+  ASSERT_TRUE(std::regex_search(r.output, bm, b)) << r.output;
+  ASSERT_TRUE(std::regex_search(r.output, am, a)) << r.output;
+  EXPECT_EQ(std::stoll(bm[1].str()), std::stoll(am[1].str()) + 1) << r.output;
+  EXPECT_NE(r.output.find("record holds \"B\""), std::string::npos) << r.output;
 }
 #endif
 
