@@ -164,6 +164,22 @@ TEST(rlockctl, hold_for_a_time_releases_and_exits_0) {
   EXPECT_EQ(redis().command_int({"EXISTS", "h:timed"}), 0);
 }
 
+TEST(rlockctl, hold_fenced_prints_the_token) {
+  redis().command({"SET", "redisson_lock_token:{h:fenced}", "6"});
+  const auto text = run_process(cmd({"hold", "h:fenced", "--fenced", "--for", "0.1"}));
+  EXPECT_EQ(text.code, 0) << text.out << text.err;
+  EXPECT_NE(text.out.find("(watchdog, token 7)"), std::string::npos) << text.out;
+  const auto j = run_process(
+      cmd({"--json", "hold", "h:fenced", "--fenced", "--lease", "5000", "--for", "0.1"}));
+  EXPECT_EQ(j.code, 0) << j.out << j.err;
+  const auto objects = json_lines(j.out);
+  ASSERT_GE(objects.size(), 1U) << j.out;
+  EXPECT_EQ(str(objects[0], "event"), "acquired");
+  EXPECT_EQ(objects[0].at("token").as_int64(), 8);
+  EXPECT_EQ(redis().command_int({"EXISTS", "h:fenced"}), 0);
+  EXPECT_EQ(redis().command({"GET", "redisson_lock_token:{h:fenced}"}).str, "8");
+}
+
 TEST(rlockctl, hold_interrupted_releases_and_exits_0) {
   child_process p(cmd({"hold", "h:ctrl-c", "--watchdog"}));
   ASSERT_TRUE(p.wait_for_output("acquired", bound)) << p.out() << p.err();

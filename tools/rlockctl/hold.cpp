@@ -13,8 +13,10 @@
 
 #include <csignal>
 #include <memory>
+#include <optional>
 #include <rlock/client.hpp>
 #include <rlock/error.hpp>
+#include <rlock/fenced_lock.hpp>
 #include <rlock/reentrant_lock.hpp>
 
 namespace rlockctl {
@@ -72,7 +74,11 @@ int run_hold(const context& ctx, const hold_options& opts) {
     });
 
     co_await client.connect();
-    auto lock = client.get_lock(name);
+    // A fenced lock is a reentrant_lock whose acquisitions take tokens: held through the base
+    // handle like any other, its token read from the fenced one (one owner, one state).
+    std::optional<rlock::fenced_lock> fenced;
+    if (opts.fenced) fenced.emplace(client.get_fenced_lock(name));
+    rlock::reentrant_lock lock = fenced ? rlock::reentrant_lock(*fenced) : client.get_lock(name);
     const std::string owner = fmt::format("{}:{}", client.id(), lock.owner_id());
 
     // Acquire, waiting up to --wait (or until Ctrl-C).
@@ -110,9 +116,11 @@ int run_hold(const context& ctx, const hold_options& opts) {
       } else {
         o["watchdog"] = true;
       }
-      out.emit(fmt::format("{}: acquired by {} ({}), after {} ms", name, owner,
+      if (fenced) o["token"] = fenced->token();
+      out.emit(fmt::format("{}: acquired by {} ({}{}), after {} ms", name, owner,
                            opts.lease ? fmt::format("lease {} ms", opts.lease->count())
                                       : std::string("watchdog"),
+                           fenced ? fmt::format(", token {}", fenced->token()) : std::string(),
                            since(t0)),
                o);
     }
