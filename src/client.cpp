@@ -174,7 +174,13 @@ void client_impl::on_state(connection_state state, std::error_code reason,
         log(log_level::info, "reconnected ({} reconnects so far)",
             session.stats().reconnects.load(std::memory_order_relaxed));
       } else {
-        log(log_level::debug, "connected to {}:{}", cfg.host, cfg.port);
+        log(log_level::debug, "connected to {}:{}{}", cfg.host, cfg.port,
+            cfg.tls.enabled ? " over TLS" : "");
+      }
+      if (cfg.tls.enabled && !cfg.tls.verify_peer) {
+        log(log_level::warning,
+            "TLS certificate verification is OFF (tls.verify_peer = false): any server is "
+            "accepted, a man in the middle included");
       }
       was_connected_ = true;
       break;
@@ -363,13 +369,19 @@ fenced_lock client::get_fenced_lock(std::string_view name, std::uint64_t owner_i
 }
 
 config config::from_url(const std::string& url) {
-  constexpr std::string_view scheme = "redis://";
   auto bad = [&url](std::string_view why) {
     throw_error(errc::invalid_argument, fmt::format("bad Redis URL '{}': {}", url, why));
   };
-  if (!std::string_view(url).starts_with(scheme)) bad("it must start with redis://");
-  std::string_view rest = std::string_view(url).substr(scheme.size());
   config c;
+  std::string_view rest = url;
+  if (rest.starts_with("redis://")) {
+    rest.remove_prefix(8);
+  } else if (rest.starts_with("rediss://")) {
+    rest.remove_prefix(9);
+    c.tls.enabled = true;
+  } else {
+    bad("it must start with redis:// or rediss://");
+  }
   if (auto at = rest.rfind('@'); at != std::string_view::npos) {
     std::string_view auth = rest.substr(0, at);
     rest.remove_prefix(at + 1);

@@ -35,6 +35,16 @@ class category final : public std::error_category {
         return "cannot resolve the Redis host name";
       case errc::connect_failed:
         return "cannot connect to Redis";
+      case errc::tls_handshake_failed:
+        return "TLS handshake failed";
+      case errc::tls_certificate_untrusted:
+        return "the server's TLS certificate is not trusted";
+      case errc::tls_hostname_mismatch:
+        return "the server's TLS certificate does not match its name";
+      case errc::tls_client_rejected:
+        return "the server refused this client's TLS certificate";
+      case errc::handshake_closed:
+        return "the server closed the connection during the handshake";
     }
     return "unknown rlock error";
   }

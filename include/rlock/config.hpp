@@ -23,6 +23,27 @@ struct RLOCK_EXPORT config {
   /// Logical database selected after the handshake.
   int database = 0;
 
+  /// TLS (Asio's SSL stream over OpenSSL). Off by default; a `rediss://` URL turns it on.
+  struct tls_settings {
+    bool enabled = false;
+    /// The CAs that sign the server's certificate, a PEM file and/or a directory of hashed PEM
+    /// files (`openssl rehash`); both empty: the system's default trust store.
+    std::string ca_file;
+    std::string ca_dir;
+    /// A client certificate and its private key (PEM), for servers that require one
+    /// (`tls-auth-clients yes`: mutual TLS). Both or neither.
+    std::string cert_file;
+    std::string key_file;
+    /// The name sent for SNI and checked against the server's certificate (its DNS or IP
+    /// subject alternative names); empty: `host`.
+    std::string server_name;
+    /// Whether the server's certificate is verified (chain to a trusted CA, name). Turning it
+    /// off accepts any server, a man in the middle included: only for tests; it is logged at
+    /// every connection.
+    bool verify_peer = true;
+  };
+  tls_settings tls;
+
   /// Sent with `HELLO 3 ... SETNAME` on every connection, so operators can tell this client's
   /// connections apart in `CLIENT LIST`. Empty: no name. Must not contain spaces or newlines.
   std::string client_name;
@@ -68,8 +89,9 @@ struct RLOCK_EXPORT config {
   /// An acquisition that waited this long or longer is logged (warning). Zero: never.
   std::chrono::milliseconds slow_acquire_threshold{1'000};
 
-  /// Parses `redis://[[user]:password@]host[:port][/db]`; throws std::system_error carrying
-  /// errc::invalid_argument on anything else.
+  /// Parses `redis://[[user]:password@]host[:port][/db]`, or `rediss://...` for TLS (with the
+  /// system's trust store; set tls.ca_file etc. afterwards for a private CA); throws
+  /// std::system_error carrying errc::invalid_argument on anything else.
   static config from_url(const std::string& url);
 };
 

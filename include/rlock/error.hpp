@@ -41,6 +41,22 @@ enum class errc {
   resolve_failed,
   /// No TCP connection could be made (refused, unreachable).
   connect_failed,
+  /// The TLS handshake failed for a reason other than those below: e.g. the port does not
+  /// speak TLS ("wrong version number": a plaintext port), no common protocol or cipher, or a
+  /// TLS setting that cannot be used (an unreadable CA, certificate or key file).
+  tls_handshake_failed,
+  /// The server's certificate does not chain to a trusted CA (config::tls_settings::ca_file),
+  /// or is expired or not yet valid.
+  tls_certificate_untrusted,
+  /// The server's certificate is valid but not for the name rlock asked for
+  /// (config::tls_settings::server_name, else the host).
+  tls_hostname_mismatch,
+  /// The server refused this client's TLS credentials: a certificate it requires was not sent
+  /// (`tls-auth-clients yes`), or it does not trust the one sent.
+  tls_client_rejected,
+  /// The server closed the connection before answering the handshake (`HELLO`): typically a
+  /// plaintext client on a TLS port (use `rediss://` / tls.enabled).
+  handshake_closed,
 };
 
 /// The category of `rlock::errc`; its name is "rlock".

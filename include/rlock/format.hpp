@@ -40,8 +40,8 @@ struct fmt::formatter<rlock::connection_state>
 template <>
 struct fmt::formatter<rlock::log_level> : rlock::detail::named_formatter<rlock::log_level> {};
 
-/// `redis://user:***\@host:port/db name=... prefix='...' lease=30000ms timeout=5000ms`: the
-/// password never appears.
+/// `redis[s]://user:***\@host:port/db name=... prefix='...' lease=30000ms timeout=5000ms ...`:
+/// the password never appears (TLS file paths do; they are not secrets).
 template <>
 struct fmt::formatter<rlock::config> : fmt::formatter<std::string_view> {
   template <typename FormatContext>
@@ -50,12 +50,18 @@ struct fmt::formatter<rlock::config> : fmt::formatter<std::string_view> {
     if (!c.username.empty() || !c.password.empty()) {
       user = c.username + (c.password.empty() ? "" : ":***") + "@";
     }
+    std::string tls;
+    if (c.tls.enabled) {
+      tls = fmt::format(" tls(ca='{}' cert='{}' server_name='{}' verify={})", c.tls.ca_file,
+                        c.tls.cert_file, c.tls.server_name, c.tls.verify_peer ? "on" : "OFF");
+    }
     const auto text = fmt::format(
-        "redis://{}{}:{}/{} name='{}' prefix='{}' lease={}ms timeout={}ms connect_timeout={}ms "
-        "health_check={}ms reconnect={}",
-        user, c.host, c.port, c.database, c.client_name, c.key_prefix, c.watchdog_timeout.count(),
-        c.command_timeout.count(), c.connect_timeout.count(), c.health_check_interval.count(),
-        c.reconnect.enabled ? "on" : "off");
+        "{}://{}{}:{}/{} name='{}' prefix='{}' lease={}ms timeout={}ms connect_timeout={}ms "
+        "health_check={}ms reconnect={}{}",
+        c.tls.enabled ? "rediss" : "redis", user, c.host, c.port, c.database, c.client_name,
+        c.key_prefix, c.watchdog_timeout.count(), c.command_timeout.count(),
+        c.connect_timeout.count(), c.health_check_interval.count(),
+        c.reconnect.enabled ? "on" : "off", tls);
     return fmt::formatter<std::string_view>::format(text, ctx);
   }
 };

@@ -10,6 +10,7 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/stream_base.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
@@ -63,7 +64,7 @@ connection::connection(asio::any_io_executor ex, config cfg)
     : executor_(std::move(ex)),
       cfg_(std::move(cfg)),
       resolver_(executor_),
-      socket_(executor_),
+      transport_(executor_, cfg_),
       backoff_(cfg_.reconnect.backoff_initial, cfg_.reconnect.backoff_cap, random_seed()),
       deadline_timer_(executor_),
       connect_timer_(executor_),
@@ -114,6 +115,15 @@ asio::awaitable<void> connection::attempt(std::uint64_t gen) {
   connect_timer_.expires_after(cfg_.connect_timeout);
   connect_timer_.async_wait([this, self, gen](boost::system::error_code ec) {
     if (ec || gen != gen_ || state_ == connection_state::connected) return;
+    if (tls_handshaking_) {
+      // A plaintext Redis takes a ClientHello for the start of an inline command and waits for
+      // its end: silence, not an error, is how a TLS client on a plaintext port fails.
+      lose(gen, make_error_code(errc::tls_handshake_failed),
+           fmt::format("{}:{} did not answer the TLS handshake within {} ms (connect_timeout): "
+                       "a plaintext port? turn tls off or use the server's tls-port",
+                       cfg_.host, cfg_.port, cfg_.connect_timeout.count()));
+      return;
+    }
     lose(gen, make_error_code(errc::timeout),
          fmt::format("connecting to {}:{} took longer than {} ms (connect_timeout)", cfg_.host,
                      cfg_.port, cfg_.connect_timeout.count()));
@@ -127,7 +137,14 @@ asio::awaitable<void> connection::attempt(std::uint64_t gen) {
          fmt::format("cannot resolve '{}': {}", cfg_.host, rec.message()));
     co_return;
   }
-  auto [cec, ep] = co_await asio::async_connect(socket_, endpoints, asio::as_tuple(use_awaitable));
+  std::string settings_error;
+  if (auto tec = transport_.renew(settings_error)) {
+    lose(gen, tec, std::move(settings_error));
+    co_return;
+  }
+  auto keep = transport_.keep_alive();
+  auto [cec, ep] =
+      co_await asio::async_connect(transport_.socket(), endpoints, asio::as_tuple(use_awaitable));
   if (gen != gen_) co_return;
   if (cec) {
     lose(gen, make_error_code(errc::connect_failed),
@@ -135,7 +152,21 @@ asio::awaitable<void> connection::attempt(std::uint64_t gen) {
     co_return;
   }
   boost::system::error_code ignored;
-  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  transport_.socket().set_option(asio::ip::tcp::no_delay(true), ignored);
+  if (transport_.tls()) {
+    // Within the same connect_timeout as the rest of the attempt.
+    tls_handshaking_ = true;
+    auto [hec] = co_await transport_.secure().async_handshake(asio::ssl::stream_base::client,
+                                                              asio::as_tuple(use_awaitable));
+    if (gen != gen_) co_return;
+    tls_handshaking_ = false;
+    if (hec) {
+      auto why = transport_.explain(hec);
+      lose(gen, make_error_code(why ? why->first : errc::tls_handshake_failed),
+           fmt::format("{}:{}: {}", cfg_.host, cfg_.port, why ? why->second : hec.message()));
+      co_return;
+    }
+  }
   parser_ = resp3::parser{reply_limits()};
   last_read_ = clock_type::now();
   asio::co_spawn(
@@ -266,10 +297,9 @@ void connection::tell_state(std::error_code reason, const std::string& diagnosti
 
 void connection::drop_socket() {
   ++gen_;  // every callback of the dropped connection is stale from here on
-  boost::system::error_code ignored;
   resolver_.cancel();
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-  socket_.close(ignored);
+  transport_.close();
+  tls_handshaking_ = false;
   connect_timer_.cancel();
   health_timer_.cancel();
   ping_outstanding_ = false;
@@ -366,23 +396,22 @@ void connection::start_write() {
   if (mux_.prepare_write(writing_, state_ == connection_state::connected, clock_type::now()) == 0)
     return;
   write_in_flight_ = true;
-  asio::async_write(
-      socket_, asio::buffer(writing_),
-      [this, self = shared_from_this(), gen = gen_](boost::system::error_code ec, std::size_t) {
-        write_in_flight_ = false;
-        if (gen != gen_) {
-          // The connection this write was for is gone; the next one may be
-          // waiting for this buffer (start_write checks what may go out).
-          start_write();
-          return;
-        }
-        if (ec) {
-          return lose(
-              gen, make_error_code(errc::connection_lost),
-              fmt::format("writing to {}:{} failed: {}", cfg_.host, cfg_.port, ec.message()));
-        }
-        start_write();
-      });
+  transport_.async_write(asio::buffer(writing_), [this, self = shared_from_this(), gen = gen_,
+                                                  keep = transport_.keep_alive()](
+                                                     boost::system::error_code ec, std::size_t) {
+    write_in_flight_ = false;
+    if (gen != gen_) {
+      // The connection this write was for is gone; the next one may be
+      // waiting for this buffer (start_write checks what may go out).
+      start_write();
+      return;
+    }
+    if (ec) {
+      return lose(gen, make_error_code(errc::connection_lost),
+                  fmt::format("writing to {}:{} failed: {}", cfg_.host, cfg_.port, ec.message()));
+    }
+    start_write();
+  });
 }
 
 void connection::arm_deadline(clock_type::time_point d) {
@@ -402,10 +431,27 @@ void connection::arm_deadline(clock_type::time_point d) {
 
 asio::awaitable<void> connection::reader(std::uint64_t gen) {
   auto self = shared_from_this();
+  auto keep = transport_.keep_alive();  // this connection's stream, while reads are pending
   for (;;) {
-    auto [ec, n] =
-        co_await socket_.async_read_some(asio::buffer(read_buffer_), asio::as_tuple(use_awaitable));
+    auto [ec, n] = co_await transport_.async_read_some(asio::buffer(read_buffer_),
+                                                       asio::as_tuple(use_awaitable));
     if (gen != gen_) co_return;
+    if (ec && state_ != connection_state::connected) {
+      // Still in the handshake: say why the server would not talk. A TLS 1.3 server refuses a
+      // client certificate only after the TLS handshake, on the first read.
+      if (auto why = transport_.explain(ec)) {
+        lose(gen, make_error_code(why->first),
+             fmt::format("{}:{}: {}", cfg_.host, cfg_.port, why->second));
+        co_return;
+      }
+      if (ec == asio::error::eof || ec == asio::error::connection_reset) {
+        lose(gen, make_error_code(errc::handshake_closed),
+             fmt::format(
+                 "{}:{} closed the connection before answering HELLO{}", cfg_.host, cfg_.port,
+                 transport_.tls() ? "" : " (a TLS port? use rediss:// or config.tls.enabled)"));
+        co_return;
+      }
+    }
     if (ec) {
       lose(gen, make_error_code(errc::connection_lost),
            ec == asio::error::eof

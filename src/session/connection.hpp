@@ -7,6 +7,7 @@
 #include "session/backoff.hpp"
 #include "session/multiplexer.hpp"
 #include "session/subscription_set.hpp"
+#include "session/transport.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -135,7 +136,7 @@ class connection : public std::enable_shared_from_this<connection> {
   listener* listener_ = nullptr;
   std::vector<handshake_step> steps_;
   boost::asio::ip::tcp::resolver resolver_;
-  boost::asio::ip::tcp::socket socket_;
+  transport transport_;  // TCP, or TLS over it
   resp3::parser parser_;
   multiplexer mux_;
   subscription_set subs_;
@@ -149,7 +150,8 @@ class connection : public std::enable_shared_from_this<connection> {
   /// is ready, so retries, latched releases and acquire reconciliation see a final state.
   std::int64_t server_id_ = 0;
   std::int64_t handshake_id_ = 0;
-  bool fencing_ = false;   // this handshake has the CLIENT KILL step (after HELLO)
+  bool fencing_ = false;          // this handshake has the CLIENT KILL step (after HELLO)
+  bool tls_handshaking_ = false;  // the attempt waits for the TLS handshake
   std::uint64_t gen_ = 1;  // the current connection attempt; callbacks of older ones do nothing
   std::string writing_;    // the bytes of the write in flight
   bool write_in_flight_ = false;

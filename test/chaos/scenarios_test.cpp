@@ -339,7 +339,7 @@ TEST(chaos, two_lost_acquires_of_one_owner_count_one_hold_once) {
 }
 
 TEST(chaos, server_restart_with_aof_keeps_exclusion_without_data_loss) {
-  scenario s({.aof = true});
+  scenario s(rlock::test::redis_server::options::with_aof());
   auto w = s.workload("p");
   w.duration = 5s;
   w.max_hold = 100ms;

@@ -78,7 +78,7 @@ TEST(chaos, soak_three_processes_under_twenty_random_faults) {
   std::fflush(stdout);
   std::mt19937_64 rng(seed);
 
-  scenario s({.aof = true});
+  scenario s(rlock::test::redis_server::options::with_aof());
   const auto dir =
       std::filesystem::temp_directory_path() / ("rlock-soak-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);

@@ -238,7 +238,7 @@ TEST(bad_input, async_forms_return_the_error_code_without_throwing) {
 
 TEST(bad_input, from_url_rejects_malformed_urls) {
   for (const char* url :
-       {"", "redis", "redis:/", "http://localhost:6379", "rediss://localhost", "redis://",
+       {"", "redis", "redis:/", "http://localhost:6379", "rediss:/localhost", "rediss://", "redis://",
         "redis://:6379", "redis://localhost:", "redis://localhost:abc", "redis://localhost:0",
         "redis://localhost:65536", "redis://localhost:-1", "redis://localhost:6379/x",
         "redis://localhost:6379/-1", "redis://localhost:6379/1x", "redis://user:pw@",
@@ -255,6 +255,14 @@ TEST(bad_input, from_url_parses_every_part) {
   EXPECT_EQ(c.host, "host");
   EXPECT_EQ(c.port, 123);
   EXPECT_EQ(c.database, 4);
+
+  EXPECT_FALSE(c.tls.enabled);
+  const auto t = rlock::config::from_url("rediss://user:pw@host:6380/1");
+  EXPECT_TRUE(t.tls.enabled);
+  EXPECT_TRUE(t.tls.verify_peer);
+  EXPECT_EQ(t.host, "host");
+  EXPECT_EQ(t.port, 6380);
+  EXPECT_EQ(t.database, 1);
 
   const auto d = rlock::config::from_url("redis://example.com");
   EXPECT_EQ(d.host, "example.com");

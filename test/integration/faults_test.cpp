@@ -274,7 +274,7 @@ TEST(faults, unlocking_client_killed_mid_unlock_retries_it_on_the_next_connectio
 }
 
 TEST(faults, server_restart_with_aof_keeps_the_lock_and_exclusion) {
-  rlock::test::redis_server server({.aof = true});
+  rlock::test::redis_server server(rlock::test::redis_server::options::with_aof());
   asio::io_context io;
   auto cfg = fast_config(server.port(), "aof");
   cfg.watchdog_timeout = 1500ms;

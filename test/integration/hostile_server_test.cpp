@@ -2,6 +2,7 @@
 // clear error within connect_timeout, never a crash, a hang or a success. README's table of
 // hostile inputs lists these cases.
 #include "rlock/rlock.hpp"
+#include "script/scripts.hpp"
 #include "support/fake_server.hpp"
 #include "support/lock_env.hpp"
 #include "support/run.hpp"
@@ -139,7 +140,9 @@ TEST(hostile_server, an_answer_nobody_asked_for_drops_the_connection) {
       in += more;
     }
     std::string handshake = "%1\r\n$6\r\nserver\r\n$5\r\nredis\r\n";
-    for (int i = 0; i < 4; ++i) handshake += "$40\r\n0123456789012345678901234567890123456789\r\n";
+    for (std::size_t i = 0; i < rlock::detail::script_count; ++i) {
+      handshake += "$40\r\n0123456789012345678901234567890123456789\r\n";  // one per SCRIPT LOAD
+    }
     fake_server::write(s, handshake);
     if (fake_server::read_some(s).empty()) return;
     fake_server::write(s, ":0\r\n+UNASKED\r\n");

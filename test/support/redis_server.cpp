@@ -257,6 +257,13 @@ bool redis_server::try_start(std::uint16_t port) {
     args[8] = "yes";
     args.insert(args.end(), {"--appendfsync", "always"});
   }
+  if (!opts_.tls_cert.empty()) {
+    // Chosen once: a restart keeps both ports.
+    if (tls_port_ == 0) tls_port_ = free_port();
+    args.insert(args.end(), {"--tls-port", std::to_string(tls_port_), "--tls-cert-file",
+                             opts_.tls_cert, "--tls-key-file", opts_.tls_key, "--tls-ca-cert-file",
+                             opts_.tls_ca, "--tls-auth-clients", opts_.tls_auth_clients});
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -21,6 +21,20 @@ class redis_server {
     /// Append-only file with `appendfsync always`: every write is on disk before it is
     /// answered, so a SIGKILL loses nothing.
     bool aof = false;
+    /// TLS beside the plaintext port (which the start-up probe and raw clients keep using): a
+    /// second free port, `--tls-port`, with these PEM files. Empty cert: no TLS.
+    std::string tls_cert;
+    std::string tls_key;
+    std::string tls_ca;
+    /// `--tls-auth-clients`: "yes" (a client certificate is required), "no", "optional".
+    std::string tls_auth_clients = "no";
+
+    /// Persistence on (aof), everything else default.
+    static options with_aof() {
+      options o;
+      o.aof = true;
+      return o;
+    }
   };
 
   redis_server();
@@ -31,6 +45,8 @@ class redis_server {
   redis_server& operator=(const redis_server&) = delete;
 
   std::uint16_t port() const noexcept { return port_; }
+  /// The TLS port (options::tls_cert set), else 0.
+  std::uint16_t tls_port() const noexcept { return tls_port_; }
   std::string host() const { return "127.0.0.1"; }
   /// The server's pid, e.g. to SIGSTOP/SIGCONT it in a test.
   pid_t pid() const noexcept { return pid_; }
@@ -52,6 +68,7 @@ class redis_server {
   options opts_;
   std::string dir_;
   std::uint16_t port_ = 0;
+  std::uint16_t tls_port_ = 0;
   pid_t pid_ = -1;
   pid_t owner_ = -1;  // the process that spawned pid_
 };
