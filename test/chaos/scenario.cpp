@@ -1,5 +1,7 @@
 #include "chaos/scenario.hpp"
 
+#include "support/tls_files.hpp"
+
 #include <csignal>
 #include <cstdio>
 #include <thread>
@@ -31,12 +33,36 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
   return true;
 }
 
-scenario::scenario(rlock::test::redis_server::options server_opts)
-    : server(server_opts), proxy(server.port()), prefix(rlock::test::unique_prefix()) {}
+namespace {
+
+rlock::test::redis_server::options with_transport(rlock::test::redis_server::options opts,
+                                                  transport_kind kind) {
+  if (kind == transport_kind::tls) opts.with_tls(rlock::test::tls_files::shared());
+  return opts;
+}
+
+}  // namespace
+
+scenario::scenario(rlock::test::redis_server::options server_opts, transport_kind k)
+    : kind(k),
+      server(with_transport(server_opts, k)),
+      proxy(k == transport_kind::tls ? server.tls_port() : server.port()),
+      prefix(rlock::test::unique_prefix()) {}
+
+rlock::config scenario::client_config(const std::string& name, bool through_proxy) const {
+  const bool tls = kind == transport_kind::tls;
+  const std::uint16_t direct = tls ? server.tls_port() : server.port();
+  auto cfg = chaos_config(through_proxy ? proxy.port() : direct, prefix, name);
+  if (tls) {
+    cfg.tls.enabled = true;
+    cfg.tls.ca_file = rlock::test::tls_files::shared().path("ca.crt");
+  }
+  return cfg;
+}
 
 workload_options scenario::workload(const std::string& process, bool through_proxy) const {
   workload_options o;
-  o.cfg = chaos_config(through_proxy ? proxy.port() : server.port(), prefix, "chaos-" + process);
+  o.cfg = client_config("chaos-" + process, through_proxy);
   o.process = process;
   o.names = {"alpha", "beta"};
   o.coroutines = 4;

@@ -29,15 +29,24 @@ rlock::config chaos_config(std::uint16_t port, const std::string& prefix, const 
 bool wait_until(const std::function<bool()>& pred,
                 std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
+/// Whether a scenario's clients talk to the server over TLS (through the same proxy: it
+/// forwards bytes, whatever they are).
+enum class transport_kind { tcp, tls };
+
 class scenario {
  public:
-  explicit scenario(rlock::test::redis_server::options server_opts = {});
+  explicit scenario(rlock::test::redis_server::options server_opts = {},
+                    transport_kind kind = transport_kind::tcp);
 
+  const transport_kind kind;
   rlock::test::redis_server server;
   fault_proxy proxy;
   const std::string prefix;
   recorder rec;
 
+  /// A client's config aimed at the proxy (`through_proxy`) or the server directly, over this
+  /// scenario's transport.
+  rlock::config client_config(const std::string& name, bool through_proxy = true) const;
   /// Workload options aimed at the proxy (`through_proxy`) or the server directly.
   workload_options workload(const std::string& process, bool through_proxy = true) const;
   /// Starts `opts` in the background.

@@ -93,13 +93,13 @@ TEST(chaos, client_kill_while_an_unlock_is_in_flight) {
   EXPECT_TRUE(v.clean()) << v.report();
 }
 
-TEST(chaos, black_hole_longer_than_the_lease_holder_learns_lost_first) {
-  // A holder behind the proxy, a waiter connected directly: the proxy swallows everything for
-  // 1.5 leases. The holder must stop believing (lost()) before the waiter can acquire.
-  scenario s;
+/// A holder behind the proxy, a waiter connected directly: the proxy swallows everything for
+/// 1.5 leases. The holder must stop believing (lost()) before the waiter can acquire.
+void black_hole_scenario(transport_kind kind) {
+  scenario s({}, kind);
   asio::io_context io;
-  rlock::client holder(io.get_executor(), chaos_config(s.proxy.port(), s.prefix, "holder"));
-  rlock::client waiter(io.get_executor(), chaos_config(s.server.port(), s.prefix, "waiter"));
+  rlock::client holder(io.get_executor(), s.client_config("holder"));
+  rlock::client waiter(io.get_executor(), s.client_config("waiter", false));
   nanos lost_at = 0;
   nanos taken_at = 0;
   int finished = 0;
@@ -156,6 +156,14 @@ TEST(chaos, black_hole_longer_than_the_lease_holder_learns_lost_first) {
   io.run_for(5s);
   const auto v = s.finish();
   EXPECT_TRUE(v.clean()) << v.report();
+}
+
+TEST(chaos, black_hole_longer_than_the_lease_holder_learns_lost_first) {
+  black_hole_scenario(transport_kind::tcp);
+}
+
+TEST(chaos, black_hole_over_tls_holder_learns_lost_first) {
+  black_hole_scenario(transport_kind::tls);
 }
 
 /// Runs a directed scenario: `body` on `io` (at most 20 s), then lets `clients` go idle (a
@@ -338,8 +346,10 @@ TEST(chaos, two_lost_acquires_of_one_owner_count_one_hold_once) {
   });
 }
 
-TEST(chaos, server_restart_with_aof_keeps_exclusion_without_data_loss) {
-  scenario s(rlock::test::redis_server::options::with_aof());
+/// SIGKILL and restart of a server with `appendfsync always`, three times, aimed at moments when
+/// someone holds a lock: nothing is lost, so exclusion must hold throughout.
+void restart_scenario(transport_kind kind) {
+  scenario s(rlock::test::redis_server::options::with_aof(), kind);
   auto w = s.workload("p");
   w.duration = 5s;
   w.max_hold = 100ms;
@@ -351,8 +361,16 @@ TEST(chaos, server_restart_with_aof_keeps_exclusion_without_data_loss) {
   auto rec = recovery_ms(s.last(), s.back_at);
   ASSERT_FALSE(rec.empty());  // 3 unless the run ended right after the last restart
   std::sort(rec.begin(), rec.end());
-  std::printf("recovery after restart: p50 %.1f ms, max %.1f ms\n", rec[rec.size() / 2],
-              rec.back());
+  std::printf("recovery after restart%s: p50 %.1f ms, max %.1f ms\n",
+              kind == transport_kind::tls ? " (TLS)" : "", rec[rec.size() / 2], rec.back());
+}
+
+TEST(chaos, server_restart_with_aof_keeps_exclusion_without_data_loss) {
+  restart_scenario(transport_kind::tcp);
+}
+
+TEST(chaos, server_restart_over_tls_keeps_exclusion_without_data_loss) {
+  restart_scenario(transport_kind::tls);
 }
 
 TEST(chaos, server_restart_without_persistence_is_reported_as_data_loss) {

@@ -3,11 +3,11 @@
 // signs nothing the client trusts). Each misconfiguration fails fast, within connect_timeout,
 // with its own error; a working connection locks, reconnects and resubscribes as over TCP.
 #include "rlock/rlock.hpp"
-#include "support/child_process.hpp"
 #include "support/lock_env.hpp"
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
 #include "support/run.hpp"
+#include "support/tls_files.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -16,94 +16,21 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace {
 
 namespace asio = boost::asio;
-namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
-
-/// Runs `openssl args...`; throws with its stderr if it fails.
-void openssl(std::vector<std::string> args) {
-  args.insert(args.begin(), "/usr/bin/openssl");  // child_process runs argv[0] as given
-  const auto r = rlock::test::run_process(args, std::chrono::seconds(60));
-  if (r.code != 0) throw std::runtime_error("openssl " + args[1] + " failed: " + r.err);
-}
-
-/// A CA and the certificates it signs, in a fresh directory.
-struct pki {
-  fs::path dir;
-
-  pki() {
-    dir = fs::temp_directory_path() / ("rlock-tls-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    make_ca("ca");
-    make_ca("rogue-ca");
-    make_signed("ca", "server", "localhost", "subjectAltName=DNS:localhost,IP:127.0.0.1");
-    make_signed("ca", "client", "rlock-client", "");
-    make_signed("rogue-ca", "rogue-server", "localhost",
-                "subjectAltName=DNS:localhost,IP:127.0.0.1");
-  }
-  ~pki() {
-    std::error_code ignored;
-    fs::remove_all(dir, ignored);
-  }
-  std::string path(const std::string& file) const { return (dir / file).string(); }
-
- private:
-  void make_ca(const std::string& name) {
-    openssl({"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
-             "/CN=rlock test " + name, "-keyout", path(name + ".key"), "-out",
-             path(name + ".crt")});
-  }
-  void make_signed(const std::string& ca, const std::string& name, const std::string& cn,
-                   const std::string& san) {
-    openssl({"req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=" + cn, "-keyout",
-             path(name + ".key"), "-out", path(name + ".csr")});
-    std::vector<std::string> sign{"x509",
-                                  "-req",
-                                  "-in",
-                                  path(name + ".csr"),
-                                  "-CA",
-                                  path(ca + ".crt"),
-                                  "-CAkey",
-                                  path(ca + ".key"),
-                                  "-CAcreateserial",
-                                  "-days",
-                                  "2",
-                                  "-out",
-                                  path(name + ".crt")};
-    if (!san.empty()) {
-      std::ofstream(dir / (name + ".ext")) << san << "\n";
-      sign.insert(sign.end(), {"-extfile", path(name + ".ext")});
-    }
-    openssl(sign);
-  }
-};
-
-const pki& certificates() {
-  static const pki p;
-  return p;
-}
 
 /// A server with TLS beside its plaintext port, signed by `ca`'s server certificate.
 std::unique_ptr<rlock::test::redis_server> tls_server(const std::string& server_cert,
                                                       const std::string& auth_clients) {
-  const auto& p = certificates();
   rlock::test::redis_server::options opts;
-  opts.tls_cert = p.path(server_cert + ".crt");
-  opts.tls_key = p.path(server_cert + ".key");
-  opts.tls_ca = p.path("ca.crt");
-  opts.tls_auth_clients = auth_clients;
+  opts.with_tls(rlock::test::tls_files::shared(), server_cert, auth_clients);
   return std::make_unique<rlock::test::redis_server>(opts);
 }
 
@@ -116,7 +43,7 @@ rlock::config tls_config(std::uint16_t port) {
   auto cfg = rlock::test::make_config();
   cfg.port = port;
   cfg.tls.enabled = true;
-  cfg.tls.ca_file = certificates().path("ca.crt");
+  cfg.tls.ca_file = rlock::test::tls_files::shared().path("ca.crt");
   cfg.connect_timeout = 2s;
   return cfg;
 }
@@ -150,7 +77,7 @@ TEST(tls, locks_over_tls_and_a_rediss_url_turns_it_on) {
   asio::io_context io;
   auto cfg = rlock::config::from_url("rediss://127.0.0.1:" + std::to_string(server.tls_port()));
   EXPECT_TRUE(cfg.tls.enabled);
-  cfg.tls.ca_file = certificates().path("ca.crt");
+  cfg.tls.ca_file = rlock::test::tls_files::shared().path("ca.crt");
   cfg.key_prefix = rlock::test::unique_prefix();
   rlock::client redis(io.get_executor(), cfg);
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
@@ -202,14 +129,14 @@ TEST(tls, mutual_tls_needs_the_client_certificate) {
   const auto without = connect_with(cfg);
   EXPECT_EQ(without.ec, rlock::errc::tls_client_rejected) << without.words;
   EXPECT_LT(without.took, 2s);
-  cfg.tls.cert_file = certificates().path("client.crt");
-  cfg.tls.key_file = certificates().path("client.key");
+  cfg.tls.cert_file = rlock::test::tls_files::shared().path("client.crt");
+  cfg.tls.key_file = rlock::test::tls_files::shared().path("client.key");
   const auto with = connect_with(cfg);
   EXPECT_FALSE(with.ec) << with.words;
   // A key without its certificate is a setting that cannot be used.
   cfg.tls.cert_file.clear();
   EXPECT_EQ(connect_with(cfg).ec, rlock::errc::tls_handshake_failed);
-  cfg.tls.cert_file = certificates().path("no-such-file.crt");
+  cfg.tls.cert_file = rlock::test::tls_files::shared().path("no-such-file.crt");
   const auto missing = connect_with(cfg);
   EXPECT_EQ(missing.ec, rlock::errc::tls_handshake_failed);
   EXPECT_NE(missing.words.find("no-such-file.crt"), std::string::npos) << missing.words;

@@ -29,6 +29,17 @@ class redis_server {
     /// `--tls-auth-clients`: "yes" (a client certificate is required), "no", "optional".
     std::string tls_auth_clients = "no";
 
+    /// TLS beside the plaintext port with `files`' server certificate (tls_files.hpp).
+    template <typename Files>
+    options& with_tls(const Files& files, const std::string& server = "server",
+                      const std::string& auth_clients = "no") {
+      tls_cert = files.path(server + ".crt");
+      tls_key = files.path(server + ".key");
+      tls_ca = files.path("ca.crt");
+      tls_auth_clients = auth_clients;
+      return *this;
+    }
+
     /// Persistence on (aof), everything else default.
     static options with_aof() {
       options o;
