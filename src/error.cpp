@@ -45,6 +45,10 @@ class category final : public std::error_category {
         return "the server refused this client's TLS certificate";
       case errc::handshake_closed:
         return "the server closed the connection during the handshake";
+      case errc::command_not_permitted:
+        return "the ACL user may not run a command rlock needs";
+      case errc::key_not_permitted:
+        return "the ACL user may not access the lock's keys";
     }
     return "unknown rlock error";
   }

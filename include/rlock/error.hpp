@@ -30,8 +30,9 @@ enum class errc {
   /// A blocking call was made from a handler of the same blocking client, where it would wait
   /// for itself.
   would_deadlock,
-  /// The server refused a command for lack of ACL rights (`-NOPERM`), e.g. SUBSCRIBE to a
-  /// lock's channel by a user without channel rights; Redis's text travels beside the code.
+  /// The server refused the ACL user a channel (`-NOPERM`: SUBSCRIBE to a lock's channel, or a
+  /// script's PUBLISH) or another ACL right not covered by command_not_permitted and
+  /// key_not_permitted; Redis's text travels beside the code.
   permission_denied,
   /// The server rejected the credentials (`WRONGPASS`, `NOAUTH`).
   auth_failed,
@@ -57,6 +58,12 @@ enum class errc {
   /// The server closed the connection before answering the handshake (`HELLO`): typically a
   /// plaintext client on a TLS port (use `rediss://` / tls.enabled).
   handshake_closed,
+  /// The ACL user may not run a command rlock needs (`-NOPERM ... 'evalsha' command`, or
+  /// `script|load` in the handshake): README "ACL" lists them.
+  command_not_permitted,
+  /// The ACL user may not access the lock's key (or its channel name, latch or token counter,
+  /// which the scripts take as keys): the name is outside the user's key patterns.
+  key_not_permitted,
 };
 
 /// The category of `rlock::errc`; its name is "rlock".

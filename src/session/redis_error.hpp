@@ -6,12 +6,17 @@
 
 namespace rlock::detail {
 
-/// The rlock error an error reply stands for, from its leading word (Redis's error prefix).
+/// The rlock error an error reply stands for, from its leading word (Redis's error prefix) and,
+/// for ACL refusals, what was refused.
 inline errc errc_of_reply(std::string_view text) noexcept {
-  if (text.starts_with("NOPERM")) return errc::permission_denied;
-  // An ACL refusal inside a script (Redis 7): "ERR The user executing the script can't publish
-  // to the channel ...", "... can't access at least one of the keys ...".
-  if (text.find("The user executing the script can't") != std::string_view::npos) {
+  // An ACL refusal: "NOPERM ..." for a command sent, and inside a script "ERR The user executing
+  // the script can't ..." (Redis 7.0) or a script error carrying "-NOPERM ...".
+  const bool acl = text.find("NOPERM") != std::string_view::npos ||
+                   text.find("The user executing the script can't") != std::string_view::npos;
+  if (acl) {
+    if (text.find("keys") != std::string_view::npos) return errc::key_not_permitted;
+    if (text.find("channel") != std::string_view::npos) return errc::permission_denied;
+    if (text.find("command") != std::string_view::npos) return errc::command_not_permitted;
     return errc::permission_denied;
   }
   if (text.starts_with("WRONGPASS") || text.starts_with("NOAUTH")) return errc::auth_failed;

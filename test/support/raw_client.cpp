@@ -90,7 +90,13 @@ raw_client::raw_client(std::uint16_t port) : socket_(ioc_) {
 }
 
 resp3::value raw_client::command(std::initializer_list<std::string_view> args) {
-  send(args);
+  return command(std::span<const std::string_view>(args.begin(), args.size()));
+}
+
+resp3::value raw_client::command(std::span<const std::string_view> args) {
+  std::string out;
+  resp3::append_command(out, args);
+  boost::asio::write(socket_, boost::asio::buffer(out));
   const auto deadline = clock::now() + reply_timeout;
   for (;;) {
     resp3::value v = read_value(deadline);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -29,6 +30,8 @@ class raw_client {
   /// Sends one command and returns its reply. An error reply is returned, not thrown. Pushes
   /// that arrive meanwhile are queued for `read_push`.
   detail::resp3::value command(std::initializer_list<std::string_view> args);
+  /// The same for a command built at run time.
+  detail::resp3::value command(std::span<const std::string_view> args);
 
   /// `command` for a reply that must be a number: returns it, throws std::runtime_error if the
   /// reply is anything else (an error reply included).

@@ -1,0 +1,207 @@
+// ACL users against a real server: the least-privilege line README recommends for a service
+// that locks under a key prefix lets rlock do everything it does, and nothing outside the
+// prefix; each missing right fails with its own error and Redis's words.
+#include "rlock/rlock.hpp"
+#include "support/lock_env.hpp"
+#include "support/raw_client.hpp"
+#include "support/redis_server.hpp"
+#include "support/run.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <initializer_list>
+#include <span>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+using rlock::test::error_of;
+using namespace std::chrono_literals;
+
+/// README's least-privilege ACL line for a service whose locks live under `prefix` (README
+/// shows it for `svc:`): the lock keys and the names Redisson derives from them (the scripts
+/// take the channel, latch and token counter as keys), the unlock channels, and the commands
+/// rlock sends, directly or from its scripts.
+std::string least_privilege_rules(const std::string& prefix) {
+  return "resetkeys ~" + prefix + "* ~redisson_lock__channel:{" + prefix +
+         "*} ~redisson_unlock_latch:{" + prefix + "*}:* ~redisson_lock_token:{" + prefix +
+         "*} resetchannels &redisson_lock__channel:{" + prefix +
+         "*} -@all +hello +ping +select +client|setname +client|kill +script|load +evalsha "
+         "+exists +hexists +hget +get +pttl +del +subscribe +unsubscribe +hincrby +pexpire +set "
+         "+incr +publish";
+}
+
+/// ACL SETUSER `user` on >pw with `rules` (split on spaces).
+void set_user(rlock::test::raw_client& raw, const std::string& user, const std::string& rules) {
+  std::vector<std::string> words{"ACL", "SETUSER", user, "reset", "on", ">pw"};
+  std::istringstream in(rules);
+  for (std::string w; in >> w;) words.push_back(w);
+  const std::vector<std::string_view> views(words.begin(), words.end());
+  const auto reply = raw.command(std::span<const std::string_view>(views));
+  ASSERT_FALSE(reply.is_error()) << reply.str;
+}
+
+rlock::config as_user(const std::string& user, const std::string& prefix) {
+  auto cfg = rlock::test::make_config();
+  cfg.username = user;
+  cfg.password = "pw";
+  cfg.key_prefix = prefix;
+  cfg.client_name = user;
+  cfg.watchdog_timeout = 900ms;  // renewals every 300 ms
+  cfg.reconnect.backoff_initial = 10ms;
+  cfg.reconnect.backoff_cap = 100ms;
+  return cfg;
+}
+
+/// connect() as `cfg`: its error and words (none on success).
+std::pair<std::error_code, std::string> connect_as(const rlock::config& cfg) {
+  asio::io_context io;
+  rlock::client redis(io.get_executor(), cfg);
+  std::pair<std::error_code, std::string> out;
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    try {
+      co_await redis.connect();
+    } catch (const std::system_error& e) {
+      out = {e.code(), e.what()};
+    }
+    co_await redis.close();
+  });
+  return out;
+}
+
+TEST(acl, the_least_privilege_line_does_everything_rlock_does_and_nothing_outside_its_prefix) {
+  rlock::test::raw_client admin(rlock::test::shared_server().port());
+  const std::string prefix = "acl-" + rlock::test::unique_prefix();
+  set_user(admin, "svc", least_privilege_rules(prefix));
+  asio::io_context io;
+  rlock::client a(io.get_executor(), as_user("svc", prefix));
+  rlock::client b(io.get_executor(), as_user("svc", prefix));
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();  // HELLO AUTH SETNAME, SCRIPT LOAD of every script
+    co_await b.connect();
+    auto mine = a.get_lock("orders:1");
+    auto theirs = b.get_lock("orders:1");
+    co_await mine.lock();  // EVALSHA acquire (exists, hexists, hincrby, pexpire)
+    EXPECT_TRUE(co_await mine.is_held());
+    EXPECT_TRUE(co_await theirs.is_locked());
+    EXPECT_EQ(co_await mine.hold_count(), 1);
+    EXPECT_GT((co_await mine.remaining_ttl()).count(), 0);
+    // A waiter subscribes to the channel; the watchdog renews meanwhile.
+    bool got = false;
+    bool done = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          got = co_await theirs.try_lock(5s);
+          done = true;
+        },
+        asio::detached);
+    for (int i = 0; i < 1000 && (b.metrics().waiters == 0 || a.metrics().renewal_calls < 2); ++i) {
+      co_await rlock::test::sleep_for(2ms);
+    }
+    EXPECT_GE(a.metrics().renewal_calls, 2u);
+    EXPECT_EQ(a.metrics().renewal_failures, 0u);
+    // A reconnection: its handshake fences the old connection (CLIENT KILL ID).
+    admin.command({"CLIENT", "KILL", "USER", "svc", "SKIPME", "yes"});
+    for (int i = 0; i < 1000 && (a.stats().reconnects == 0 || b.stats().reconnects == 0); ++i) {
+      co_await rlock::test::sleep_for(2ms);
+    }
+    EXPECT_TRUE(co_await mine.is_held());
+    co_await mine.unlock();  // latched release (get, hexists, del, publish, set); latch DEL
+    for (int i = 0; i < 2500 && !done; ++i) co_await rlock::test::sleep_for(2ms);
+    EXPECT_TRUE(got);
+    EXPECT_EQ(theirs.last_wake(), rlock::wake_reason::notification);
+    EXPECT_TRUE(co_await mine.force_unlock());
+    // A fenced lock: its token counter (incr, get).
+    auto fenced = a.get_fenced_lock("orders:2");
+    const auto token = co_await fenced.lock(5s);
+    EXPECT_EQ(co_await fenced.current_token(), token);
+    co_await fenced.unlock();
+    co_await a.close();
+    co_await b.close();
+  });
+  // The same user, locks outside its prefix: refused, with their own error and Redis's words.
+  asio::io_context io2;
+  rlock::client other(io2.get_executor(), as_user("svc", "billing:"));
+  rlock::test::run(io2, [&]() -> asio::awaitable<void> {
+    co_await other.connect();
+    auto outside = other.get_lock("x");
+    try {
+      co_await outside.lock();
+      ADD_FAILURE() << "a key outside the prefix was taken";
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code(), rlock::errc::key_not_permitted) << e.what();
+      EXPECT_NE(std::string(e.what()).find("NOPERM"), std::string::npos) << e.what();
+    }
+    co_await other.close();
+  });
+  EXPECT_EQ(admin.command_int({"EXISTS", prefix + "orders:1", prefix + "orders:2", "billing:x"}),
+            0);  // nothing left behind
+  admin.command({"ACL", "DELUSER", "svc"});
+}
+
+TEST(acl, each_missing_right_has_its_own_error) {
+  rlock::test::raw_client admin(rlock::test::shared_server().port());
+  const std::string prefix = "acl2-" + rlock::test::unique_prefix();
+  const std::string full = least_privilege_rules(prefix);
+
+  // A wrong password.
+  set_user(admin, "svc-pw", full);
+  auto wrong = as_user("svc-pw", prefix);
+  wrong.password = "not-it";
+  const auto [pw_ec, pw_words] = connect_as(wrong);
+  EXPECT_EQ(pw_ec, rlock::errc::auth_failed) << pw_words;
+  EXPECT_NE(pw_words.find("WRONGPASS"), std::string::npos) << pw_words;
+
+  // No right to load scripts: the handshake says so.
+  set_user(admin, "svc-noload", full + " -script|load");
+  const auto [load_ec, load_words] = connect_as(as_user("svc-noload", prefix));
+  EXPECT_EQ(load_ec, rlock::errc::command_not_permitted) << load_words;
+  EXPECT_NE(load_words.find("NOPERM"), std::string::npos) << load_words;
+
+  // No right to run them: the first lock says so.
+  set_user(admin, "svc-noeval", full + " -evalsha");
+  asio::io_context io;
+  rlock::client noeval(io.get_executor(), as_user("svc-noeval", prefix));
+  rlock::client nochannel_client(io.get_executor(), [&] {
+    set_user(admin, "svc-nochan", full + " resetchannels");
+    return as_user("svc-nochan", prefix);
+  }());
+  rlock::client holder(io.get_executor(), as_user("svc-pw", prefix));
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await noeval.connect();
+    auto l = noeval.get_lock("x");
+    try {
+      co_await l.lock();
+      ADD_FAILURE() << "locked without evalsha";
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code(), rlock::errc::command_not_permitted) << e.what();
+      EXPECT_NE(std::string(e.what()).find("evalsha"), std::string::npos) << e.what();
+    }
+    // No right on the unlock channel: a waiter cannot wait (the previous issue's error).
+    co_await holder.connect();
+    co_await nochannel_client.connect();
+    auto held = holder.get_lock("busy");
+    co_await held.lock(5s);
+    auto waiter = nochannel_client.get_lock("busy");
+    EXPECT_EQ(co_await error_of(waiter.try_lock(2s)), rlock::errc::permission_denied);
+    co_await held.unlock();
+    co_await noeval.close();
+    co_await nochannel_client.close();
+    co_await holder.close();
+  });
+  for (const char* u : {"svc-pw", "svc-noload", "svc-noeval", "svc-nochan"}) {
+    admin.command({"ACL", "DELUSER", u});
+  }
+}
+
+}  // namespace
