@@ -452,6 +452,7 @@ class Report:
                          num(m and m.get("max_us")), num(m and m.get("mean_us")), st])
         md = table(["library", "pairs", "p50 µs", "p90 µs", "p99 µs", "max µs", "mean µs", "status"],
                    rows)
+        md += self.tls_s1(data)
         r = data.get("rlock", {})
         ev = self.ref("evalsha_c1", "p50_latency_ms")
         self.goals.append(goal("S1", "rlock p50 ≤ 2.0 × EVALSHA(-c1 -P1) p50", "rlock p50 µs",
@@ -465,6 +466,37 @@ class Report:
             self.goals.append(goal("S1", "rlock p50 below every peer's", "rlock p50 µs", r.get("p50_us"),
                                    "fastest peer p50 µs (none ran)", None, "<", 1.0))
         return md, data
+
+    def tls_s1(self, data):
+        """S1 over TLS (the same server's tls-port, same run) as a ratio to plaintext S1."""
+        t = self.metric("S1", "rlock-tls", "s1")
+        plain = data.get("rlock", {}).get("p50_us")
+        if not t or not t.get("p50_us"):
+            return ""
+        data["rlock-tls"] = t
+        ratio = t["p50_us"] / plain if plain else None
+        data["rlock-tls"]["ratio_to_plaintext_p50"] = ratio
+        return ("\n\nOver TLS (the same server's tls-port, same run): p50 %s µs, p99 %s µs, "
+                "%s pairs = **%s × plaintext p50**.\n" %
+                (num(t["p50_us"]), num(t.get("p99_us")), num(t.get("pairs")),
+                 ("%.2f" % ratio) if ratio else "n/a"))
+
+    def tls_s2(self, cs, data):
+        """S2 over TLS at each concurrency measured, as ratios to plaintext S2."""
+        parts, tls = [], {}
+        for c in cs:
+            m = self.metric("S2", "rlock-tls", "s2", concurrency=c)
+            plain = data.get("rlock", {}).get(str(c))
+            if not m or not m.get("pairs_per_s"):
+                continue
+            tls[str(c)] = m["pairs_per_s"]
+            ratio = m["pairs_per_s"] / plain if plain else None
+            parts.append("C=%d: %s pairs/s = **%s × plaintext**" %
+                         (c, num(m["pairs_per_s"]), ("%.2f" % ratio) if ratio else "n/a"))
+        if not parts:
+            return ""
+        data["rlock-tls"] = tls
+        return "\n\nOver TLS (same run): " + "; ".join(parts) + ".\n"
 
     def _find(self, scenario, library, **params):
         for run in self.runs[scenario]:
@@ -496,6 +528,7 @@ class Report:
             row.append(st)
             rows.append(row)
         md = table(["library"] + ["C=%d pairs/s" % c for c in cs] + ["status"], rows)
+        md += self.tls_s2(cs, data)
         top = max(cs) if cs else 256
         r = data.get("rlock", {}).get(str(top))
         ev = self.ref("evalsha_c50", "rps")

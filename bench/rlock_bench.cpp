@@ -78,13 +78,14 @@ struct options {
   std::string waiter = "coroutine";
   int restarts = 20;
   std::string redis_server = "redis-server";
+  std::string tls_ca;  // set: TLS to --port, verified against this CA
 };
 
 [[noreturn]] void usage(const std::string& why) {
   fmt::print(stderr,
              "rlock_bench: {}\nusage: rlock_bench <mode> --port P [--seconds S] "
              "[--concurrency C] [--waiters W] [--locks N] [--names K] [--threads T] "
-             "[--key K] [--out FILE] [--prefix P]\n",
+             "[--key K] [--out FILE] [--prefix P] [--tls-ca CA_FILE]\n",
              why);
   std::exit(2);
 }
@@ -130,6 +131,8 @@ options parse(int argc, char** argv) {
       o.restarts = integer();
     else if (flag == "--redis-server")
       o.redis_server = value;
+    else if (flag == "--tls-ca")
+      o.tls_ca = value;
     else
       usage("unknown flag " + flag);
   }
@@ -143,6 +146,10 @@ rlock::config config_for(const options& o) {
   cfg.port = o.port;
   cfg.key_prefix = o.prefix;
   cfg.command_timeout = 30s;
+  if (!o.tls_ca.empty()) {
+    cfg.tls.enabled = true;
+    cfg.tls.ca_file = o.tls_ca;
+  }
   return cfg;
 }
 

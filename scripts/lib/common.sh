@@ -52,17 +52,18 @@ free_port() {
   return 1
 }
 
-# start_redis PORT: starts a private redis-server on 127.0.0.1:PORT and waits (at most 10 s)
-# until it answers PING. Sets RLOCK_REDIS_PORT and RLOCK_REDIS_DIR for stop_redis; callers
-# should `trap stop_redis EXIT` right after calling it.
+# start_redis PORT [ARGS...]: starts a private redis-server on 127.0.0.1:PORT (with ARGS, e.g.
+# --tls-port ...) and waits (at most 10 s) until it answers PING. Sets RLOCK_REDIS_PORT and
+# RLOCK_REDIS_DIR for stop_redis; callers should `trap stop_redis EXIT` right after calling it.
 start_redis() {
   local port=$1 i
+  shift
   RLOCK_REDIS_PORT=$port
   RLOCK_REDIS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/rlock-redis.XXXXXX")
   log "starting redis-server on 127.0.0.1:$port (dir $RLOCK_REDIS_DIR)"
   redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
     --pidfile "$RLOCK_REDIS_DIR/redis.pid" --logfile "$RLOCK_REDIS_DIR/redis.log" \
-    --dir "$RLOCK_REDIS_DIR"
+    --dir "$RLOCK_REDIS_DIR" "$@"
   for ((i = 0; i < 100; i++)); do
     if [[ $(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null) == PONG ]]; then
       return 0

@@ -238,11 +238,11 @@ TEST(bad_input, async_forms_return_the_error_code_without_throwing) {
 
 TEST(bad_input, from_url_rejects_malformed_urls) {
   for (const char* url :
-       {"", "redis", "redis:/", "http://localhost:6379", "rediss:/localhost", "rediss://", "redis://",
-        "redis://:6379", "redis://localhost:", "redis://localhost:abc", "redis://localhost:0",
-        "redis://localhost:65536", "redis://localhost:-1", "redis://localhost:6379/x",
-        "redis://localhost:6379/-1", "redis://localhost:6379/1x", "redis://user:pw@",
-        "redis://user:pw@:6379"}) {
+       {"", "redis", "redis:/", "http://localhost:6379", "rediss:/localhost", "rediss://",
+        "redis://", "redis://:6379", "redis://localhost:", "redis://localhost:abc",
+        "redis://localhost:0", "redis://localhost:65536", "redis://localhost:-1",
+        "redis://localhost:6379/x", "redis://localhost:6379/-1", "redis://localhost:6379/1x",
+        "redis://user:pw@", "redis://user:pw@:6379"}) {
     EXPECT_EQ(thrown_by([&] { (void)rlock::config::from_url(url); }), rlock::errc::invalid_argument)
         << "'" << url << "'";
   }
