@@ -92,15 +92,14 @@ TEST(fenced_chaos, an_acquire_whose_answer_is_lost_reads_its_token_from_the_coun
           done = true;
         },
         asio::detached);
-    for (int i = 0; i < 1000 && raw.command({"HGET", lock.key(), lock.owner_field()}).str != "1";
-         ++i) {
-      co_await rlock::test::sleep_for(2ms);
-    }
+    co_await rlock::test::poll_until([&] {
+      return raw.command({"HGET", lock.key(), lock.owner_field()}).str == "1";
+    });
     EXPECT_EQ(raw.command({"GET", counter}).str, "42");
     // TCP gives up: the answer with the token is gone with the connection.
     proxy.cut_all();
     proxy.heal();
-    for (int i = 0; i < 2500 && !done; ++i) co_await rlock::test::sleep_for(2ms);
+    co_await rlock::test::poll_until([&] { return done; });
     EXPECT_EQ(token, std::optional<std::int64_t>(42));
     EXPECT_EQ(lock.token(), 42);
     EXPECT_GE(redis.stats().reconciled_acquires, 1u);

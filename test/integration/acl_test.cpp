@@ -105,19 +105,17 @@ TEST(acl, the_least_privilege_line_does_everything_rlock_does_and_nothing_outsid
           done = true;
         },
         asio::detached);
-    for (int i = 0; i < 1000 && (b.metrics().waiters == 0 || a.metrics().renewal_calls < 2); ++i) {
-      co_await rlock::test::sleep_for(2ms);
-    }
+    co_await rlock::test::poll_until(
+        [&] { return b.metrics().waiters > 0 && a.metrics().renewal_calls >= 2; });
     EXPECT_GE(a.metrics().renewal_calls, 2u);
     EXPECT_EQ(a.metrics().renewal_failures, 0u);
     // A reconnection: its handshake fences the old connection (CLIENT KILL ID).
     admin.command({"CLIENT", "KILL", "USER", "svc", "SKIPME", "yes"});
-    for (int i = 0; i < 1000 && (a.stats().reconnects == 0 || b.stats().reconnects == 0); ++i) {
-      co_await rlock::test::sleep_for(2ms);
-    }
+    co_await rlock::test::poll_until(
+        [&] { return a.stats().reconnects > 0 && b.stats().reconnects > 0; });
     EXPECT_TRUE(co_await mine.is_held());
     co_await mine.unlock();  // latched release (get, hexists, del, publish, set); latch DEL
-    for (int i = 0; i < 2500 && !done; ++i) co_await rlock::test::sleep_for(2ms);
+    co_await rlock::test::poll_until([&] { return done; });
     EXPECT_TRUE(got);
     EXPECT_EQ(theirs.last_wake(), rlock::wake_reason::notification);
     EXPECT_TRUE(co_await mine.force_unlock());

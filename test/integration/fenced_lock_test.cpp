@@ -78,11 +78,9 @@ TEST(fenced_lock, a_busy_lock_gives_no_token_and_a_woken_waiter_a_larger_one) {
         },
         asio::detached);
     // Parked on the channel, so the unlock's notification is what wakes it.
-    for (int i = 0; i < 500 && redis.metrics().waiters == 0; ++i) {
-      co_await rlock::test::sleep_for(2ms);
-    }
+    co_await rlock::test::poll_until([&] { return redis.metrics().waiters > 0; });
     co_await holder.unlock();
-    for (int i = 0; i < 500 && !done; ++i) co_await rlock::test::sleep_for(2ms);
+    co_await rlock::test::poll_until([&] { return done; });
     EXPECT_TRUE(woken.has_value());
     EXPECT_GT(woken.value_or(0), held);
     EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::notification);

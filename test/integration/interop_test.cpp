@@ -529,7 +529,7 @@ TEST(interop, fenced_tokens_are_one_sequence_with_redissons_rfencedlock) {
     EXPECT_TRUE(co_await waiter_asleep(redis, redisson.raw(), redisson_channel(lock.key()), 3));
     EXPECT_EQ(redisson.release(lock.key()).integer, 0);
     EXPECT_EQ(redisson.release(lock.key()).integer, 1);
-    for (int i = 0; i < 500 && !done; ++i) co_await rlock::test::sleep_for(2ms);
+    co_await rlock::test::poll_until([&] { return done; });
     EXPECT_EQ(ours, std::optional<std::int64_t>(3));
     EXPECT_EQ(lock.last_wake(), rlock::wake_reason::notification);
     // Ours held: Redisson's acquire is busy, with our PTTL and no token.

@@ -78,9 +78,8 @@ TEST(observability, slow_acquire_lost_lock_and_reconnect_are_logged_once_with_co
 
     // Reconnect: the connection killed.
     raw.command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
-    for (int i = 0; i < 500 && log.count(rlock::log_level::info, "reconnected") == 0; ++i) {
-      co_await rlock::test::sleep_for(5ms);
-    }
+    co_await rlock::test::poll_until(
+        [&] { return log.count(rlock::log_level::info, "reconnected") > 0; });
     EXPECT_EQ(log.count(rlock::log_level::warning, "connection lost"), 1u) << log.all();
     EXPECT_EQ(log.count(rlock::log_level::info, "reconnected"), 1u) << log.all();
     co_await redis.close();
@@ -112,9 +111,7 @@ TEST(observability, a_failed_renewal_is_logged_and_counted) {
     co_await l.lock();
     raw.command({"ACL", "SETUSER", "obs-renewer", "-evalsha"});
     // Two rounds fail (~333 ms and ~667 ms) before the belief deadline (~985 ms) ends it.
-    for (int i = 0; i < 400 && redis.metrics().renewal_failures < 2; ++i) {
-      co_await rlock::test::sleep_for(5ms);
-    }
+    co_await rlock::test::poll_until([&] { return redis.metrics().renewal_failures >= 2; });
     EXPECT_GE(redis.metrics().renewal_failures, 2u);
     // Once per failure streak, naming the lock and its short owner.
     const std::string owner = redis.id().substr(0, 8) + ":" + std::to_string(l.owner_id());
@@ -123,9 +120,7 @@ TEST(observability, a_failed_renewal_is_logged_and_counted) {
               1u)
         << log.all();
     EXPECT_EQ(log.count(rlock::log_level::warning, "NOPERM"), 1u) << log.all();
-    for (int i = 0; i < 400 && redis.metrics().lost_locks == 0; ++i) {
-      co_await rlock::test::sleep_for(5ms);
-    }
+    co_await rlock::test::poll_until([&] { return redis.metrics().lost_locks > 0; });
     EXPECT_EQ(redis.metrics().lost_locks, 1u);
     EXPECT_EQ(log.count(rlock::log_level::error, "lock 'renewed' (owner " + owner + ") lost"), 1u)
         << log.all();
@@ -180,9 +175,7 @@ TEST(observability, metrics_gauges_expiry_wake_ups_reconnects_and_losses) {
   rlock::test::raw_client raw(rlock::test::shared_server().port());
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
     co_await redis.connect();
-    auto until = [&](auto done) -> asio::awaitable<void> {
-      for (int i = 0; i < 1000 && !done(); ++i) co_await rlock::test::sleep_for(2ms);
-    };
+    using rlock::test::poll_until;
     // A waiter sleeps on its channel until the holder's 300 ms lease runs out.
     auto holder = redis.get_lock("g");
     auto waiter = redis.get_lock("g");
@@ -191,11 +184,11 @@ TEST(observability, metrics_gauges_expiry_wake_ups_reconnects_and_losses) {
     asio::co_spawn(
         io, [&]() -> asio::awaitable<void> { got = co_await waiter.try_lock(5s, 5s); },
         asio::detached);
-    co_await until([&] { return redis.metrics().waiters == 1; });
+    co_await poll_until([&] { return redis.metrics().waiters == 1; });
     const auto waiting = redis.metrics();
     EXPECT_EQ(waiting.waiters, 1u);
     EXPECT_EQ(waiting.subscriptions, 1u);
-    co_await until([&] { return got; });
+    co_await poll_until([&] { return got; });
     EXPECT_TRUE(got);
     const auto woken = redis.metrics();
     EXPECT_EQ(woken.acquisitions_expiry, 1u);
@@ -211,18 +204,18 @@ TEST(observability, metrics_gauges_expiry_wake_ups_reconnects_and_losses) {
           answered = true;
         },
         asio::detached);
-    co_await until([&] { return redis.metrics().requests_in_flight >= 1; });
+    co_await poll_until([&] { return redis.metrics().requests_in_flight >= 1; });
     EXPECT_GE(redis.metrics().requests_in_flight, 1u);
-    co_await until([&] { return answered; });
+    co_await poll_until([&] { return answered; });
     EXPECT_EQ(redis.metrics().requests_in_flight, 0u);
     // A watchdog lock, then its connection killed and the lock deleted: a reconnect, and a
     // loss found by the next renewal.
     auto kept = redis.get_lock("kept");
     co_await kept.lock();
     raw.command({"CLIENT", "KILL", "USER", "default", "SKIPME", "yes"});
-    co_await until([&] { return redis.metrics().reconnects >= 1; });
+    co_await poll_until([&] { return redis.metrics().reconnects >= 1; });
     raw.command({"DEL", kept.key()});
-    co_await until([&] { return redis.metrics().lost_locks >= 1; });
+    co_await poll_until([&] { return redis.metrics().lost_locks >= 1; });
     const auto after = redis.metrics();
     EXPECT_GE(after.reconnects, 1u);
     EXPECT_EQ(after.lost_locks, 1u);

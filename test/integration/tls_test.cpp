@@ -177,9 +177,7 @@ TEST(tls, a_killed_tls_connection_reconnects_and_the_holder_keeps_its_lock) {
     auto waiter = redis.get_lock("kept");
     co_await holder.lock();
     raw.command({"CLIENT", "KILL", "SKIPME", "yes"});
-    for (int i = 0; i < 1000 && redis.stats().reconnects == 0; ++i) {
-      co_await rlock::test::sleep_for(2ms);
-    }
+    co_await rlock::test::poll_until([&] { return redis.stats().reconnects > 0; });
     EXPECT_GE(redis.stats().reconnects, 1u);
     EXPECT_TRUE(co_await holder.is_held());
     // The waiter's channel is subscribed again over the new TLS connection: the unlock wakes it.
@@ -192,11 +190,9 @@ TEST(tls, a_killed_tls_connection_reconnects_and_the_holder_keeps_its_lock) {
           done = true;
         },
         asio::detached);
-    for (int i = 0; i < 1000 && redis.metrics().waiters == 0; ++i) {
-      co_await rlock::test::sleep_for(2ms);
-    }
+    co_await rlock::test::poll_until([&] { return redis.metrics().waiters > 0; });
     co_await holder.unlock();
-    for (int i = 0; i < 2500 && !done; ++i) co_await rlock::test::sleep_for(2ms);
+    co_await rlock::test::poll_until([&] { return done; });
     EXPECT_TRUE(got);
     EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::notification);
     co_await waiter.unlock();

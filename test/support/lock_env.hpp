@@ -56,6 +56,20 @@ inline boost::asio::awaitable<void> sleep_for(std::chrono::steady_clock::duratio
   co_await t.async_wait(boost::asio::use_awaitable);
 }
 
+/// Completes once `done()` holds, looking every 2 ms, or after about `limit`; whether it held.
+/// For states nothing announces (a waiter parked on its channel, a counter that moved, a
+/// coroutine spawned beside the test that finished); wait_until when an event can ring a bell.
+template <typename Pred>
+boost::asio::awaitable<bool> poll_until(
+    Pred done, std::chrono::steady_clock::duration limit = std::chrono::seconds(5)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) co_return false;
+    co_await sleep_for(std::chrono::milliseconds(2));
+  }
+  co_return true;
+}
+
 /// Completes once `done()` holds, or after about `limit`. Whoever makes it hold cancels `bell`
 /// (a timer used as a condition variable), so the wait is woken by the event, not a poll.
 template <typename Pred>
