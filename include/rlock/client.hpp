@@ -138,8 +138,10 @@ class RLOCK_EXPORT client {
   /// reconnects by itself after a loss (config::reconnect): commands issued meanwhile wait for
   /// the new connection's handshake, within their own bounds.
   /// Completion: `void(error_code)`; errors: timeout, resolve_failed, connect_failed,
-  /// auth_failed, unsupported_server, server_error, protocol_error (the awaitable form's
-  /// exception carries Redis's or the OS's text).
+  /// auth_failed, command_not_permitted (an ACL user without `script|load`), unsupported_server,
+  /// handshake_closed, the TLS errors (tls_certificate_untrusted, tls_hostname_mismatch,
+  /// tls_client_rejected, tls_handshake_failed), server_error, protocol_error (the awaitable
+  /// form's exception carries Redis's, OpenSSL's or the OS's text).
   ///
   /// Per-operation cancellation: not supported (ignored): bounded by config::connect_timeout.
   boost::asio::awaitable<void> connect();

@@ -73,8 +73,9 @@ class connection : public std::enable_shared_from_this<connection> {
   void add_handshake_step(handshake_step step) { steps_.push_back(std::move(step)); }
 
   /// The first connection: completes with no error once the handshake is done, or with why not
-  /// (errc::timeout after config::connect_timeout, resolve_failed, connect_failed, auth_failed,
-  /// unsupported_server, server_error, protocol_error) and Redis's text or the OS's message.
+  /// (errc::timeout after config::connect_timeout, resolve_failed, connect_failed, the TLS
+  /// errors, handshake_closed, auth_failed, command_not_permitted, unsupported_server,
+  /// server_error, protocol_error) and Redis's, OpenSSL's or the OS's words.
   /// From then on the connection reconnects by itself (config::reconnect).
   void async_connect(connect_handler handler);
 
