@@ -3,6 +3,7 @@
 #include "support/child_process.hpp"
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
+#include "support/tls_files.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
@@ -88,6 +89,24 @@ TEST(rlockctl, usage_and_connection_errors_exit_2) {
   const auto down = run_process({RLOCKCTL, "--url", "redis://127.0.0.1:1", "status", "x"});
   EXPECT_EQ(down.code, 2);
   EXPECT_NE(down.err.find("cannot connect"), std::string::npos) << down.err;
+}
+
+TEST(rlockctl, talks_tls_with_a_private_ca) {
+  rlock::test::redis_server::options opts;
+  const auto& files = rlock::test::tls_files::shared();
+  opts.with_tls(files);
+  rlock::test::redis_server tls_server(opts);
+  const std::string url = "rediss://127.0.0.1:" + std::to_string(tls_server.tls_port());
+  const auto ok =
+      run_process({RLOCKCTL, "--url", url, "--tls-ca", files.path("ca.crt"), "status", "t:free"});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("t:free: free"), std::string::npos) << ok.out;
+  // The system's trust store does not know the test CA: refused, and said why.
+  const auto untrusted = run_process({RLOCKCTL, "--url", url, "status", "t:free"});
+  EXPECT_EQ(untrusted.code, 2);
+  EXPECT_NE(untrusted.err.find("certificate"), std::string::npos) << untrusted.err;
+  // TLS options without rediss:// are a usage error.
+  EXPECT_EQ(run_process(cmd({"--tls-ca", files.path("ca.crt"), "status", "x"})).code, 2);
 }
 
 TEST(rlockctl, status_tells_free_held_fenced_and_not_a_lock) {

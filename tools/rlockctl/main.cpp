@@ -16,6 +16,7 @@ namespace {
 constexpr const char* examples = R"(Examples:
   rlockctl status orders:42                       who holds it, its TTL, its waiters
   rlockctl --url redis://:secret@10.0.0.5:6379/2 list 'orders:*'
+  rlockctl --url rediss://cache:6380 --tls-ca ca.pem status orders:42     over TLS
   rlockctl hold orders:42 --wait 2000 --for 30    take it for 30 s (Ctrl-C releases it early)
   rlockctl unlock orders:42 --force               release it whoever holds it
   rlockctl watch orders:42 orders:43              live view of lock, unlock and expiry events
@@ -41,11 +42,21 @@ int main(int argc, char** argv) {
   std::string url = "redis://127.0.0.1:6379";
   std::string prefix;
   bool json = false;
-  app.add_option("--url", url, "redis://[[user]:password@]host[:port][/db]")
+  app.add_option("--url", url, "redis[s]://[[user]:password@]host[:port][/db]")
       ->envname("RLOCK_URL")
       ->capture_default_str();
   app.add_option("--prefix", prefix, "key prefix the services use (config::key_prefix)");
   app.add_flag("--json", json, "one JSON object per line (JSON Lines)");
+  // TLS (with a rediss:// URL): the CA that signed the server, and a client certificate where
+  // the server requires one. Without --tls-ca, the system's trust store.
+  rlock::config::tls_settings tls;
+  app.add_option("--tls-ca", tls.ca_file, "CA file (PEM) for rediss:// servers")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-cert", tls.cert_file, "client certificate (PEM), for mutual TLS")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", tls.key_file, "client key (PEM), for mutual TLS")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-server-name", tls.server_name, "name to verify (default: the host)");
 
   std::vector<std::string> status_names;
   auto* status = app.add_subcommand("status", "free or held, holders, TTL, waiters, kind");
@@ -119,6 +130,13 @@ int main(int argc, char** argv) {
     ctx.cfg = rlock::config::from_url(url);
   } catch (const std::system_error& e) {
     ctx.out.error("invalid-url", e.what());
+    return rlockctl::exit_error;
+  }
+  if (ctx.cfg.tls.enabled) {
+    tls.enabled = true;
+    ctx.cfg.tls = tls;
+  } else if (!tls.ca_file.empty() || !tls.cert_file.empty()) {
+    ctx.out.error("usage", "--tls-* options need a rediss:// URL");
     return rlockctl::exit_error;
   }
   ctx.cfg.key_prefix = prefix;
