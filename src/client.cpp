@@ -37,6 +37,33 @@ void validate_name(std::string_view name) {
   if (name.empty()) throw_error(errc::invalid_argument, "lock name must not be empty");
 }
 
+/// Settings that cannot work together are refused when the client is made, not at first use.
+const config& validated(const config& cfg) {
+  const auto& sync = cfg.sync_replicas;
+  if (sync.replicas < 0) {
+    throw_error(errc::invalid_argument,
+                fmt::format("sync_replicas.replicas must not be negative, got {}", sync.replicas));
+  }
+  if (sync.replicas > 0 && (sync.timeout.count() <= 0 || sync.timeout >= cfg.command_timeout)) {
+    // WAIT 0 would block the connection until a replica answers, however long that takes.
+    throw_error(errc::invalid_argument,
+                fmt::format("sync_replicas.timeout must be positive and below command_timeout "
+                            "({} ms), got {} ms",
+                            cfg.command_timeout.count(), sync.timeout.count()));
+  }
+  if (!cfg.sentinel.nodes.empty() && cfg.sentinel.master_name.empty()) {
+    throw_error(errc::invalid_argument, "sentinel.master_name must be set with sentinel.nodes");
+  }
+  for (const auto& node : cfg.sentinel.nodes) {
+    if (node.host.empty() || node.port == 0) {
+      throw_error(
+          errc::invalid_argument,
+          fmt::format("sentinel node '{}:{}' needs a host and a port", node.host, node.port));
+    }
+  }
+  return cfg;
+}
+
 std::string state_key(std::string_view name, std::uint64_t owner, lock_kind kind) {
   // A fenced and a reentrant handle of one owner and name are two states: their acquisitions
   // differ (tokens), their holds on the server are one hash field.
@@ -160,6 +187,17 @@ void client_impl::on_refused(std::string_view channel, std::error_code ec, std::
   hub.on_refused(channel, ec, text);
 }
 
+void client_impl::counts_uncertain() {
+  // A new node (a failover) has the old one's data as replication had it: releases the old
+  // master acknowledged may be missing, so the server may count holds of ours that no caller
+  // has. Each owner then gives back, at its next release, what the server counts beyond it
+  // (lock_state::on_released), as after an acquire that ran late.
+  std::lock_guard guard(states_mutex_);
+  for (auto& [key, weak] : states_) {
+    if (auto s = weak.lock()) s->maybe_orphaned = true;
+  }
+}
+
 void client_impl::on_state(connection_state state, std::error_code reason,
                            const std::string& diagnostic) {
   state_.store(state, std::memory_order_relaxed);
@@ -169,14 +207,17 @@ void client_impl::on_state(connection_state state, std::error_code reason,
       log(protocol ? log_level::error : log_level::warning, "connection lost ({}); reconnecting",
           diagnostic.empty() ? reason.message() : diagnostic);
       break;
-    case connection_state::connected:
+    case connection_state::connected: {
+      const auto node = session.node_address();
       if (was_connected_) {
-        log(log_level::info, "reconnected ({} reconnects so far)",
+        log(log_level::info, "reconnected{} ({} reconnects so far)",
+            node != node_ ? fmt::format(" to {} (was {})", node, node_) : std::string(),
             session.stats().reconnects.load(std::memory_order_relaxed));
+        if (node != node_) counts_uncertain();
       } else {
-        log(log_level::debug, "connected to {}:{}{}", cfg.host, cfg.port,
-            cfg.tls.enabled ? " over TLS" : "");
+        log(log_level::debug, "connected to {}{}", node, cfg.tls.enabled ? " over TLS" : "");
       }
+      node_ = node;
       if (cfg.tls.enabled && !cfg.tls.verify_peer) {
         log(log_level::warning,
             "TLS certificate verification is OFF (tls.verify_peer = false): any server is "
@@ -184,6 +225,7 @@ void client_impl::on_state(connection_state state, std::error_code reason,
       }
       was_connected_ = true;
       break;
+    }
     case connection_state::disconnected:
       if (reason) {
         log(protocol ? log_level::error : log_level::warning, "disconnected: {}",
@@ -243,7 +285,7 @@ asio::awaitable<void> close_op(std::shared_ptr<client_impl> c) {
 }  // namespace detail
 
 client::client(executor_type ex, config cfg)
-    : impl_(std::make_shared<detail::client_impl>(ex, std::move(cfg))) {
+    : impl_(std::make_shared<detail::client_impl>(ex, detail::validated(cfg))) {
   impl_->start();
 }
 

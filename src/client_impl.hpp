@@ -121,8 +121,12 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
   std::mt19937_64 ids_;
   std::function<void(const connection_event&)> state_handler_;
   std::atomic<connection_state> state_{connection_state::disconnected};
+  /// Marks every owner's hold count on the server as uncertain (see lock_state::maybe_orphaned).
+  void counts_uncertain();
+
   std::string log_name_;
   bool was_connected_ = false;
+  std::string node_;  // the node of the last connection (host:port)
 };
 
 /// A fresh owner id from the per-process counter (also used for blocking-facade threads).

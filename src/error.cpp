@@ -49,6 +49,12 @@ class category final : public std::error_category {
         return "the ACL user may not run a command rlock needs";
       case errc::key_not_permitted:
         return "the ACL user may not access the lock's keys";
+      case errc::replicas_not_synced:
+        return "fewer replicas than required acknowledged the write";
+      case errc::not_master:
+        return "the node Sentinel named is not a master";
+      case errc::master_not_found:
+        return "no sentinel could name the master";
     }
     return "unknown rlock error";
   }

@@ -6,14 +6,38 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace rlock {
 
 /// Where and how to reach Redis, and the lock defaults. Plain data: copy and edit freely.
 struct RLOCK_EXPORT config {
-  /// Redis host name or address, and port. Only a standalone server in this version.
+  /// Redis host name or address, and port, of a standalone server (ignored with sentinels).
   std::string host = "127.0.0.1";
   std::uint16_t port = 6379;
+
+  /// A host and port.
+  struct endpoint {
+    std::string host;
+    std::uint16_t port = 26379;
+  };
+
+  /// Redis Sentinel: with `nodes` set, the client finds the master by asking the sentinels
+  /// (`SENTINEL get-master-addr-by-name`, each in turn until one answers), checks with `ROLE`
+  /// that the node is the master (else asks again), and does so again on every reconnection.
+  /// It also listens on a sentinel for `+switch-master` and moves to the new master at once.
+  /// `username`, `password` and `tls` above are the data nodes'; the sentinels are reached with
+  /// the credentials below and the same TLS settings.
+  struct sentinel_settings {
+    std::vector<endpoint> nodes;
+    /// The name the sentinels monitor the master under (`sentinel monitor <name> ...`).
+    std::string master_name;
+    /// The sentinels' own ACL user and password (`sentinel sentinel-user/-pass`, `requirepass`
+    /// in sentinel.conf); empty: none.
+    std::string username;
+    std::string password;
+  };
+  sentinel_settings sentinel;
 
   /// ACL user and password sent with `HELLO 3 AUTH`; with an empty username and a password,
   /// the user is "default" (a `requirepass` server).
@@ -85,6 +109,20 @@ struct RLOCK_EXPORT config {
   /// Where the client logs reconnects, lost locks, failed renewals, slow acquisitions and
   /// protocol errors (rlock/log.hpp); unset: silent. rlock::stderr_logger() is ready to use.
   logger log;
+
+  /// Replica-synced writes (Redisson's checkLockSyncedSlaves): with `replicas` > 0, every
+  /// acquisition, renewal and release is followed on its connection by `WAIT replicas timeout`.
+  /// An acquisition fewer replicas acknowledged is given back and fails with
+  /// errc::replicas_not_synced; an unsynced renewal counts as failed (retried; the lock is
+  /// reported lost at its lease's end); an unsynced release is still a release (logged). `WAIT`
+  /// blocks the connection it runs on, so `timeout` adds to every lock operation's latency while
+  /// a replica lags; it must be positive and below command_timeout. Narrows, does not close,
+  /// the failover window: README "Replica-synced writes".
+  struct replica_sync {
+    int replicas = 0;
+    std::chrono::milliseconds timeout{200};
+  };
+  replica_sync sync_replicas;
 
   /// An acquisition that waited this long or longer is logged (warning). Zero: never.
   std::chrono::milliseconds slow_acquire_threshold{1'000};

@@ -64,6 +64,15 @@ enum class errc {
   /// The ACL user may not access the lock's key (or its channel name, latch or token counter,
   /// which the scripts take as keys): the name is outside the user's key patterns.
   key_not_permitted,
+  /// config::sync_replicas: fewer replicas than asked acknowledged an acquisition within the
+  /// timeout (`WAIT`). The acquisition was given back; the lock is as it was before the call.
+  replicas_not_synced,
+  /// Sentinel named a node for the master that says it is not one (`ROLE`), every time it was
+  /// asked during connect(): a failover in progress, or sentinels that disagree.
+  not_master,
+  /// No sentinel in config::sentinel::nodes answered with an address for the master's name
+  /// (all unreachable, or none knows the name).
+  master_not_found,
 };
 
 /// The category of `rlock::errc`; its name is "rlock".

@@ -177,6 +177,17 @@ struct release_operation {
 
   static void on_reply(owner op, std::error_code ec, const resp3::value& reply) {
     client_impl& c = *op->s->client;
+    if (ec == errc::replicas_not_synced) {
+      // Released on the master: that is what unlock means. A failover before a replica has it
+      // would bring the hold back until its lease ends, which delays the next owner and
+      // endangers nobody: logged, not failed.
+      c.log(log_level::warning,
+            "unlock of '{}' (owner {}): released, but fewer than {} replica(s) acknowledged it "
+            "within {} ms (sync_replicas)",
+            op->s->name(), c.short_owner(op->s->owner), c.cfg.sync_replicas.replicas,
+            c.cfg.sync_replicas.timeout.count());
+      ec = {};
+    }
     if (!ec) {
       auto outcome = op->s->on_released(reply, op->written);
       // Bookkeeping before the caller runs (it may resume inline): the answer is in, so the
@@ -328,11 +339,15 @@ struct acquire_operation {
   }
 
   static void on_attempt(owner op, std::error_code ec, const resp3::value& reply) {
-    if (!ec) {
+    // Unsynced (config::sync_replicas) matters only for an attempt that took the lock: a busy
+    // one wrote nothing.
+    const bool unsynced = ec == errc::replicas_not_synced;
+    if (!ec || unsynced) {
       const auto decoded = decode_acquire_reply(op->s->kind, reply);
       switch (decoded.what) {
         case acquire_reply::outcome::acquired:
           op->token = decoded.token;
+          if (unsynced) return give_back_unsynced(std::move(op));
           return on_acquired(std::move(op));
         case acquire_reply::outcome::busy:
           op->ttl = decoded.ttl;
@@ -361,6 +376,22 @@ struct acquire_operation {
     op->s->last_wake = op->reason;
     op->account();
     finish(std::move(op), nullptr, true);
+  }
+
+  /// Taken on the master, but fewer replicas than config::sync_replicas asks acknowledged it
+  /// in time: a failover now could hand the lock to a second owner, so the acquisition is given
+  /// back (a re-entry's hold only; the owner's earlier holds stay) and the caller fails.
+  static void give_back_unsynced(owner op) {
+    const auto& sync = op->client().cfg.sync_replicas;
+    op->s->on_acquired(op->lease_ms, !op->lease, op->written);
+    if (!op->failure) {
+      op->failure = error_with(
+          errc::replicas_not_synced,
+          fmt::format("lock '{}': acquired, but fewer than {} replica(s) acknowledged it within "
+                      "{} ms (sync_replicas); given back",
+                      op->s->name(), sync.replicas, sync.timeout.count()));
+    }
+    give_back(std::move(op));
   }
 
   /// After an attempt's answer was lost: the owner's hold count on the server, against the one

@@ -94,9 +94,10 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   /// When local_holds went from 0 to 1: the start of the hold the metrics time.
   std::chrono::steady_clock::time_point granted_at{};
   std::uint32_t orphan_releases = 0;  // give-backs of orphaned holds since the last acquire
-  /// An acquire of this owner was reconciled as not run; it may still run late. Until the server
-  /// says the lock is released or not held, a "still held" answer to the final unlock means
-  /// orphaned holds, not holds of another handle of this owner.
+  /// An acquire of this owner was reconciled as not run (it may still run late), or the client
+  /// moved to another node (a failover may have lost releases). Until the server says the lock
+  /// is released or not held, a "still held" answer to the final unlock means orphaned holds,
+  /// not holds of another handle of this owner.
   bool maybe_orphaned = false;
   std::chrono::milliseconds lease{0};  // of the latest acquire: a nested release re-arms it
   bool watched = false;                // the latest acquisition is kept by the watchdog

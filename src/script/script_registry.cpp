@@ -39,6 +39,12 @@ std::error_code sha_of(resp3::value& reply, std::string& sha, std::string& diagn
 }  // namespace
 
 script_registry::script_registry(session& s) : session_(s) {
+  const auto& sync = session_.cfg().sync_replicas;
+  if (sync.replicas > 0) {
+    replicas_ = sync.replicas;
+    resp3::append_command(wait_command_, {"WAIT", std::to_string(sync.replicas),
+                                          std::to_string(sync.timeout.count())});
+  }
   for (std::size_t i = 0; i < script_count; ++i) {
     session_.add_handshake_step({load_command(static_cast<script>(i)),
                                  [this, i](resp3::value& reply, std::string& diagnostic) {
@@ -77,24 +83,53 @@ multiplexer::id_type script_registry::async_run(script s, std::span<const std::s
   return send(s, keys, args, opts, std::move(handler), true);
 }
 
+bool script_registry::synced(script s) const noexcept {
+  return !wait_command_.empty() && (s == script::acquire || s == script::acquire_fenced ||
+                                    s == script::renew || s == script::release);
+}
+
 multiplexer::id_type script_registry::send(script s, std::span<const std::string_view> keys,
                                            std::span<const std::string_view> args,
                                            request_options opts, reply_handler handler,
                                            bool may_reload) {
   const std::string_view key = keys.empty() ? std::string_view{} : keys.front();
-  return session_.exec(key, evalsha(s, keys, args), opts,
-                       [this, s, keys, args, opts, may_reload, h = std::move(handler)](
-                           std::error_code ec, resp3::value reply) mutable {
-                         if (ec) return std::move(h)(ec, resp3::value{});
-                         if (may_reload && is_noscript(reply)) {
-                           return reload_and_send(s, keys, args, opts, std::move(h));
-                         }
-                         if (reply.is_error()) {
-                           const auto code = make_error_code(errc_of_reply(reply.str));
-                           return std::move(h)(code, std::move(reply));
-                         }
-                         std::move(h)(std::error_code{}, std::move(reply));
-                       });
+  std::string payload = evalsha(s, keys, args);
+  const bool with_wait = synced(s);
+  if (with_wait) {
+    payload += wait_command_;
+    opts.answers = 2;
+  }
+  return session_.exec(
+      key, std::move(payload), opts,
+      [this, s, keys, args, opts, may_reload, with_wait, h = std::move(handler)](
+          std::error_code ec, resp3::value answer) mutable {
+        if (ec) return std::move(h)(ec, resp3::value{});
+        resp3::value reply;
+        bool acknowledged = true;
+        if (with_wait) {
+          if (answer.elements.size() != 2) {
+            return std::move(h)(make_error_code(errc::protocol_error), resp3::value{});
+          }
+          reply = std::move(answer.elements[0]);
+          // A WAIT refused (an ACL user without +wait) acknowledges nothing either.
+          const auto& acks = answer.elements[1];
+          acknowledged = acks.type == resp3::type::number && acks.integer >= replicas_;
+        } else {
+          reply = std::move(answer);
+        }
+        if (may_reload && is_noscript(reply)) {
+          opts.answers = 1;
+          return reload_and_send(s, keys, args, opts, std::move(h));
+        }
+        if (reply.is_error()) {
+          const auto code = make_error_code(errc_of_reply(reply.str));
+          return std::move(h)(code, std::move(reply));
+        }
+        if (!acknowledged) {
+          return std::move(h)(make_error_code(errc::replicas_not_synced), std::move(reply));
+        }
+        std::move(h)(std::error_code{}, std::move(reply));
+      });
 }
 
 void script_registry::reload_and_send(script s, std::span<const std::string_view> keys,

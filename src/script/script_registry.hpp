@@ -5,6 +5,7 @@
 #include "session/session.hpp"
 
 #include <array>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -16,6 +17,11 @@ namespace rlock::detail {
 /// (`SCRIPT LOAD`; the server is the authority on the hash, so no SHA1 code is needed here), so a
 /// restarted server has them before the first lock command; a NOSCRIPT reply (a `SCRIPT FLUSH`
 /// meanwhile) is recovered by loading the script and retrying once.
+///
+/// With config::sync_replicas, the scripts that change a lock (acquire, renew, release) are
+/// followed by `WAIT replicas timeout` in the same request: the multiplexer writes both at once
+/// and answers with both replies, so the WAIT runs on the connection that ran the script, right
+/// after it, and a retry on a new connection repeats the pair.
 class script_registry {
  public:
   explicit script_registry(session& s);
@@ -23,9 +29,11 @@ class script_registry {
   /// Runs `s` on the connection of `keys[0]` and completes `handler` with (error, reply): no
   /// error and the reply; an error reply's code (server_error, permission_denied, ...) with the
   /// error reply itself, whose text is Redis's; or a transport error (timeout, connection_lost,
-  /// operation_aborted) with an empty reply. `keys` and `args`, and the bytes they view, must stay
-  /// valid until then: a NOSCRIPT retry serializes them again. This is the hot path of every
-  /// lock operation, so it is a plain callback: no coroutine frame per command.
+  /// operation_aborted) with an empty reply; errc::replicas_not_synced with the script's reply
+  /// when the script ran but fewer replicas than asked acknowledged it. `keys` and `args`, and the
+  /// bytes they view, must stay valid until then: a NOSCRIPT retry serializes them again. This is
+  /// the hot path of every lock operation, so it is a plain callback: no coroutine frame per
+  /// command.
   multiplexer::id_type async_run(script s, std::span<const std::string_view> keys,
                                  std::span<const std::string_view> args, request_options opts,
                                  reply_handler handler);
@@ -40,8 +48,13 @@ class script_registry {
   std::string evalsha(script s, std::span<const std::string_view> keys,
                       std::span<const std::string_view> args) const;
 
+  /// Whether `s` is followed by WAIT (config::sync_replicas).
+  bool synced(script s) const noexcept;
+
   session& session_;
   std::array<std::string, script_count> sha_;
+  std::string wait_command_;  // `WAIT replicas timeout`, or empty
+  std::int64_t replicas_ = 0;
 };
 
 }  // namespace rlock::detail

@@ -28,6 +28,9 @@ using asio::use_awaitable;
 
 namespace {
 
+/// How often connect() asks Sentinel again when the node it named is not the master.
+constexpr int max_not_master_retries = 5;
+
 std::uint64_t random_seed() {
   std::random_device rd;
   return (std::uint64_t{rd()} << 32) ^ rd();
@@ -63,6 +66,8 @@ errc errc_of_hello(std::string_view text) {
 connection::connection(asio::any_io_executor ex, config cfg)
     : executor_(std::move(ex)),
       cfg_(std::move(cfg)),
+      host_(cfg_.host),
+      port_(cfg_.port),
       resolver_(executor_),
       transport_(executor_, cfg_),
       backoff_(cfg_.reconnect.backoff_initial, cfg_.reconnect.backoff_cap, random_seed()),
@@ -110,6 +115,18 @@ void connection::start_attempt() {
 
 asio::awaitable<void> connection::attempt(std::uint64_t gen) {
   auto self = shared_from_this();
+  if (locator_) {
+    // Where to go this time (Sentinel: asked again on every attempt), within the locator's own
+    // bounds; the attempt's deadline starts after it.
+    located where = co_await locator_->locate();
+    if (gen != gen_) co_return;
+    if (where.ec) {
+      lose(gen, where.ec, std::move(where.diagnostic));
+      co_return;
+    }
+    host_ = std::move(where.host);
+    port_ = where.port;
+  }
   // The attempt's deadline drops the connection rather than cancelling operations one by one:
   // whatever is in flight (resolve, connect, a handshake command) fails with it.
   connect_timer_.expires_after(cfg_.connect_timeout);
@@ -121,24 +138,24 @@ asio::awaitable<void> connection::attempt(std::uint64_t gen) {
       lose(gen, make_error_code(errc::tls_handshake_failed),
            fmt::format("{}:{} did not answer the TLS handshake within {} ms (connect_timeout): "
                        "a plaintext port? turn tls off or use the server's tls-port",
-                       cfg_.host, cfg_.port, cfg_.connect_timeout.count()));
+                       host_, port_, cfg_.connect_timeout.count()));
       return;
     }
     lose(gen, make_error_code(errc::timeout),
-         fmt::format("connecting to {}:{} took longer than {} ms (connect_timeout)", cfg_.host,
-                     cfg_.port, cfg_.connect_timeout.count()));
+         fmt::format("connecting to {}:{} took longer than {} ms (connect_timeout)", host_, port_,
+                     cfg_.connect_timeout.count()));
   });
 
-  auto [rec, endpoints] = co_await resolver_.async_resolve(cfg_.host, std::to_string(cfg_.port),
-                                                           asio::as_tuple(use_awaitable));
+  auto [rec, endpoints] =
+      co_await resolver_.async_resolve(host_, std::to_string(port_), asio::as_tuple(use_awaitable));
   if (gen != gen_) co_return;
   if (rec) {
     lose(gen, make_error_code(errc::resolve_failed),
-         fmt::format("cannot resolve '{}': {}", cfg_.host, rec.message()));
+         fmt::format("cannot resolve '{}': {}", host_, rec.message()));
     co_return;
   }
   std::string settings_error;
-  if (auto tec = transport_.renew(settings_error)) {
+  if (auto tec = transport_.renew(host_, settings_error)) {
     lose(gen, tec, std::move(settings_error));
     co_return;
   }
@@ -148,7 +165,7 @@ asio::awaitable<void> connection::attempt(std::uint64_t gen) {
   if (gen != gen_) co_return;
   if (cec) {
     lose(gen, make_error_code(errc::connect_failed),
-         fmt::format("cannot connect to {}:{}: {}", cfg_.host, cfg_.port, cec.message()));
+         fmt::format("cannot connect to {}:{}: {}", host_, port_, cec.message()));
     co_return;
   }
   boost::system::error_code ignored;
@@ -163,7 +180,7 @@ asio::awaitable<void> connection::attempt(std::uint64_t gen) {
     if (hec) {
       auto why = transport_.explain(hec);
       lose(gen, make_error_code(why ? why->first : errc::tls_handshake_failed),
-           fmt::format("{}:{}: {}", cfg_.host, cfg_.port, why ? why->second : hec.message()));
+           fmt::format("{}:{}: {}", host_, port_, why ? why->second : hec.message()));
       co_return;
     }
   }
@@ -193,7 +210,9 @@ void connection::start_handshake(std::uint64_t gen) {
   // (a stalled path that heals later). Killing it before anything else runs here means each of
   // them either ran already or never will. After a server restart the old id may name another
   // client; killing it costs that client a reconnect, nothing more.
-  fencing_ = server_id_ != 0;
+  // Only the node that had the previous connection can be asked to kill it: after a failover
+  // (a new node) the id means nothing here, and the old node is out of reach of this connection.
+  fencing_ = server_id_ != 0 && host_ == ready_host_ && port_ == ready_port_;
   if (fencing_) commands.push_back(command({"CLIENT", "KILL", "ID", std::to_string(server_id_)}));
   handshake_id_ = 0;
   if (cfg_.database != 0) {
@@ -269,6 +288,9 @@ void connection::on_ready(std::uint64_t gen) {
   const bool again = ever_connected_;
   ever_connected_ = true;
   server_id_ = handshake_id_;
+  ready_host_ = host_;
+  ready_port_ = port_;
+  not_master_retries_ = 0;
   state_ = connection_state::connected;
   backoff_.reset();
   if (again) ++counters_.reconnects;
@@ -314,11 +336,19 @@ void connection::lose(std::uint64_t gen, std::error_code ec, std::string diagnos
 
   // The state first, the requests' handlers last: a handler may resume a caller inline, which
   // must find the connection in its new state (and may even close it).
-  const bool first = !ever_connected_;
+  // A first connection fails connect() at its first failed attempt, but for two reasons to try
+  // again: Sentinel's answer was stale (the node it named is not the master: ask again, a few
+  // times), or nobody waits on this connection.
+  const bool stale_master =
+      ec == errc::not_master && ++not_master_retries_ <= max_not_master_retries;
+  const bool first =
+      !ever_connected_ && !((stale_master || keep_trying_) && cfg_.reconnect.enabled);
   const bool give_up = first || !cfg_.reconnect.enabled;
-  state_ = give_up ? connection_state::disconnected : connection_state::reconnecting;
+  state_ = give_up           ? connection_state::disconnected
+           : ever_connected_ ? connection_state::reconnecting
+                             : connection_state::connecting;
   const std::uint64_t now_gen = gen_;
-  if (!first) tell_state(ec, last_error_);
+  if (ever_connected_) tell_state(ec, last_error_);
 
   // Written requests: idempotent ones are written again on the next connection; the others
   // learn that their outcome is unknown.
@@ -335,14 +365,26 @@ void connection::lose(std::uint64_t gen, std::error_code ec, std::string diagnos
     return;
   }
   if (cfg_.fail_fast) mux_.fail_queued(make_error_code(errc::connection_lost));
-  if (gen_ == now_gen && state_ == connection_state::reconnecting) schedule_reconnect();
+  if (gen_ == now_gen && state_ != connection_state::closed &&
+      state_ != connection_state::disconnected) {
+    schedule_reconnect();
+  }
+}
+
+void connection::move_to(const config::endpoint& to, std::string why) {
+  if (state_ != connection_state::connected) return;  // the next attempt asks anyway
+  if (to.host == host_ && to.port == port_) return;
+  if (locator_) locator_->prefer(to.host, to.port);
+  lose(gen_, make_error_code(errc::connection_lost), std::move(why));
 }
 
 void connection::schedule_reconnect() {
   reconnect_timer_.expires_after(backoff_.next());
   reconnect_timer_.async_wait(
       [this, self = shared_from_this(), gen = gen_](boost::system::error_code ec) {
-        if (ec || gen != gen_ || state_ != connection_state::reconnecting) return;
+        if (ec || gen != gen_) return;
+        if (state_ != connection_state::reconnecting && state_ != connection_state::connecting)
+          return;
         start_attempt();
       });
 }
@@ -408,7 +450,7 @@ void connection::start_write() {
     }
     if (ec) {
       return lose(gen, make_error_code(errc::connection_lost),
-                  fmt::format("writing to {}:{} failed: {}", cfg_.host, cfg_.port, ec.message()));
+                  fmt::format("writing to {}:{} failed: {}", host_, port_, ec.message()));
     }
     start_write();
   });
@@ -440,14 +482,13 @@ asio::awaitable<void> connection::reader(std::uint64_t gen) {
       // Still in the handshake: say why the server would not talk. A TLS 1.3 server refuses a
       // client certificate only after the TLS handshake, on the first read.
       if (auto why = transport_.explain(ec)) {
-        lose(gen, make_error_code(why->first),
-             fmt::format("{}:{}: {}", cfg_.host, cfg_.port, why->second));
+        lose(gen, make_error_code(why->first), fmt::format("{}:{}: {}", host_, port_, why->second));
         co_return;
       }
       if (ec == asio::error::eof || ec == asio::error::connection_reset) {
         lose(gen, make_error_code(errc::handshake_closed),
              fmt::format(
-                 "{}:{} closed the connection before answering HELLO{}", cfg_.host, cfg_.port,
+                 "{}:{} closed the connection before answering HELLO{}", host_, port_,
                  transport_.tls() ? "" : " (a TLS port? use rediss:// or config.tls.enabled)"));
         co_return;
       }
@@ -455,8 +496,8 @@ asio::awaitable<void> connection::reader(std::uint64_t gen) {
     if (ec) {
       lose(gen, make_error_code(errc::connection_lost),
            ec == asio::error::eof
-               ? fmt::format("{}:{} closed the connection", cfg_.host, cfg_.port)
-               : fmt::format("reading from {}:{} failed: {}", cfg_.host, cfg_.port, ec.message()));
+               ? fmt::format("{}:{} closed the connection", host_, port_)
+               : fmt::format("reading from {}:{} failed: {}", host_, port_, ec.message()));
       co_return;
     }
     last_read_ = clock_type::now();
@@ -465,6 +506,9 @@ asio::awaitable<void> connection::reader(std::uint64_t gen) {
     for (;;) {
       auto v = parser_.next(perr);
       if (!v) break;
+      // A master demoted to replica answers writes with -READONLY: with a locator, leave it for
+      // the new master (the request gets its answer; it changed nothing).
+      const bool demoted = locator_ && v->is_error() && v->str.starts_with("READONLY");
       if (mux_.on_value(*v) == multiplexer::verdict::out_of_step) {
         lose(gen, make_error_code(errc::protocol_error),
              "the server sent an answer no request was waiting for");
@@ -472,6 +516,12 @@ asio::awaitable<void> connection::reader(std::uint64_t gen) {
       }
       // A handler may have closed the connection.
       if (gen != gen_) co_return;
+      if (demoted && state_ == connection_state::connected) {
+        lose(gen, make_error_code(errc::connection_lost),
+             fmt::format("{}:{} is a replica now (READONLY); asking the sentinels again", host_,
+                         port_));
+        co_return;
+      }
     }
     if (perr) {
       lose(gen, perr, "the server sent bytes that are not valid RESP3");
@@ -528,7 +578,7 @@ void connection::arm_health() {
   if (cfg_.health_check_interval.count() <= 0 || state_ != connection_state::connected) return;
   // With a PING outstanding, anything read since (a push) also proves the connection alive.
   const auto since = ping_outstanding_ ? std::max(ping_sent_, last_read_) : last_read_;
-  const auto at = since + cfg_.health_check_interval;
+  const auto at = since + (ping_outstanding_ ? ping_allowance() : cfg_.health_check_interval);
   health_timer_.expires_at(at);
   health_timer_.async_wait(
       [this, self = shared_from_this(), gen = gen_](boost::system::error_code ec) {
@@ -537,15 +587,23 @@ void connection::arm_health() {
       });
 }
 
+std::chrono::milliseconds connection::ping_allowance() const noexcept {
+  // A WAIT (config::sync_replicas) ahead of the PING holds its answer back by up to its timeout.
+  return cfg_.health_check_interval + (cfg_.sync_replicas.replicas > 0
+                                           ? cfg_.sync_replicas.timeout
+                                           : std::chrono::milliseconds::zero());
+}
+
 void connection::on_health_tick() {
   const auto now = clock_type::now();
   const auto interval = cfg_.health_check_interval;
+  const auto allowance = ping_allowance();
   if (ping_outstanding_) {
-    if (now - last_read_ >= interval && now - ping_sent_ >= interval) {
+    if (now - last_read_ >= allowance && now - ping_sent_ >= allowance) {
       ++counters_.health_check_failures;
       return lose(gen_, make_error_code(errc::timeout),
-                  fmt::format("no answer to PING from {}:{} within {} ms (health check)", cfg_.host,
-                              cfg_.port, interval.count()));
+                  fmt::format("no answer to PING from {}:{} within {} ms (health check)", host_,
+                              port_, interval.count()));
     }
   } else if (now - last_read_ >= interval) {
     ping_outstanding_ = true;

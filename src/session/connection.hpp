@@ -6,6 +6,7 @@
 #include "rlock/connection_state.hpp"
 #include "session/backoff.hpp"
 #include "session/multiplexer.hpp"
+#include "session/node_locator.hpp"
 #include "session/subscription_set.hpp"
 #include "session/transport.hpp"
 
@@ -71,6 +72,16 @@ class connection : public std::enable_shared_from_this<connection> {
   void set_listener(listener* l) noexcept { listener_ = l; }
   /// Adds a step to every handshake; call before connecting.
   void add_handshake_step(handshake_step step) { steps_.push_back(std::move(step)); }
+  /// Asks `l` where to go before every attempt (Sentinel), instead of config's host and port;
+  /// call before connecting. A node that answers `-READONLY` (a master demoted to replica) is
+  /// then left at once, for the locator to find the new master.
+  void set_locator(std::shared_ptr<node_locator> l) { locator_ = std::move(l); }
+  /// Keeps retrying the first connection (with backoff) instead of failing connect(): for a
+  /// connection nobody waits on (the `+switch-master` listener).
+  void keep_trying() noexcept { keep_trying_ = true; }
+  /// Leaves the node now and reconnects (through the locator): Sentinel announced a new master.
+  /// Does nothing unless connected, or connected to `to` already.
+  void move_to(const config::endpoint& to, std::string why);
 
   /// The first connection: completes with no error once the handshake is done, or with why not
   /// (errc::timeout after config::connect_timeout, resolve_failed, connect_failed, the TLS
@@ -101,6 +112,9 @@ class connection : public std::enable_shared_from_this<connection> {
   /// Why the connection was last lost or failed to connect (for error messages).
   const std::string& last_error() const noexcept { return last_error_; }
   const config& cfg() const noexcept { return cfg_; }
+  /// The node of the current (or latest) attempt.
+  const std::string& host() const noexcept { return host_; }
+  std::uint16_t port() const noexcept { return port_; }
   const boost::asio::any_io_executor& get_executor() const noexcept { return executor_; }
 
   struct counters {
@@ -127,6 +141,8 @@ class connection : public std::enable_shared_from_this<connection> {
   void arm_deadline(clock_type::time_point d);
   void arm_health();
   void on_health_tick();
+  /// How long a PING may go unanswered (with nothing else read) before the connection is dead.
+  std::chrono::milliseconds ping_allowance() const noexcept;
   void send_subscription(std::string_view channel, bool on);
   void on_push(resp3::value& v);
   void tell_state(std::error_code reason, const std::string& diagnostic);
@@ -136,6 +152,13 @@ class connection : public std::enable_shared_from_this<connection> {
   config cfg_;
   listener* listener_ = nullptr;
   std::vector<handshake_step> steps_;
+  std::shared_ptr<node_locator> locator_;
+  std::string host_;  // where the current attempt goes: config's, or the locator's answer
+  std::uint16_t port_ = 0;
+  std::string ready_host_;  // the node of the last connection that became ready
+  std::uint16_t ready_port_ = 0;
+  bool keep_trying_ = false;
+  int not_master_retries_ = 0;  // during connect(): Sentinel named a node that is not master
   boost::asio::ip::tcp::resolver resolver_;
   transport transport_;  // TCP, or TLS over it
   resp3::parser parser_;

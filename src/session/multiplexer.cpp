@@ -46,7 +46,7 @@ multiplexer::id_type multiplexer::add(std::string payload, answer_kind kind, std
   note_deadline(opts.deadline);
   auto& queue = opts.handshake ? handshake_ : queued_;
   queue.push_back(
-      record{id, std::move(payload), std::move(channel), kind, opts, std::move(handler)});
+      record{id, std::move(payload), std::move(channel), kind, opts, std::move(handler), {}});
   return id;
 }
 
@@ -96,6 +96,16 @@ multiplexer::verdict multiplexer::on_value(resp3::value& v) {
     // A reply nobody asked for, or a plain reply where a confirmation (or a refusal) was due.
     return verdict::out_of_step;
   }
+  if (auto& front = written_.front(); front.opts.answers > 1) {
+    // One of several replies: the request is answered by the last one.
+    front.collected.type = resp3::type::array;
+    front.collected.elements.push_back(std::move(v));
+    if (front.collected.elements.size() < front.opts.answers) return verdict::ok;
+    record r = std::move(front);
+    written_.pop_front();
+    complete(r, {}, std::move(r.collected));
+    return verdict::ok;
+  }
   record r = std::move(written_.front());
   written_.pop_front();
   complete(r, {}, std::move(v));
@@ -108,6 +118,7 @@ void multiplexer::on_connection_lost(std::error_code reason) {
   for (auto& r : written_) {
     if (!r.handler) continue;  // the caller was told already; nothing to do with its answer
     if (r.opts.unknown == if_unknown::retry && !r.opts.handshake) {
+      r.collected = {};  // written again: all its replies come again
       again.push_back(std::move(r));
     } else {
       failed.push_back(std::move(r));

@@ -57,6 +57,10 @@ struct request_options {
   void* context = nullptr;
   /// Set to the time the request was (last) written: a lease counts from its send time.
   clock_type::time_point* written_at = nullptr;
+  /// How many replies the payload's commands produce (a script followed by `WAIT`: 2). With
+  /// more than one, they are written together, so they run on one connection back to back, and
+  /// the handler gets them as one array, in order: all of them, or none (an error).
+  std::uint8_t answers = 1;
 };
 
 /// Sans-I/O request bookkeeping of one connection, in the way of Boost.Redis's multiplexer:
@@ -141,7 +145,8 @@ class multiplexer {
     std::string channel;
     answer_kind kind = answer_kind::reply;
     request_options opts;
-    handler_box handler;  // empty: the caller was told already; the answer is dropped
+    handler_box handler;     // empty: the caller was told already; the answer is dropped
+    resp3::value collected;  // the replies so far, when opts.answers > 1
   };
 
   static void complete(record& r, std::error_code ec, resp3::value v);

@@ -5,6 +5,8 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <fmt/format.h>
+
 #include <memory>
 #include <string>
 #include <string_view>
@@ -14,21 +16,22 @@ namespace rlock::detail {
 
 /// What the services (scripts, wait hub, watchdog, queries) talk to: they run a request or
 /// (un)subscribe a channel, addressed by the key the request is about. A standalone server has
-/// one connection for every key. The variants to come keep this interface: Sentinel changes how
-/// the connection finds its node, TLS its stream, and Cluster keeps one connection per master and
+/// one connection for every key. The variants keep this interface: TLS changes the
+/// connection's stream, Sentinel how it finds its node (a locator asking the sentinels before
+/// every attempt, a `ROLE` check in the handshake, and a second connection, to a sentinel,
+/// listening for `+switch-master`), and Cluster, to come, keeps one connection per master and
 /// routes each key by its hash slot (sharded pub/sub for channels).
 class session {
  public:
-  session(boost::asio::any_io_executor ex, config cfg)
-      : node_(std::make_shared<connection>(std::move(ex), std::move(cfg))) {}
+  session(boost::asio::any_io_executor ex, config cfg);
   session(const session&) = delete;
   session& operator=(const session&) = delete;
-  ~session() { node_->set_listener(nullptr); }
+  ~session();
 
   void set_listener(connection::listener* l) noexcept { node_->set_listener(l); }
   void add_handshake_step(handshake_step step) { node_->add_handshake_step(std::move(step)); }
-  void async_connect(connection::connect_handler h) { node_->async_connect(std::move(h)); }
-  void close(std::error_code reason) { node_->close(reason); }
+  void async_connect(connection::connect_handler h);
+  void close(std::error_code reason);
 
   multiplexer::id_type exec(std::string_view /*key*/, std::string payload, request_options opts,
                             reply_handler handler) {
@@ -52,9 +55,22 @@ class session {
   std::size_t subscriptions() const noexcept { return node_->subscriptions(); }
   std::size_t outstanding() const noexcept { return node_->outstanding(); }
   const config& cfg() const noexcept { return node_->cfg(); }
+  /// The data node of the current (or latest) connection attempt.
+  std::string node_address() const { return fmt::format("{}:{}", node_->host(), node_->port()); }
 
  private:
+  /// Hears `+switch-master` on the sentinel connection.
+  struct switch_listener final : connection::listener {
+    session* owner = nullptr;
+    void on_message(std::string_view channel, std::string_view payload) override;
+    void on_subscribed(std::string_view) override {}
+    void on_refused(std::string_view, std::error_code, std::string_view) override {}
+    void on_state(connection_state, std::error_code, const std::string&) override {}
+  };
+
   std::shared_ptr<connection> node_;
+  std::shared_ptr<connection> sentinel_;  // Sentinel only: the `+switch-master` listener
+  switch_listener switches_;
 };
 
 }  // namespace rlock::detail

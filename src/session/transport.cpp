@@ -61,9 +61,10 @@ std::error_code transport::load_settings(std::string& diagnostic) {
   return {};
 }
 
-std::error_code transport::renew(std::string& diagnostic) {
+std::error_code transport::renew(std::string_view host, std::string& diagnostic) {
   close();
   if (!settings_.enabled) return {};
+  name_ = settings_.server_name.empty() ? std::string(host) : settings_.server_name;
   if (!context_) {
     if (auto ec = load_settings(diagnostic)) return ec;
   }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
 
@@ -32,10 +33,12 @@ class transport {
 
   transport(boost::asio::any_io_executor ex, const config& cfg);
 
-  /// Closes the current stream and makes a new one for the next attempt. With TLS, loads the
-  /// settings on first use; returns tls_handshake_failed and the words if they cannot be used
-  /// (an unreadable CA file, a key that does not match its certificate).
-  std::error_code renew(std::string& diagnostic);
+  /// Closes the current stream and makes a new one for the next attempt, to `host` (the name
+  /// checked against the certificate unless tls.server_name is set: with Sentinel each attempt
+  /// may go elsewhere). With TLS, loads the settings on first use; returns
+  /// tls_handshake_failed and the words if they cannot be used (an unreadable CA file, a key
+  /// that does not match its certificate).
+  std::error_code renew(std::string_view host, std::string& diagnostic);
 
   bool tls() const noexcept { return secure_ != nullptr; }
   /// The TCP layer, to connect and close.

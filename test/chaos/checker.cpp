@@ -61,8 +61,10 @@ verdict check(const history& h, const checker_options& opts) {
         // A loss between the two grants explains it: the server forgot the first. The first
         // may have been granted by the old server if it was requested before the kill (its
         // answer can be read after it); the second only if it was seen after the kill.
+        // A failover's window: the old master may have granted the first until `at`, the new
+        // one the second from `from` on.
         const auto loss = std::find_if(losses.begin(), losses.end(), [&](const restart& r) {
-          return prev->requested < r.at && r.at <= next.acquired;
+          return prev->requested < r.at && (r.from >= 0 ? r.from : r.at) <= next.acquired;
         });
         if (loss != losses.end()) {
           explained[static_cast<std::size_t>(loss - losses.begin())].push_back(what);
@@ -74,7 +76,11 @@ verdict check(const history& h, const checker_options& opts) {
     }
   }
   for (std::size_t i = 0; i < losses.size(); ++i) {
-    std::string line = "restart at " + ms(losses[i].at, origin) + " lost the server's data";
+    std::string line = losses[i].from >= 0
+                           ? "failover from " + ms(losses[i].from, origin) + " to " +
+                                 ms(losses[i].at, origin) +
+                                 " lost writes the old master had acknowledged"
+                           : "restart at " + ms(losses[i].at, origin) + " lost the server's data";
     if (explained[i].empty()) {
       line += "; no overlap followed";
     } else {

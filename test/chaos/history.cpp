@@ -92,7 +92,9 @@ std::string history::serialize() const {
     out << "O\t" << to_string(o.kind) << '\t' << clean(o.lock) << '\t' << clean(o.owner) << '\t'
         << o.started << '\t' << o.finished << '\t' << o.bound << '\t' << clean(o.outcome) << '\n';
   }
-  for (const auto& r : restarts) out << "R\t" << r.at << '\t' << (r.data_survived ? 1 : 0) << '\n';
+  for (const auto& r : restarts) {
+    out << "R\t" << r.at << '\t' << (r.data_survived ? 1 : 0) << '\t' << r.from << '\n';
+  }
   for (const auto& c : left.channels) out << "C\t" << clean(c) << '\n';
   for (const auto& k : left.keys) out << "K\t" << clean(k) << '\n';
   for (const auto& s : left.client_activity) out << "S\t" << clean(s) << '\n';
@@ -131,8 +133,8 @@ history history::parse(std::string_view text) {
                               f[2], f[3], std::stoll(f[4]), std::stoll(f[5]), std::stoll(f[6]),
                               f[7]});
     } else if (tag == "R") {
-      need(3);
-      h.restarts.push_back({std::stoll(f[1]), f[2] == "1"});
+      need(4);
+      h.restarts.push_back({std::stoll(f[1]), f[2] == "1", std::stoll(f[3])});
     } else if (tag == "C") {
       need(2);
       h.left.channels.push_back(f[1]);
@@ -185,7 +187,12 @@ void recorder::finished(id op, std::string_view outcome) {
 
 void recorder::restarted(bool data_survived, nanos killed_at) {
   std::lock_guard g(mutex_);
-  h_.restarts.push_back({killed_at, data_survived});
+  h_.restarts.push_back({killed_at, data_survived, -1});
+}
+
+void recorder::failed_over(bool data_survived, nanos from, nanos to) {
+  std::lock_guard g(mutex_);
+  h_.restarts.push_back({to, data_survived, from});
 }
 
 bool recorder::in_progress(op_kind kind, nanos min_age) const {

@@ -51,9 +51,14 @@ struct operation {
 /// A restart of the server, and whether the data written before it survived (the harness writes
 /// a marker key before every fault and reads it back after). `at` is when it was killed: nothing
 /// granted after that came from the old server's data.
+///
+/// A failover is one too, over a window: from `from` (the master killed, or the failover
+/// started while it still takes writes) to `at` (the old master dead or demoted), writes the
+/// old master acknowledged may be missing on the new one.
 struct restart {
   nanos at = 0;
   bool data_survived = true;
+  nanos from = -1;  // -1: `at` (a restart's window is an instant)
 };
 
 /// What was left at the end, after every worker stopped: server channels and keys under the
@@ -97,6 +102,8 @@ class recorder {
 
   /// The server was killed at `killed_at` (when its data was lost, if it was) and is back.
   void restarted(bool data_survived, nanos killed_at);
+  /// A failover whose window of lost writes is [from, to]: see restart.
+  void failed_over(bool data_survived, nanos from, nanos to);
 
   /// For scenarios that aim a fault at a moment: an operation of `kind` running for at least
   /// `min_age` now; an acquisition believed now.

@@ -3,6 +3,7 @@
 #include "support/child_process.hpp"
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
+#include "support/sentinel_topology.hpp"
 #include "support/tls_files.hpp"
 
 #include <boost/json/parse.hpp>
@@ -107,6 +108,25 @@ TEST(rlockctl, talks_tls_with_a_private_ca) {
   EXPECT_NE(untrusted.err.find("certificate"), std::string::npos) << untrusted.err;
   // TLS options without rediss:// are a usage error.
   EXPECT_EQ(run_process(cmd({"--tls-ca", files.path("ca.crt"), "status", "x"})).code, 2);
+}
+
+TEST(rlockctl, finds_the_master_through_sentinel) {
+  rlock::test::sentinel_topology topology;
+  const auto master = topology.master_port();
+  rlock::test::raw_client raw(master);
+  raw.command({"HSET", "sn:held", "0b4f8d2e-1111-4222-8333-944455556666:3", "1"});
+  const auto sentinel = "127.0.0.1:" + std::to_string(topology.sentinels().front().port);
+  const auto r = run_process({RLOCKCTL, "--sentinel", sentinel, "--master-name",
+                              topology.master_name(), "status", "sn:held"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("sn:held: held by 0b4f8d2e-1111-4222-8333-944455556666:3"),
+            std::string::npos)
+      << r.out;
+  // Each without the other, or a sentinel without a port, is a usage error.
+  EXPECT_EQ(run_process({RLOCKCTL, "--sentinel", sentinel, "status", "x"}).code, 2);
+  EXPECT_EQ(
+      run_process({RLOCKCTL, "--sentinel", "127.0.0.1", "--master-name", "m", "status", "x"}).code,
+      2);
 }
 
 TEST(rlockctl, status_tells_free_held_fenced_and_not_a_lock) {

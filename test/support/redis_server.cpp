@@ -253,6 +253,21 @@ bool redis_server::try_start(std::uint16_t port) {
   std::vector<std::string> args = {exe,      "--port",     port_text,      "--bind", "127.0.0.1",
                                    "--save", "",           "--appendonly", "no",     "--daemonize",
                                    "no",     "--loglevel", "warning",      "--dir",  dir_};
+  if (opts_.sentinel_of != 0) {
+    // Sentinel takes its monitors from a config file it may rewrite: one per start, in our dir.
+    const std::string conf = dir_ + "/sentinel.conf";
+    std::ofstream out(conf, std::ios::trunc);
+    out << "port " << port << "\nbind 127.0.0.1\n"
+        << "sentinel monitor " << opts_.master_name << " 127.0.0.1 " << opts_.sentinel_of << ' '
+        << opts_.quorum << "\nsentinel down-after-milliseconds " << opts_.master_name
+        << " 1000\nsentinel failover-timeout " << opts_.master_name << " 3000\n";
+    out.close();
+    if (!out) throw_errno("writing " + conf);
+    args = {exe, conf, "--sentinel", "--daemonize", "no", "--loglevel", "warning", "--dir", dir_};
+  }
+  if (opts_.replica_of != 0) {
+    args.insert(args.end(), {"--replicaof", "127.0.0.1", std::to_string(opts_.replica_of)});
+  }
   if (opts_.aof) {
     args[8] = "yes";
     args.insert(args.end(), {"--appendfsync", "always"});

@@ -29,6 +29,15 @@ class redis_server {
     /// `--tls-auth-clients`: "yes" (a client certificate is required), "no", "optional".
     std::string tls_auth_clients = "no";
 
+    /// `--replicaof 127.0.0.1 <port>`: a replica of the server on that port.
+    std::uint16_t replica_of = 0;
+    /// A sentinel (`redis-server <conf> --sentinel`) instead of a data node, monitoring the
+    /// master on this port as `master_name` with `quorum`, down-after 1000 ms and
+    /// failover-timeout 3000 ms.
+    std::uint16_t sentinel_of = 0;
+    std::string master_name = "rlock-master";
+    int quorum = 2;
+
     /// TLS beside the plaintext port with `files`' server certificate (tls_files.hpp).
     template <typename Files>
     options& with_tls(const Files& files, const std::string& server = "server",
@@ -66,6 +75,8 @@ class redis_server {
 
   /// SIGKILLs the server and reaps it: no shutdown, no final save.
   void kill_hard() noexcept;
+  /// Makes the next restart() start the server as a replica of `port` (0: as a master).
+  void replicate_on_restart(std::uint16_t port) noexcept { opts_.replica_of = port; }
   /// Starts the server again on the same port and directory (so an AOF is replayed); returns
   /// once it answers PING. Throws like the constructor.
   void restart();

@@ -347,3 +347,43 @@ TEST(multiplexer, a_request_past_its_deadline_is_never_written) {
 }
 
 }  // namespace
+
+TEST(multiplexer, a_request_of_several_commands_is_answered_by_all_its_replies_as_one) {
+  multiplexer m;
+  outcome pair, after, retried;
+  request_options two;
+  two.answers = 2;
+  m.add("S+W", answer_kind::reply, {}, two, record_into(pair));
+  m.add("N", answer_kind::reply, {}, {}, record_into(after));
+  EXPECT_EQ(written(m), "S+WN");
+  auto script = text("script");
+  auto error_reply = error("NOREPLICAS");
+  auto next = text("next");
+  EXPECT_EQ(m.on_value(script), multiplexer::verdict::ok);
+  EXPECT_EQ(pair.calls, 0);  // the first reply alone answers nothing
+  EXPECT_EQ(m.on_value(error_reply), multiplexer::verdict::ok);
+  ASSERT_EQ(pair.calls, 1);
+  EXPECT_FALSE(pair.ec);
+  ASSERT_EQ(pair.reply.elements.size(), 2u);
+  EXPECT_EQ(pair.reply.elements[0].str, "script");
+  EXPECT_TRUE(pair.reply.elements[1].is_error());
+  EXPECT_EQ(m.on_value(next), multiplexer::verdict::ok);
+  EXPECT_EQ(after.reply.str, "next");
+
+  // Lost after one of its two replies: written again whole, the partial reply forgotten.
+  two.unknown = if_unknown::retry;
+  m.add("R+W", answer_kind::reply, {}, two, record_into(retried));
+  EXPECT_EQ(written(m), "R+W");
+  auto first = text("stale");
+  m.on_value(first);
+  m.on_connection_lost(make_error_code(rlock::errc::connection_lost));
+  EXPECT_EQ(retried.calls, 0);
+  EXPECT_EQ(written(m), "R+W");
+  auto a = text("fresh");
+  auto b = text("1");
+  m.on_value(a);
+  m.on_value(b);
+  ASSERT_EQ(retried.calls, 1);
+  ASSERT_EQ(retried.reply.elements.size(), 2u);
+  EXPECT_EQ(retried.reply.elements[0].str, "fresh");
+}

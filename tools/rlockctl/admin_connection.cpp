@@ -31,7 +31,7 @@ std::system_error reply_error(const reply& r, std::string_view what) {
 }
 
 admin_connection::admin_connection(asio::any_io_executor ex, rlock::config cfg)
-    : conn_(std::make_shared<detail::connection>(std::move(ex), std::move(cfg))) {
+    : conn_(std::make_unique<detail::session>(std::move(ex), std::move(cfg))) {
   conn_->set_listener(this);
 }
 
@@ -54,9 +54,8 @@ asio::awaitable<void> admin_connection::connect() {
       [this](auto handler) { conn_->async_connect(std::move(handler)); }, asio::use_awaitable);
   if (ec) {
     // The connection's diagnostic already names the address.
-    const auto& cfg = conn_->cfg();
     throw std::system_error(ec, diagnostic.empty()
-                                    ? fmt::format("cannot connect to {}:{}", cfg.host, cfg.port)
+                                    ? fmt::format("cannot connect to {}", conn_->node_address())
                                     : diagnostic);
   }
 }
@@ -94,7 +93,7 @@ asio::awaitable<std::vector<reply>> admin_connection::pipeline(std::vector<comma
           opts.deadline = deadline;
           // Read-only queries: safe to write again after a reconnect.
           opts.unknown = detail::if_unknown::retry;
-          conn_->exec(encode(cmds[i]), opts, [b, i](std::error_code e, reply r) {
+          conn_->exec({}, encode(cmds[i]), opts, [b, i](std::error_code e, reply r) {
             if (e && !b->ec) b->ec = e;
             b->replies[i] = std::move(r);
             if (--b->left == 0) std::move(b->handler)(b->ec, std::move(b->replies));
@@ -106,7 +105,7 @@ asio::awaitable<std::vector<reply>> admin_connection::pipeline(std::vector<comma
   co_return std::move(replies);
 }
 
-void admin_connection::subscribe(std::string_view channel) { conn_->subscribe(channel); }
+void admin_connection::subscribe(std::string_view channel) { conn_->subscribe({}, channel); }
 
 void admin_connection::on_message(std::string_view channel, std::string_view payload) {
   if (events.message) events.message(channel, payload);

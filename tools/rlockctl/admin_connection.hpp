@@ -4,6 +4,7 @@
 #include "rlock/config.hpp"
 #include "rlock/connection_state.hpp"
 #include "session/connection.hpp"
+#include "session/session.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -21,9 +22,9 @@ using reply = rlock::detail::resp3::value;
 using command = std::vector<std::string>;
 
 /// The tool's window on Redis for what the lock API does not do (HGETALL, SCAN, PUBSUB, keyspace
-/// notifications): rlock's own connection — the same handshake, health check, reconnection and
-/// resubscription as a client's — with awaitable commands and message callbacks. Use it on its
-/// executor only.
+/// notifications): rlock's own session — the same handshake, health check, reconnection,
+/// resubscription and Sentinel discovery as a client's — with awaitable commands and message
+/// callbacks. Use it on its executor only.
 class admin_connection : private rlock::detail::connection::listener {
  public:
   admin_connection(boost::asio::any_io_executor ex, rlock::config cfg);
@@ -65,7 +66,7 @@ class admin_connection : private rlock::detail::connection::listener {
 
   [[noreturn]] void fail(std::error_code ec, std::string_view what) const;
 
-  std::shared_ptr<rlock::detail::connection> conn_;
+  std::unique_ptr<rlock::detail::session> conn_;
 };
 
 /// The error a reply stands for: permission_denied for `-NOPERM`, server_error otherwise.

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <exception>
 #include <rlock/version.hpp>
@@ -17,6 +18,7 @@ constexpr const char* examples = R"(Examples:
   rlockctl status orders:42                       who holds it, its TTL, its waiters
   rlockctl --url redis://:secret@10.0.0.5:6379/2 list 'orders:*'
   rlockctl --url rediss://cache:6380 --tls-ca ca.pem status orders:42     over TLS
+  rlockctl --sentinel 10.0.0.11:26379 --master-name locks status orders:42  behind Sentinel
   rlockctl hold orders:42 --wait 2000 --for 30    take it for 30 s (Ctrl-C releases it early)
   rlockctl unlock orders:42 --force               release it whoever holds it
   rlockctl watch orders:42 orders:43              live view of lock, unlock and expiry events
@@ -57,6 +59,12 @@ int main(int argc, char** argv) {
   app.add_option("--tls-key", tls.key_file, "client key (PEM), for mutual TLS")
       ->check(CLI::ExistingFile);
   app.add_option("--tls-server-name", tls.server_name, "name to verify (default: the host)");
+  // Behind Sentinel: the sentinels and the master's name replace the URL's host and port (its
+  // credentials and database still apply to the data nodes).
+  std::vector<std::string> sentinels;
+  std::string master_name;
+  app.add_option("--sentinel", sentinels, "HOST:PORT of a sentinel (repeat for each)");
+  app.add_option("--master-name", master_name, "the master's name at the sentinels");
 
   std::vector<std::string> status_names;
   auto* status = app.add_subcommand("status", "free or held, holders, TTL, waiters, kind");
@@ -139,6 +147,25 @@ int main(int argc, char** argv) {
     ctx.out.error("usage", "--tls-* options need a rediss:// URL");
     return rlockctl::exit_error;
   }
+  if (sentinels.empty() != master_name.empty()) {
+    ctx.out.error("usage", "--sentinel and --master-name go together");
+    return rlockctl::exit_error;
+  }
+  for (const auto& node : sentinels) {
+    const auto colon = node.rfind(':');
+    unsigned port = 0;
+    const char* digits = colon == std::string::npos ? nullptr : node.c_str() + colon + 1;
+    const auto parsed = digits == nullptr
+                            ? std::from_chars_result{nullptr, std::errc::invalid_argument}
+                            : std::from_chars(digits, node.c_str() + node.size(), port);
+    if (colon == 0 || digits == nullptr || parsed.ec != std::errc{} ||
+        parsed.ptr != node.c_str() + node.size() || port == 0 || port > 65535) {
+      ctx.out.error("usage", "--sentinel takes HOST:PORT, got '" + node + "'");
+      return rlockctl::exit_error;
+    }
+    ctx.cfg.sentinel.nodes.push_back({node.substr(0, colon), static_cast<std::uint16_t>(port)});
+  }
+  ctx.cfg.sentinel.master_name = master_name;
   ctx.cfg.key_prefix = prefix;
   ctx.cfg.client_name = "rlockctl";
 

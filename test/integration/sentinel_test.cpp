@@ -1,0 +1,327 @@
+// Redis Sentinel and replica-synced writes against real processes on loopback: a master, its
+// replica and three sentinels (support/sentinel_topology.hpp). Discovery, its errors, a
+// failover that moves holders and waiters with no user action, and WAIT after each write.
+#include "rlock/rlock.hpp"
+#include "support/fake_server.hpp"
+#include "support/lock_env.hpp"
+#include "support/raw_client.hpp"
+#include "support/redis_server.hpp"
+#include "support/run.hpp"
+#include "support/sentinel_topology.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <future>
+#include <optional>
+#include <string>
+#include <thread>
+#include <type_traits>
+
+namespace {
+
+namespace asio = boost::asio;
+using rlock::test::error_of;
+using rlock::test::poll_until;
+using rlock::test::raw_client;
+using rlock::test::sentinel_topology;
+using namespace std::chrono_literals;
+
+/// One topology for the binary (starting one takes seconds); a failover test leaves it settled
+/// again, with whichever node is master then.
+sentinel_topology& topology() {
+  static sentinel_topology t;
+  static const bool ready = [] {
+    t.wait_ready(t.master_port());
+    return true;
+  }();
+  (void)ready;
+  return t;
+}
+
+rlock::config sentinel_config() {
+  rlock::config cfg;
+  cfg.host = "192.0.2.1";  // never used: with sentinels, the sentinels say where to go
+  cfg.port = 1;
+  cfg.sentinel.nodes = topology().sentinels();
+  cfg.sentinel.master_name = topology().master_name();
+  cfg.key_prefix = rlock::test::unique_prefix();
+  cfg.watchdog_timeout = 3s;
+  cfg.command_timeout = 1s;
+  cfg.connect_timeout = 1s;
+  cfg.health_check_interval = 300ms;
+  cfg.reconnect.backoff_initial = 20ms;
+  cfg.reconnect.backoff_cap = 200ms;
+  return cfg;
+}
+
+/// Runs `f` (a blocking wait on the topology) on another thread and completes with its result,
+/// while the calling coroutine's io_context goes on running the clients.
+template <typename F>
+asio::awaitable<std::invoke_result_t<F>> off_thread(F f) {
+  auto done = std::async(std::launch::async, std::move(f));
+  co_await poll_until([&] { return done.wait_for(0s) == std::future_status::ready; }, 90s);
+  co_return done.get();
+}
+
+/// A port nothing listens on (a server started and stopped).
+std::uint16_t dead_port() {
+  rlock::test::redis_server gone;
+  return gone.port();
+}
+
+TEST(sentinel, the_client_finds_the_master_through_the_sentinels_and_locks_there) {
+  asio::io_context io;
+  auto cfg = sentinel_config();
+  // A sentinel that is down is skipped: the next one answers.
+  cfg.sentinel.nodes.insert(cfg.sentinel.nodes.begin(), {"127.0.0.1", dead_port()});
+  rlock::client redis(io.get_executor(), cfg);
+  const auto master = topology().master_port();
+  raw_client raw(master);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("found");
+    co_await lock.lock();
+    EXPECT_EQ(raw.command_int({"EXISTS", lock.key()}), 1);  // on the master sentinels named
+    co_await lock.unlock();
+    co_await redis.close();
+  });
+}
+
+TEST(sentinel, an_unknown_master_name_fails_connect_naming_every_sentinel) {
+  asio::io_context io;
+  auto cfg = sentinel_config();
+  cfg.sentinel.master_name = "no-such-master";
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    EXPECT_EQ(co_await error_of(redis.connect()), rlock::errc::master_not_found);
+    co_return;
+  });
+  try {
+    rlock::test::run(io, [&]() -> asio::awaitable<void> { co_await redis.connect(); });
+  } catch (const std::system_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("no-such-master"), std::string::npos) << what;
+    for (const auto& node : cfg.sentinel.nodes) {
+      EXPECT_NE(what.find(std::to_string(node.port)), std::string::npos) << what;
+    }
+  }
+}
+
+TEST(sentinel, no_sentinel_reachable_fails_connect_with_master_not_found) {
+  asio::io_context io;
+  auto cfg = sentinel_config();
+  cfg.sentinel.nodes = {{"127.0.0.1", dead_port()}, {"127.0.0.1", dead_port()}};
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    EXPECT_EQ(co_await error_of(redis.connect()), rlock::errc::master_not_found);
+  });
+}
+
+/// A sentinel whose view is stale names a replica: the ROLE check refuses it and the sentinels
+/// are asked again, a bounded number of times, then connect() says why.
+TEST(sentinel, a_node_that_is_not_the_master_is_refused_and_the_sentinels_asked_again) {
+  rlock::test::redis_server::options o;
+  o.replica_of = dead_port();  // a replica (of nothing that answers): ROLE says "slave"
+  rlock::test::redis_server replica(o);
+  const std::string port = std::to_string(replica.port());
+  std::atomic<int> asked{0};
+  rlock::test::fake_server stale([&](auto& socket, auto&) {
+    // HELLO, then SENTINEL get-master-addr-by-name: answered in turn, one read each.
+    if (rlock::test::fake_server::read_some(socket).empty()) return;
+    rlock::test::fake_server::write(socket, "%1\r\n+server\r\n+redis\r\n");
+    if (rlock::test::fake_server::read_some(socket).find("get-master-addr-by-name") ==
+        std::string::npos) {
+      return;
+    }
+    ++asked;
+    rlock::test::fake_server::write(
+        socket,
+        "*2\r\n$9\r\n127.0.0.1\r\n$" + std::to_string(port.size()) + "\r\n" + port + "\r\n");
+  });
+  asio::io_context io;
+  auto cfg = sentinel_config();
+  cfg.sentinel.nodes = {{"127.0.0.1", stale.port()}};
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    EXPECT_EQ(co_await error_of(redis.connect()), rlock::errc::not_master);
+  });
+  EXPECT_EQ(asked.load(), 6);  // the first answer and five more questions
+}
+
+TEST(sentinel, settings_that_cannot_work_are_refused_when_the_client_is_made) {
+  asio::io_context io;
+  auto cfg = sentinel_config();
+  cfg.sentinel.master_name.clear();
+  EXPECT_EQ(rlock::test::thrown_by([&] { rlock::client c(io.get_executor(), cfg); }),
+            rlock::errc::invalid_argument);
+  cfg = sentinel_config();
+  cfg.sentinel.nodes.push_back({"", 26379});
+  EXPECT_EQ(rlock::test::thrown_by([&] { rlock::client c(io.get_executor(), cfg); }),
+            rlock::errc::invalid_argument);
+  rlock::config sync;
+  sync.sync_replicas.replicas = 1;
+  sync.sync_replicas.timeout = sync.command_timeout;  // WAIT would outlast the command's bound
+  EXPECT_EQ(rlock::test::thrown_by([&] { rlock::client c(io.get_executor(), sync); }),
+            rlock::errc::invalid_argument);
+  sync.sync_replicas.timeout = 0ms;  // WAIT 0 blocks for ever
+  EXPECT_EQ(rlock::test::thrown_by([&] { rlock::client c(io.get_executor(), sync); }),
+            rlock::errc::invalid_argument);
+  sync.sync_replicas.replicas = -1;
+  EXPECT_EQ(rlock::test::thrown_by([&] { rlock::client c(io.get_executor(), sync); }),
+            rlock::errc::invalid_argument);
+}
+
+/// SENTINEL FAILOVER while a watchdog holder holds a lock and a waiter waits for it: both
+/// follow the master with nothing from the user; the holder keeps its lock (it was replicated
+/// long before), the waiter is woken by the unlock published on the new master.
+TEST(sentinel, a_failover_moves_holder_and_waiter_to_the_new_master) {
+  asio::io_context io;
+  auto& t = topology();
+  const auto old_master = t.master_port();
+  const auto cfg = sentinel_config();  // one key prefix for both
+  rlock::client holder(io.get_executor(), cfg);
+  rlock::client waiter(io.get_executor(), cfg);
+  bool acquired = false;
+  bool waiting_done = false;
+  rlock::test::run(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await holder.connect();
+        co_await waiter.connect();
+        auto h = holder.get_lock("moved");
+        co_await h.lock();  // watchdog
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+              auto w = waiter.get_lock("moved");
+              acquired = co_await w.try_lock(30s, 10s);
+              if (acquired) co_await w.unlock();
+              waiting_done = true;
+            },
+            asio::detached);
+        EXPECT_TRUE(co_await poll_until([&] { return waiter.activity().waiters == 1; }));
+        t.failover();
+        // Off the clients' thread: they must go on renewing and listening meanwhile.
+        const auto new_master = co_await off_thread([&] {
+          const auto port = t.wait_switched(old_master);
+          t.wait_demoted(old_master);
+          return port;
+        });
+        // Both clients are on the new master once they have reconnected there.
+        EXPECT_TRUE(co_await poll_until(
+            [&] {
+              return holder.state() == rlock::connection_state::connected &&
+                     waiter.state() == rlock::connection_state::connected &&
+                     holder.stats().reconnects >= 1 && waiter.stats().reconnects >= 1;
+            },
+            20s));
+        raw_client raw(new_master);
+        EXPECT_EQ(raw.command_int({"EXISTS", h.key()}), 1);
+        EXPECT_TRUE(co_await h.is_held());
+        EXPECT_FALSE(waiting_done);
+        co_await h.unlock();
+        EXPECT_TRUE(co_await poll_until([&] { return waiting_done; }, 10s));
+        EXPECT_TRUE(acquired);
+        co_await holder.close();
+        co_await waiter.close();
+      },
+      60s);
+  t.wait_ready(t.master_port());
+}
+
+// --- replica-synced writes ------------------------------------------------------------------
+
+/// A master and its replica, without sentinels.
+struct replicated {
+  rlock::test::redis_server master;
+  rlock::test::redis_server replica{[this] {
+    rlock::test::redis_server::options o;
+    o.replica_of = master.port();
+    return o;
+  }()};
+  replicated() {
+    raw_client raw(replica.port());
+    for (int i = 0; i < 500; ++i) {
+      auto info = raw.command({"INFO", "replication"});
+      if (info.str.find("master_link_status:up") != std::string::npos) return;
+      std::this_thread::sleep_for(20ms);
+    }
+    throw std::runtime_error("the replica never caught up with its master");
+  }
+};
+
+TEST(sync_replicas, an_acquire_no_replica_acknowledged_fails_and_leaves_the_lock_free) {
+  replicated nodes;
+  asio::io_context io;
+  auto cfg = rlock::test::make_config();
+  cfg.port = nodes.master.port();
+  cfg.sync_replicas.replicas = 1;
+  cfg.sync_replicas.timeout = 200ms;
+  cfg.command_timeout = 2s;
+  rlock::client redis(io.get_executor(), cfg);
+  raw_client raw(nodes.master.port());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("synced");
+    // Replicated: acquire, renewal (watchdog) and release pass.
+    EXPECT_TRUE(co_await lock.try_lock(0ms, 5s));
+    co_await lock.unlock();
+
+    ::kill(nodes.replica.pid(), SIGSTOP);
+    const auto code = co_await error_of(lock.try_lock(0ms, 5s));
+    EXPECT_EQ(code, rlock::errc::replicas_not_synced);
+    EXPECT_NE(lock.last_error().find("replica"), std::string::npos) << lock.last_error();
+    EXPECT_EQ(raw.command_int({"EXISTS", lock.key()}), 0);  // given back
+    EXPECT_FALSE(co_await lock.is_locked());
+    // A re-entry that cannot be synced takes back only itself.
+    ::kill(nodes.replica.pid(), SIGCONT);
+    EXPECT_TRUE(co_await lock.try_lock(0ms, 5s));
+    ::kill(nodes.replica.pid(), SIGSTOP);
+    EXPECT_EQ(co_await error_of(lock.try_lock(0ms, 5s)), rlock::errc::replicas_not_synced);
+    EXPECT_EQ(co_await lock.hold_count(), 1);
+    // An unsynced release is still a release.
+    co_await lock.unlock();
+    EXPECT_FALSE(co_await lock.is_locked());
+
+    ::kill(nodes.replica.pid(), SIGCONT);
+    EXPECT_TRUE(co_await lock.try_lock(0ms, 5s));
+    co_await lock.unlock();
+    co_await redis.close();
+  });
+  ::kill(nodes.replica.pid(), SIGCONT);
+}
+
+TEST(sync_replicas, a_renewal_no_replica_acknowledges_ends_in_lost) {
+  replicated nodes;
+  asio::io_context io;
+  auto cfg = rlock::test::make_config();
+  cfg.port = nodes.master.port();
+  cfg.sync_replicas.replicas = 1;
+  cfg.sync_replicas.timeout = 100ms;
+  cfg.command_timeout = 1s;
+  cfg.watchdog_timeout = 900ms;
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("renewed");
+    co_await lock.lock();  // watchdog: renewed every 300 ms
+    ::kill(nodes.replica.pid(), SIGSTOP);
+    // Every renewal now runs on the master but is not acknowledged: the holder must stop
+    // believing at its lease's end, though the master keeps extending the key.
+    co_await lock.lost();
+    EXPECT_GE(redis.metrics().renewal_failures, 1u);
+    ::kill(nodes.replica.pid(), SIGCONT);
+    co_await error_of(lock.unlock());
+    co_await redis.close();
+  });
+  ::kill(nodes.replica.pid(), SIGCONT);
+}
+
+}  // namespace
