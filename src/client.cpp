@@ -187,17 +187,6 @@ void client_impl::on_refused(std::string_view channel, std::error_code ec, std::
   hub.on_refused(channel, ec, text);
 }
 
-void client_impl::counts_uncertain() {
-  // A new node (a failover) has the old one's data as replication had it: releases the old
-  // master acknowledged may be missing, so the server may count holds of ours that no caller
-  // has. Each owner then gives back, at its next release, what the server counts beyond it
-  // (lock_state::on_released), as after an acquire that ran late.
-  std::lock_guard guard(states_mutex_);
-  for (auto& [key, weak] : states_) {
-    if (auto s = weak.lock()) s->maybe_orphaned = true;
-  }
-}
-
 void client_impl::on_state(connection_state state, std::error_code reason,
                            const std::string& diagnostic) {
   state_.store(state, std::memory_order_relaxed);
@@ -213,7 +202,14 @@ void client_impl::on_state(connection_state state, std::error_code reason,
         log(log_level::info, "reconnected{} ({} reconnects so far)",
             node != node_ ? fmt::format(" to {} (was {})", node, node_) : std::string(),
             session.stats().reconnects.load(std::memory_order_relaxed));
-        if (node != node_) counts_uncertain();
+        if (node != node_) {
+          // A new node (a failover) has the old one's data as replication had it: releases the
+          // old master acknowledged may be missing, so it may count holds of our owners that no
+          // caller has; renewing them would keep a lock for nobody. Until every hold from before
+          // the move has expired, a release that leaves such holds gives them back.
+          counts_uncertain_until =
+              std::chrono::steady_clock::now() + std::max(longest_lease, cfg.watchdog_timeout);
+        }
       } else {
         log(log_level::debug, "connected to {}{}", node, cfg.tls.enabled ? " over TLS" : "");
       }

@@ -85,6 +85,13 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
   } counters;
   log_histogram wait_times;
   log_histogram hold_times;
+  /// The longest lease any acquisition of this client was given (executor only).
+  std::chrono::milliseconds longest_lease{0};
+  /// Until then, a release answered "still held" with no caller holding is taken for holds a
+  /// failover left behind (lock_state::maybe_orphaned): set on moving to another node, for the
+  /// longest lease, after which every hold from before the move has expired unless renewed.
+  /// Executor only.
+  std::chrono::steady_clock::time_point counts_uncertain_until{};
 
   /// Logs a line through config::log (nothing when unset), prefixed with the client's name.
   /// A logger that throws is ignored: logging never breaks the client.
@@ -121,9 +128,6 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
   std::mt19937_64 ids_;
   std::function<void(const connection_event&)> state_handler_;
   std::atomic<connection_state> state_{connection_state::disconnected};
-  /// Marks every owner's hold count on the server as uncertain (see lock_state::maybe_orphaned).
-  void counts_uncertain();
-
   std::string log_name_;
   bool was_connected_ = false;
   std::string node_;  // the node of the last connection (host:port)

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 
@@ -70,12 +71,17 @@ void lock_state::on_acquired(std::chrono::milliseconds lease_ms, bool renew,
   ++server_holds;
   orphan_releases = 0;
   lease = lease_ms;
+  client->longest_lease = std::max(client->longest_lease, lease_ms);
   watched = renew;
   // The watchdog holds the state: a held lock stays renewed even if every handle is gone.
   if (renew) client->dog.add(*this, shared_from_this(), sent);
 }
 
 lock_state::release_undo lock_state::before_release() {
+  // Shortly after a failover the new master may count holds of this owner that a lost release
+  // should have removed, whichever state (old or made since) releases now: see
+  // client_impl::counts_uncertain_until.
+  if (std::chrono::steady_clock::now() < client->counts_uncertain_until) maybe_orphaned = true;
   release_undo undo{local_holds, renewing(), client->dog.confirmed(*this)};
   if (local_holds == 1) client->hold_times.observe(std::chrono::steady_clock::now() - granted_at);
   if (local_holds <= 1) reset(false);

@@ -372,10 +372,12 @@ void connection::lose(std::uint64_t gen, std::error_code ec, std::string diagnos
 }
 
 void connection::move_to(const config::endpoint& to, std::string why) {
-  if (state_ != connection_state::connected) return;  // the next attempt asks anyway
-  if (to.host == host_ && to.port == port_) return;
+  if (state_ == connection_state::closed) return;
+  const bool up = state_ == connection_state::connected;
+  if (up && to.host == host_ && to.port == port_) return;
+  // The next attempt goes there first, whether this connection is up, under way or waiting.
   if (locator_) locator_->prefer(to.host, to.port);
-  lose(gen_, make_error_code(errc::connection_lost), std::move(why));
+  if (up) lose(gen_, make_error_code(errc::connection_lost), std::move(why));
 }
 
 void connection::schedule_reconnect() {

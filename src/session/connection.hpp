@@ -79,8 +79,8 @@ class connection : public std::enable_shared_from_this<connection> {
   /// Keeps retrying the first connection (with backoff) instead of failing connect(): for a
   /// connection nobody waits on (the `+switch-master` listener).
   void keep_trying() noexcept { keep_trying_ = true; }
-  /// Leaves the node now and reconnects (through the locator): Sentinel announced a new master.
-  /// Does nothing unless connected, or connected to `to` already.
+  /// Sentinel announced a new master at `to`: the next attempt goes there first, and a
+  /// connection to another node is left now (it reconnects through the locator).
   void move_to(const config::endpoint& to, std::string why);
 
   /// The first connection: completes with no error once the handshake is done, or with why not

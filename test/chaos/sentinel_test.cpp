@@ -179,8 +179,7 @@ enum class failover_kind { sentinel_failover, sigkill };
 /// contender, one failover in the middle; the history checked. Leaves the topology settled.
 verdict contend_through_a_failover(failover_kind kind) {
   auto& t = topology();
-  const auto old_master = t.master_port();
-  t.wait_ready(old_master);
+  const auto old_master = t.wait_settled();
   const std::string prefix = rlock::test::unique_prefix();
   recorder rec;
   std::vector<std::future<history>> running;
@@ -239,7 +238,7 @@ verdict contend_through_a_failover(failover_kind kind) {
     t.node(old_master).replicate_on_restart(new_master);
     t.node(old_master).restart();
   }
-  t.wait_ready(new_master);
+  t.wait_settled();
   return v;
 }
 
@@ -269,8 +268,7 @@ TEST(sentinel_chaos, failover_to_first_acquire_over_five_kills) {
   auto& t = topology();
   std::vector<double> took_ms;
   for (int round = 0; round < 5; ++round) {
-    const auto old_master = t.master_port();
-    t.wait_ready(old_master);
+    const auto old_master = t.wait_settled();
     asio::io_context io;
     rlock::client prober(io.get_executor(),
                          sentinel_chaos_config(rlock::test::unique_prefix(), "prober"));
@@ -316,7 +314,7 @@ TEST(sentinel_chaos, failover_to_first_acquire_over_five_kills) {
       "failover (SIGKILL of the master, down-after 1000 ms) -> first acquire: p50 %.0f ms, "
       "max %.0f ms over %zu failovers\n",
       took_ms[took_ms.size() / 2], took_ms.back(), took_ms.size());
-  t.wait_ready(t.master_port());
+  t.wait_settled();
 }
 
 }  // namespace

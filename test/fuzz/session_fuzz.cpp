@@ -5,9 +5,9 @@
 // write, read some server bytes, lose or regain the connection, let time pass, withdraw,
 // fail-fast). Checks: no crash or sanitizer report; every handler runs at most once, and exactly
 // once by the end; an answer completes only the oldest live written request, and only with an
-// answer of its kind (a reply for a command, a confirmation of its own channel or an error for a
-// (un)subscribe); the bookkeeping stays bounded by what was added; a channel is active only while
-// connected.
+// answer of its kind (all of its replies for a request of several commands) (a reply for a command,
+// a confirmation of its own channel or an error for a (un)subscribe); the bookkeeping stays bounded
+// by what was added; a channel is active only while connected.
 #include "resp3/parser.hpp"
 #include "rlock/error.hpp"
 #include "session/multiplexer.hpp"
@@ -37,6 +37,7 @@ constexpr std::array<std::string_view, 3> channels{"a", "b", "c"};
 
 struct request_state {
   answer_kind kind = answer_kind::reply;
+  std::uint8_t answers = 1;  // replies that make its answer (a script and its WAIT: 2)
   std::string channel;
   int completions = 0;
   int hooks = 0;
@@ -59,6 +60,7 @@ class harness {
     if ((arg & 8) != 0) {
       opts.on_deadline = [](void* ctx) { ++static_cast<request_state*>(ctx)->hooks; };
     }
+    if ((arg & 16) != 0 && !opts.handshake) opts.answers = 2;
     add(answer_kind::reply, {}, opts);
   }
 
@@ -168,6 +170,7 @@ class harness {
     auto& r = requests_[id];
     r.kind = kind;
     r.channel = channel;
+    r.answers = opts.answers;
     if (opts.on_deadline != nullptr) opts.context = &r;
     const bool on = kind == answer_kind::subscribe;
     const auto got = mux_.add(std::to_string(id) + "\n", kind, std::move(channel), opts,
@@ -200,7 +203,11 @@ class harness {
     }
     check(!written_.empty());
     written_.pop_front();
-    if (r.kind == answer_kind::reply) {
+    if (r.kind == answer_kind::reply && r.answers > 1) {
+      // All of its replies, in one array, none of them a push.
+      check(v.type == resp3::type::array && v.elements.size() == r.answers);
+      for (const auto& e : v.elements) check(!e.is_push());
+    } else if (r.kind == answer_kind::reply) {
       check(!v.is_push());
     } else if (!v.is_error()) {
       check(v.is_push() && v.elements.size() >= 2 && v.elements[1].str == r.channel);

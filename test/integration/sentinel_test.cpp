@@ -38,7 +38,7 @@ using namespace std::chrono_literals;
 sentinel_topology& topology() {
   static sentinel_topology t;
   static const bool ready = [] {
-    t.wait_ready(t.master_port());
+    t.wait_settled();
     return true;
   }();
   (void)ready;
@@ -233,7 +233,7 @@ TEST(sentinel, a_failover_moves_holder_and_waiter_to_the_new_master) {
         co_await waiter.close();
       },
       60s);
-  t.wait_ready(t.master_port());
+  t.wait_settled();
 }
 
 // --- replica-synced writes ------------------------------------------------------------------
@@ -255,17 +255,25 @@ struct replicated {
     }
     throw std::runtime_error("the replica never caught up with its master");
   }
+  ~replicated() { resume_replica(); }  // a failed test must not leave it stopped
+  void pause_replica() { ::kill(replica.pid(), SIGSTOP); }
+  void resume_replica() { ::kill(replica.pid(), SIGCONT); }
+
+  /// A client config on the master that WAITs for the replica `timeout` after each write.
+  rlock::config synced_config(std::chrono::milliseconds timeout) const {
+    auto cfg = rlock::test::make_config();
+    cfg.port = master.port();
+    cfg.sync_replicas.replicas = 1;
+    cfg.sync_replicas.timeout = timeout;
+    cfg.command_timeout = 10 * timeout;
+    return cfg;
+  }
 };
 
 TEST(sync_replicas, an_acquire_no_replica_acknowledged_fails_and_leaves_the_lock_free) {
   replicated nodes;
   asio::io_context io;
-  auto cfg = rlock::test::make_config();
-  cfg.port = nodes.master.port();
-  cfg.sync_replicas.replicas = 1;
-  cfg.sync_replicas.timeout = 200ms;
-  cfg.command_timeout = 2s;
-  rlock::client redis(io.get_executor(), cfg);
+  rlock::client redis(io.get_executor(), nodes.synced_config(200ms));
   raw_client raw(nodes.master.port());
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
     co_await redis.connect();
@@ -274,54 +282,48 @@ TEST(sync_replicas, an_acquire_no_replica_acknowledged_fails_and_leaves_the_lock
     EXPECT_TRUE(co_await lock.try_lock(0ms, 5s));
     co_await lock.unlock();
 
-    ::kill(nodes.replica.pid(), SIGSTOP);
+    nodes.pause_replica();
     const auto code = co_await error_of(lock.try_lock(0ms, 5s));
     EXPECT_EQ(code, rlock::errc::replicas_not_synced);
     EXPECT_NE(lock.last_error().find("replica"), std::string::npos) << lock.last_error();
     EXPECT_EQ(raw.command_int({"EXISTS", lock.key()}), 0);  // given back
     EXPECT_FALSE(co_await lock.is_locked());
     // A re-entry that cannot be synced takes back only itself.
-    ::kill(nodes.replica.pid(), SIGCONT);
+    nodes.resume_replica();
     EXPECT_TRUE(co_await lock.try_lock(0ms, 5s));
-    ::kill(nodes.replica.pid(), SIGSTOP);
+    nodes.pause_replica();
     EXPECT_EQ(co_await error_of(lock.try_lock(0ms, 5s)), rlock::errc::replicas_not_synced);
     EXPECT_EQ(co_await lock.hold_count(), 1);
     // An unsynced release is still a release.
     co_await lock.unlock();
     EXPECT_FALSE(co_await lock.is_locked());
 
-    ::kill(nodes.replica.pid(), SIGCONT);
+    nodes.resume_replica();
     EXPECT_TRUE(co_await lock.try_lock(0ms, 5s));
     co_await lock.unlock();
     co_await redis.close();
   });
-  ::kill(nodes.replica.pid(), SIGCONT);
 }
 
 TEST(sync_replicas, a_renewal_no_replica_acknowledges_ends_in_lost) {
   replicated nodes;
   asio::io_context io;
-  auto cfg = rlock::test::make_config();
-  cfg.port = nodes.master.port();
-  cfg.sync_replicas.replicas = 1;
-  cfg.sync_replicas.timeout = 100ms;
-  cfg.command_timeout = 1s;
+  auto cfg = nodes.synced_config(100ms);
   cfg.watchdog_timeout = 900ms;
   rlock::client redis(io.get_executor(), cfg);
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
     co_await redis.connect();
     auto lock = redis.get_lock("renewed");
     co_await lock.lock();  // watchdog: renewed every 300 ms
-    ::kill(nodes.replica.pid(), SIGSTOP);
+    nodes.pause_replica();
     // Every renewal now runs on the master but is not acknowledged: the holder must stop
     // believing at its lease's end, though the master keeps extending the key.
     co_await lock.lost();
     EXPECT_GE(redis.metrics().renewal_failures, 1u);
-    ::kill(nodes.replica.pid(), SIGCONT);
+    nodes.resume_replica();
     co_await error_of(lock.unlock());
     co_await redis.close();
   });
-  ::kill(nodes.replica.pid(), SIGCONT);
 }
 
 }  // namespace

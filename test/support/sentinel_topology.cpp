@@ -97,7 +97,14 @@ std::uint16_t sentinel_topology::master_port(std::size_t i) const {
 void sentinel_topology::wait_ready(std::uint16_t master, std::chrono::seconds limit) {
   const std::uint16_t replica = other(master).port();
   wait_for("the topology did not settle", limit, [&]() -> std::string {
-    if (role_of(master) != "master") return "node " + std::to_string(master) + " is no master";
+    if (const auto role = role_of(master); role != "master") {
+      std::string views;
+      for (std::size_t i = 0; i < sentinels_.size(); ++i) {
+        views +=
+            " sentinel " + std::to_string(i) + " names " + std::to_string(master_port(i)) + ";";
+      }
+      return "node " + std::to_string(master) + " says ROLE " + role + ";" + views;
+    }
     for (std::size_t i = 0; i < sentinels_.size(); ++i) {
       raw_client raw(sentinels_[i]->port());
       const auto where = raw.command({"SENTINEL", "get-master-addr-by-name", name_});
@@ -129,6 +136,21 @@ void sentinel_topology::wait_ready(std::uint16_t master, std::chrono::seconds li
     }
     return {};
   });
+}
+
+std::uint16_t sentinel_topology::wait_settled(std::chrono::seconds limit) {
+  std::uint16_t master = 0;
+  wait_for("the sentinels did not settle on a master", limit, [&]() -> std::string {
+    master = master_port(0);
+    if (master == 0) return "sentinel 0 names no master";
+    try {
+      wait_ready(master, std::chrono::seconds(1));
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return {};
+  });
+  return master;
 }
 
 std::uint16_t sentinel_topology::wait_switched(std::uint16_t old, std::chrono::seconds limit) {

@@ -36,6 +36,9 @@ class sentinel_topology {
   /// Waits until every sentinel names `master`, knows the two other sentinels and sees the
   /// other data node as a replica in sync, with `master`'s ROLE "master": a failover may start.
   void wait_ready(std::uint16_t master, std::chrono::seconds limit = std::chrono::seconds(60));
+  /// wait_ready() for whichever node the sentinels name (they may fail over again on their own
+  /// after a node comes back); returns its port.
+  std::uint16_t wait_settled(std::chrono::seconds limit = std::chrono::seconds(60));
   /// Waits until every sentinel names a master other than `old`; returns its port.
   std::uint16_t wait_switched(std::uint16_t old,
                               std::chrono::seconds limit = std::chrono::seconds(30));
