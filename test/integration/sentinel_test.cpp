@@ -124,27 +124,32 @@ TEST(sentinel, no_sentinel_reachable_fails_connect_with_master_not_found) {
   });
 }
 
+/// A fake sentinel: answers HELLO, then `SENTINEL get-master-addr-by-name` with 127.0.0.1 and
+/// `port_of(n)` for the n-th question (counted in `asked`); any other second command (the
+/// `+switch-master` listener's SUBSCRIBE) gets the connection closed.
+template <typename PortOf>
+rlock::test::fake_server::behaviour_type fake_sentinel(std::atomic<int>& asked, PortOf port_of) {
+  return [&asked, port_of](rlock::test::fake_server::socket& socket, rlock::test::fake_server&) {
+    using rlock::test::fake_server;
+    if (fake_server::read_some(socket).empty()) return;
+    fake_server::write(socket, "%1\r\n+server\r\n+redis\r\n");
+    if (fake_server::read_some(socket).find("get-master-addr-by-name") == std::string::npos) {
+      return;
+    }
+    const auto port = std::to_string(port_of(asked++));
+    fake_server::write(socket, "*2\r\n$9\r\n127.0.0.1\r\n$" + std::to_string(port.size()) + "\r\n" +
+                                   port + "\r\n");
+  };
+}
+
 /// A sentinel whose view is stale names a replica: the ROLE check refuses it and the sentinels
 /// are asked again, a bounded number of times, then connect() says why.
 TEST(sentinel, a_node_that_is_not_the_master_is_refused_and_the_sentinels_asked_again) {
   rlock::test::redis_server::options o;
   o.replica_of = dead_port();  // a replica (of nothing that answers): ROLE says "slave"
   rlock::test::redis_server replica(o);
-  const std::string port = std::to_string(replica.port());
   std::atomic<int> asked{0};
-  rlock::test::fake_server stale([&](auto& socket, auto&) {
-    // HELLO, then SENTINEL get-master-addr-by-name: answered in turn, one read each.
-    if (rlock::test::fake_server::read_some(socket).empty()) return;
-    rlock::test::fake_server::write(socket, "%1\r\n+server\r\n+redis\r\n");
-    if (rlock::test::fake_server::read_some(socket).find("get-master-addr-by-name") ==
-        std::string::npos) {
-      return;
-    }
-    ++asked;
-    rlock::test::fake_server::write(
-        socket,
-        "*2\r\n$9\r\n127.0.0.1\r\n$" + std::to_string(port.size()) + "\r\n" + port + "\r\n");
-  });
+  rlock::test::fake_server stale(fake_sentinel(asked, [&](int) { return replica.port(); }));
   asio::io_context io;
   auto cfg = sentinel_config();
   cfg.sentinel.nodes = {{"127.0.0.1", stale.port()}};
@@ -163,18 +168,8 @@ TEST(sentinel, after_a_move_to_another_node_a_hold_no_caller_has_is_given_back) 
   rlock::test::redis_server a;
   rlock::test::redis_server b;
   std::atomic<int> asked{0};
-  rlock::test::fake_server sentinel([&](auto& socket, auto&) {
-    if (rlock::test::fake_server::read_some(socket).empty()) return;
-    rlock::test::fake_server::write(socket, "%1\r\n+server\r\n+redis\r\n");
-    if (rlock::test::fake_server::read_some(socket).find("get-master-addr-by-name") ==
-        std::string::npos) {
-      return;  // the +switch-master listener: nothing to say
-    }
-    const auto port = std::to_string(asked++ == 0 ? a.port() : b.port());
-    rlock::test::fake_server::write(
-        socket,
-        "*2\r\n$9\r\n127.0.0.1\r\n$" + std::to_string(port.size()) + "\r\n" + port + "\r\n");
-  });
+  rlock::test::fake_server sentinel(
+      fake_sentinel(asked, [&](int n) { return n == 0 ? a.port() : b.port(); }));
   asio::io_context io;
   auto cfg = sentinel_config();
   cfg.sentinel.nodes = {{"127.0.0.1", sentinel.port()}};
