@@ -136,14 +136,17 @@ class RLOCK_EXPORT client {
   std::chrono::milliseconds lease_margin() const noexcept;
 
   /// Connects, says `HELLO 3` (with AUTH if configured), selects the database and loads the
-  /// scripts: one attempt, bounded by config::connect_timeout. Once connected, the client
+  /// scripts: one attempt, bounded by config::connect_timeout. With config::sentinel, the
+  /// sentinels are asked first (each bounded by connect_timeout and command_timeout), and a node
+  /// that is not the master is asked about again up to 5 times. Once connected, the client
   /// reconnects by itself after a loss (config::reconnect): commands issued meanwhile wait for
   /// the new connection's handshake, within their own bounds.
   /// Completion: `void(error_code)`; errors: timeout, resolve_failed, connect_failed,
   /// auth_failed, command_not_permitted (an ACL user without `script|load`), unsupported_server,
   /// handshake_closed, the TLS errors (tls_certificate_untrusted, tls_hostname_mismatch,
-  /// tls_client_rejected, tls_handshake_failed), server_error, protocol_error (the awaitable
-  /// form's exception carries Redis's, OpenSSL's or the OS's text).
+  /// tls_client_rejected, tls_handshake_failed), master_not_found and not_master (Sentinel),
+  /// server_error, protocol_error (the awaitable form's exception carries Redis's, OpenSSL's or
+  /// the OS's text).
   ///
   /// Per-operation cancellation: not supported (ignored): bounded by config::connect_timeout.
   boost::asio::awaitable<void> connect();
