@@ -81,7 +81,11 @@ lock_state::release_undo lock_state::before_release() {
   // Shortly after a failover the new master may count holds of this owner that a lost release
   // should have removed, whichever state (old or made since) releases now: see
   // client_impl::counts_uncertain_until.
-  if (std::chrono::steady_clock::now() < client->counts_uncertain_until) maybe_orphaned = true;
+  // Checked for a time only once a move happened: no clock read per unlock otherwise.
+  if (client->counts_uncertain_until != std::chrono::steady_clock::time_point{} &&
+      std::chrono::steady_clock::now() < client->counts_uncertain_until) {
+    maybe_orphaned = true;
+  }
   release_undo undo{local_holds, renewing(), client->dog.confirmed(*this)};
   if (local_holds == 1) client->hold_times.observe(std::chrono::steady_clock::now() - granted_at);
   if (local_holds <= 1) reset(false);

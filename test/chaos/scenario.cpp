@@ -77,22 +77,28 @@ void scenario::start(workload_options opts) {
       std::async(std::launch::async, [this, opts] { return run_workload(opts, rec); }));
 }
 
-verdict scenario::finish(checker_options copts) {
+verdict finish_workloads(std::vector<std::future<history>>& running, recorder& rec,
+                         std::uint16_t port, const std::string& prefix,
+                         const checker_options& copts, history* checked) {
   // The workloads share the recorder; each reports what its own clients left behind.
   std::vector<std::string> activity;
-  for (auto& f : running_) {
+  for (auto& f : running) {
     const auto part = f.get();
     activity.insert(activity.end(), part.left.client_activity.begin(),
                     part.left.client_activity.end());
   }
-  running_.clear();
+  running.clear();
   auto h = rec.finish();
   h.left.client_activity = std::move(activity);
-  record_server_leftovers(server.port(), prefix, h);
+  record_server_leftovers(port, prefix, h);
   const auto v = check(h, copts);
   std::printf("%s", v.report().c_str());
-  last_ = std::move(h);
+  if (checked != nullptr) *checked = std::move(h);
   return v;
+}
+
+verdict scenario::finish(checker_options copts) {
+  return finish_workloads(running_, rec, server.port(), prefix, copts, &last_);
 }
 
 std::int64_t scenario::kill_clients() {

@@ -14,6 +14,7 @@
 #include <future>
 #include <rlock/config.hpp>
 #include <string>
+#include <vector>
 
 namespace rlock::chaos {
 
@@ -32,6 +33,13 @@ bool wait_until(const std::function<bool()>& pred,
 /// Whether a scenario's clients talk to the server over TLS (through the same proxy: it
 /// forwards bytes, whatever they are).
 enum class transport_kind { tcp, tls };
+
+/// Waits for every workload in `running`, takes the history from `rec` with what each
+/// workload's clients and the server on `port` left under `prefix`, checks it, prints the
+/// report and returns the verdict (the history in `checked`, if given).
+verdict finish_workloads(std::vector<std::future<history>>& running, recorder& rec,
+                         std::uint16_t port, const std::string& prefix,
+                         const checker_options& copts = {}, history* checked = nullptr);
 
 class scenario {
  public:

@@ -221,18 +221,8 @@ verdict contend_through_a_failover(failover_kind kind) {
               static_cast<long long>(acked), static_cast<long long>(survived_count));
   rec.failed_over(survived, from, to);
 
-  std::vector<std::string> activity;
-  for (auto& f : running) {
-    const auto part = f.get();
-    activity.insert(activity.end(), part.left.client_activity.begin(),
-                    part.left.client_activity.end());
-  }
   held.finish();
-  auto h = rec.finish();
-  h.left.client_activity = std::move(activity);
-  record_server_leftovers(new_master, prefix, h);
-  const auto v = check(h);
-  std::printf("%s", v.report().c_str());
+  const auto v = finish_workloads(running, rec, new_master, prefix);
 
   if (kind == failover_kind::sigkill) {
     t.node(old_master).replicate_on_restart(new_master);
