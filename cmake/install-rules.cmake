@@ -23,7 +23,7 @@ install(FILES ${PROJECT_BINARY_DIR}/rlockConfig.cmake ${PROJECT_BINARY_DIR}/rloc
 # installed anywhere (cmake --install --prefix) or moved. A static librlock.a needs fmt at link
 # time: then it is a plain requirement, not a private one.
 file(RELATIVE_PATH rlock_pc_prefix ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
-if(BUILD_SHARED_LIBS)
+if(rlock_shared)
   set(rlock_pc_requires "")
   set(rlock_pc_requires_private "fmt, libssl, libcrypto")
   set(rlock_pc_cflags "")

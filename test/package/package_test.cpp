@@ -81,19 +81,33 @@ struct scratch {
 };
 
 /// `ctest --build-and-test`: configures and builds `project` in `build` with `options`, then
-/// runs `command`.
+/// runs `command`. `build_type` empty: none given, as a project that sets nothing.
 outcome build_and_test(const fs::path& project, const fs::path& build,
                        const std::vector<std::string>& options,
                        const std::vector<std::string>& command,
-                       const std::vector<std::string>& env = {}) {
+                       const std::vector<std::string>& env = {},
+                       const std::string& build_type = "Release") {
   std::vector<std::string> args{RLOCK_CTEST,      "--build-and-test",  project.string(),
                                 build.string(),   "--build-generator", "Ninja",
                                 "--build-options"};
-  args.push_back("-DCMAKE_BUILD_TYPE=Release");
+  if (!build_type.empty()) args.push_back("-DCMAKE_BUILD_TYPE=" + build_type);
   args.insert(args.end(), options.begin(), options.end());
   args.emplace_back("--test-command");
   args.insert(args.end(), command.begin(), command.end());
-  return run(args, env);
+  // With a compiler cache (scripts/test sets ccache as the launcher), paths are hashed relative
+  // to the scratch folder: the vendored builds of one run share objects, and runs share them.
+  std::vector<std::string> all_env{"CCACHE_BASEDIR=" + build.parent_path().string()};
+  all_env.insert(all_env.end(), env.begin(), env.end());
+  return run(args, all_env);
+}
+
+/// Configure options under which every variable read must have a value: a read of an unset one
+/// is a developer warning, and the warning an error.
+const std::vector<std::string> strict{"--warn-uninitialized", "-Werror=dev"};
+
+std::vector<std::string> operator+(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
 }
 
 const fs::path consumers = fs::path(RLOCK_SOURCE_DIR) / "test" / "consumer";
@@ -140,17 +154,75 @@ TEST(package, installed_static_library_is_found_by_cmake_and_pkg_config) {
   }
 }
 
+/// The add_subdirectory consumer laid out as users vendor: its files in `project`, rlock's
+/// sources reached as third_party/rlock (a link to this checkout).
+fs::path vendoring_project(const fs::path& project) {
+  fs::create_directories(project / "third_party");
+  fs::copy_file(consumers / "add_subdirectory" / "CMakeLists.txt", project / "CMakeLists.txt");
+  fs::copy_file(consumers / "consumer.cpp", project / "consumer.cpp");
+  fs::create_directory_symlink(RLOCK_SOURCE_DIR, project / "third_party" / "rlock");
+  return project;
+}
+
+/// The library file a vendored build made: librlock.a or librlock.so.<version>.
+std::string library_made(const fs::path& build) {
+  for (const auto& entry : fs::recursive_directory_iterator(build / "third_party")) {
+    const auto name = entry.path().filename().string();
+    if (name == "librlock.a" || name.starts_with("librlock.so.")) return name;
+  }
+  return "";
+}
+
+// A parent that leaves BUILD_SHARED_LIBS unset or sets it OFF gets a static rlock; with
+// --warn-uninitialized -Werror=dev, a read of any unset variable in rlock's CMake files fails.
+TEST(package, vendored_with_add_subdirectory_follows_the_parents_build_shared_libs) {
+  scratch dir;
+  const std::string port = std::to_string(server().port());
+  const auto project = vendoring_project(dir.path / "project");
+  struct variant {
+    std::string name;
+    std::vector<std::string> options;
+  };
+  for (const auto& v : {variant{"unset", {}}, variant{"off", {"-DBUILD_SHARED_LIBS=OFF"}}}) {
+    SCOPED_TRACE("BUILD_SHARED_LIBS " + v.name);
+    const auto build = dir.path / ("build-" + v.name);
+    const auto r = build_and_test(project, build, strict + v.options, {"consumer", port});
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find("consumer ok"), std::string::npos) << r.output;
+    EXPECT_EQ(library_made(build), "librlock.a");
+  }
+}
+
+// FetchContent as README shows it, from this checkout's commit (offline: a file:// URL), with
+// nothing else set: no build type, no BUILD_SHARED_LIBS.
+TEST(package, fetched_with_fetch_content_builds_and_locks) {
+  const auto head = run({"git", "-C", RLOCK_SOURCE_DIR, "rev-parse", "HEAD"});
+  if (head.code != 0) GTEST_SKIP() << "not a git checkout: " << head.output;
+  const std::string commit = head.output.substr(0, head.output.find_first_of(" \n"));
+  scratch dir;
+  const auto r =
+      build_and_test(consumers / "fetch_content", dir.path / "build",
+                     strict + std::vector<std::string>{"-DCONSUMER_RLOCK_REPOSITORY=file://" +
+                                                           std::string(RLOCK_SOURCE_DIR),
+                                                       "-DCONSUMER_RLOCK_TAG=" + commit},
+                     {"consumer", std::to_string(server().port())}, {}, "");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("consumer ok"), std::string::npos) << r.output;
+}
+
 TEST(package, vendored_shared_library_builds_installs_and_exports_only_its_api) {
   scratch dir;
   const std::string port = std::to_string(server().port());
   // Vendored with add_subdirectory, built shared, warnings as errors; its install rules on.
+  const auto project = vendoring_project(dir.path / "project");
   const auto vendored = build_and_test(
-      consumers / "add_subdirectory", dir.path / "vendored",
-      {"-DRLOCK_SOURCE_DIR=" + std::string(RLOCK_SOURCE_DIR), "-DBUILD_SHARED_LIBS=ON",
-       "-DRLOCK_INSTALL=ON", "-DRLOCK_WARNINGS_AS_ERRORS=ON"},
+      project, dir.path / "vendored",
+      strict + std::vector<std::string>{"-DBUILD_SHARED_LIBS=ON", "-DRLOCK_INSTALL=ON",
+                                        "-DRLOCK_WARNINGS_AS_ERRORS=ON"},
       {"consumer", port});
   ASSERT_EQ(vendored.code, 0) << vendored.output;
   EXPECT_NE(vendored.output.find("consumer ok"), std::string::npos) << vendored.output;
+  EXPECT_TRUE(library_made(dir.path / "vendored").starts_with("librlock.so."));
 
   const auto prefix = dir.path / "prefix";
   const auto install = run(
