@@ -394,6 +394,9 @@ void connection::schedule_reconnect() {
 void connection::close(std::error_code reason) {
   if (state_ == connection_state::closed) return;
   const bool tell = ever_connected_ || state_ != connection_state::disconnected;
+  // What was queued before the close (a latch DEL, a write scheduled for the end of this turn)
+  // still goes out: the first send of a write happens inside the call, before the drop.
+  if (state_ == connection_state::connected) start_write();
   state_ = connection_state::closed;
   drop_socket();
   reconnect_timer_.cancel();
@@ -419,13 +422,27 @@ multiplexer::id_type connection::exec(std::string payload, request_options opts,
   }
   const auto deadline = opts.deadline;
   const auto id = mux_.add(std::move(payload), answer_kind::reply, {}, opts, std::move(handler));
-  if (state_ == connection_state::connected) start_write();
+  if (state_ == connection_state::connected) schedule_write();
   arm_deadline(deadline);
   return id;
 }
 
 bool connection::withdraw(multiplexer::id_type id, std::error_code reason) {
   return id != 0 && mux_.withdraw(id, reason);
+}
+
+// A request does not start a write by itself: the write is posted, so every request made by the
+// handlers of one batch of answers goes out in that one write. Written at once, the first
+// request of a batch went out alone and the rest after it; over TLS each write is a record the
+// server reads and answers in an event-loop turn of its own, so every round split the batches
+// again (S2 over TLS: ~2 requests a record, a quarter of the plaintext rate).
+void connection::schedule_write() {
+  if (write_in_flight_ || write_scheduled_) return;
+  write_scheduled_ = true;
+  asio::post(executor_, [this, self = shared_from_this()] {
+    write_scheduled_ = false;
+    start_write();
+  });
 }
 
 void connection::start_write() {
@@ -435,8 +452,7 @@ void connection::start_write() {
     return;
   }
   writing_.clear();
-  // Everything queued since the last write goes out in one write: natural pipelining. Started
-  // from the request itself, so an idle connection sends at once (Asio tries the send inline).
+  // Everything queued since the last write goes out in one write: natural pipelining.
   if (mux_.prepare_write(writing_, state_ == connection_state::connected, clock_type::now()) == 0)
     return;
   write_in_flight_ = true;

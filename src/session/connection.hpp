@@ -138,6 +138,7 @@ class connection : public std::enable_shared_from_this<connection> {
   void schedule_reconnect();
   void start_attempt();
   void start_write();
+  void schedule_write();
   void arm_deadline(clock_type::time_point d);
   void arm_health();
   void on_health_tick();
@@ -179,6 +180,7 @@ class connection : public std::enable_shared_from_this<connection> {
   std::uint64_t gen_ = 1;  // the current connection attempt; callbacks of older ones do nothing
   std::string writing_;    // the bytes of the write in flight
   bool write_in_flight_ = false;
+  bool write_scheduled_ = false;  // a start_write is posted (schedule_write)
   std::array<char, 16 * 1024> read_buffer_{};
 
   boost::asio::steady_timer deadline_timer_;  // the earliest request deadline
