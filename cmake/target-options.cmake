@@ -5,6 +5,19 @@ option(RLOCK_WARNINGS_AS_ERRORS "Treat compiler warnings as errors" OFF)
 # RLOCK_SANITIZE: a comma-separated list for -fsanitize=, e.g. "address,undefined" or "thread".
 set(RLOCK_SANITIZE "" CACHE STRING "Sanitizers to build rlock and its tests with")
 
+# For the many links of rlock's own tests, tools and benchmarks (the dev, CI and sanitizer
+# presets turn both on): a faster linker, and debug info left in .dwo files beside the objects
+# instead of copied through every link. Consumers' targets never get either.
+set(RLOCK_LINKER "" CACHE STRING "Linker for rlock's own targets (-fuse-ld=NAME: mold, lld, gold); empty: the compiler's default")
+option(RLOCK_SPLIT_DWARF "Debug info of rlock's own targets in .dwo files (-gsplit-dwarf)" OFF)
+if(RLOCK_LINKER)
+  find_program(rlock_linker_program NAMES ${RLOCK_LINKER} ld.${RLOCK_LINKER})
+  if(NOT rlock_linker_program)
+    message(WARNING "RLOCK_LINKER=${RLOCK_LINKER}: no such linker here; using the compiler's default")
+    set(RLOCK_LINKER "")
+  endif()
+endif()
+
 function(rlock_set_target_options target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wconversion
                                            -Wno-sign-conversion)
@@ -12,6 +25,13 @@ function(rlock_set_target_options target)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
   target_compile_definitions(${target} PRIVATE BOOST_ASIO_NO_DEPRECATED)
+  if(RLOCK_LINKER)
+    target_link_options(${target} PRIVATE -fuse-ld=${RLOCK_LINKER})
+  endif()
+  if(RLOCK_SPLIT_DWARF)
+    # Only where there is debug info to split: a build type without -g stays as it was.
+    target_compile_options(${target} PRIVATE $<$<CONFIG:Debug,RelWithDebInfo>:-gsplit-dwarf>)
+  endif()
   if(RLOCK_SANITIZE)
     target_compile_options(${target} PRIVATE -fsanitize=${RLOCK_SANITIZE} -fno-omit-frame-pointer
                                              -fno-sanitize-recover=all)

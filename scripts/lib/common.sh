@@ -6,7 +6,7 @@
 # shellcheck disable=SC2034  # used by the scripts that source this file
 RLOCK_PACKAGES=(cmake ninja-build g++ clang libboost1.81-dev libfmt-dev libgtest-dev libgmock-dev
   redis-server redis-tools clang-format pkg-config libcli11-dev libspdlog-dev libhiredis-dev
-  libssl-dev openssl doxygen)
+  libssl-dev openssl doxygen ccache mold git)
 
 log() {
   printf '==> %s\n' "$*" >&2
