@@ -2,8 +2,14 @@
 // one fault is injected, its history checked by the checker (chaos/checker.hpp). Each test says
 // which fault and when; every one must end with the checker clean: no overlapping beliefs, no
 // operation past its bound, nothing left behind.
+// The faults test/integration/faults_test.cpp once drove too (CLIENT KILL of a holder/waiter/
+// unlocker, AOF restart, a server stopped past the lease, late answers, a user without channel
+// rights) live here only: a directed part beside the workload asserts what a history cannot show
+// (one client's stats, a lock's state on the server, the exact error).
 #include "chaos/scenario.hpp"
 #include "support/lock_env.hpp"
+#include "support/raw_client.hpp"
+#include "support/run.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -13,10 +19,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <exception>
 #include <functional>
 #include <rlock/client.hpp>
 #include <rlock/error.hpp>
+#include <sstream>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -25,6 +36,9 @@ namespace {
 using namespace rlock::chaos;
 using namespace std::chrono_literals;
 namespace asio = boost::asio;
+using rlock::test::error_of;
+using rlock::test::poll_until;
+using rlock::test::sleep_for;
 
 constexpr nanos ms = 1'000'000;
 
@@ -57,6 +71,80 @@ void aim(int times, const std::function<bool()>& moment, const std::function<voi
   }
 }
 
+/// A directed client's config: the server itself (its faults are the server's), the scenario's
+/// fast fault detection, the library's command_timeout and lease; each test sets what it needs.
+rlock::config directed_config(const scenario& s, const std::string& name) {
+  auto cfg = s.client_config(name, false);
+  const rlock::config library{};
+  cfg.command_timeout = library.command_timeout;
+  cfg.watchdog_timeout = library.watchdog_timeout;
+  return cfg;
+}
+
+/// Kills the connections of the client named `name` (config::client_name); returns how many.
+int kill_client(rlock::test::raw_client& raw, const std::string& name) {
+  const auto list = raw.command({"CLIENT", "LIST"}).str;
+  std::istringstream lines(list);
+  std::string line;
+  int killed = 0;
+  while (std::getline(lines, line)) {
+    if (line.find(" name=" + name + " ") == std::string::npos) continue;
+    const auto id_at = line.find("id=");
+    const auto id = line.substr(id_at + 3, line.find(' ', id_at) - id_at - 3);
+    killed += static_cast<int>(raw.command_int({"CLIENT", "KILL", "ID", id}));
+  }
+  return killed;
+}
+
+/// Lets `clients` go idle (a latch is deleted a turn after its answer; at most 1 s), then closes
+/// them: the scenario's check must find nothing of theirs left on the server.
+asio::awaitable<void> close_idle(std::vector<rlock::client*> clients) {
+  const auto idle = [&] {
+    return std::all_of(clients.begin(), clients.end(),
+                       [](rlock::client* c) { return c->activity().idle(); });
+  };
+  for (int i = 0; i < 200 && !idle(); ++i) co_await sleep_for(5ms);
+  for (rlock::client* c : clients) co_await c->close();
+}
+
+/// The same for a few clients named in place. Not a coroutine: g++ 12 rejects a braced list
+/// built inside a co_await expression ("array used as initializer").
+template <typename... Clients>
+asio::awaitable<void> close_idle(Clients*... clients) {
+  return close_idle(std::vector<rlock::client*>{clients...});
+}
+
+/// Runs `body` on `io` in a thread of its own while `faults` runs on this one: a directed part
+/// that lives through the faults a test aims at its workload (a holder across kills, restarts,
+/// a stop). At most 60 s; a body that did not finish, or threw, fails the test.
+void beside(asio::io_context& io, const std::function<asio::awaitable<void>()>& body,
+            const std::function<void()>& faults) {
+  bool finished = false;
+  std::exception_ptr failure;
+  asio::co_spawn(io, body(), [&](std::exception_ptr e) {
+    failure = e;
+    finished = true;
+    io.stop();
+  });
+  std::thread runner([&] { io.run_for(60s); });
+  try {
+    faults();
+  } catch (...) {
+    runner.join();
+    throw;
+  }
+  runner.join();
+  EXPECT_TRUE(finished) << "the directed part did not finish within 60 s";
+  if (!failure) return;
+  try {
+    std::rethrow_exception(failure);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "the directed part threw: " << e.what();
+  } catch (...) {
+    ADD_FAILURE() << "the directed part threw";
+  }
+}
+
 TEST(chaos, client_kill_while_waiting) {
   scenario s;
   auto w = s.workload("p");
@@ -65,6 +153,40 @@ TEST(chaos, client_kill_while_waiting) {
   aim(
       3, [&] { return s.rec.in_progress(op_kind::lock, 20 * ms); },
       [&] { EXPECT_GE(s.kill_clients(), 1); }, 300ms);
+  // Then one waiter's connection alone is killed and the unlock published meanwhile: it keeps
+  // its place and acquires within 10 s, not at the holder's 60 s lease; no expiry woke it.
+  asio::io_context io;
+  rlock::client holder(io.get_executor(), directed_config(s, "holder"));
+  rlock::client waiter(io.get_executor(), directed_config(s, "waiter"));
+  rlock::test::raw_client raw(s.server.port());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder.connect();
+    co_await waiter.connect();
+    auto held = holder.get_lock("gamma");
+    co_await held.lock(60s);  // a long lease: the waiter must not sit it out
+    auto wanted = waiter.get_lock(held.name());
+    bool acquired = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await wanted.lock();
+          acquired = true;
+        },
+        asio::detached);
+    // Asleep and subscribed (polled: the server's state has no event to wait for).
+    EXPECT_TRUE(co_await poll_until(
+        [&] { return rlock::test::numsub(raw, rlock::test::channel_of(wanted)) == 1; }));
+    EXPECT_EQ(kill_client(raw, "waiter"), 1);
+    // The unlock is published while the waiter's connection is down (or not yet resubscribed).
+    co_await held.unlock();
+    EXPECT_TRUE(co_await poll_until([&] { return acquired; }, 10s));
+    RLOCK_CO_ASSERT(acquired);
+    EXPECT_GE(waiter.stats().reconnects, 1u);
+    EXPECT_EQ(waiter.stats().expiry_wakeups, 0u);
+    EXPECT_EQ(co_await wanted.hold_count(), 1);
+    co_await wanted.unlock();
+    co_await close_idle(&holder, &waiter);
+  });
   const auto v = s.finish();
   EXPECT_TRUE(v.clean()) << v.report();
   EXPECT_GT(v.acquisitions, 10u);
@@ -73,10 +195,47 @@ TEST(chaos, client_kill_while_waiting) {
 TEST(chaos, client_kill_while_holding) {
   scenario s;
   auto w = s.workload("p");
-  w.max_hold = 200ms;  // holders hold across the kill and must keep renewing after it
+  w.max_hold = 200ms;  // holders hold across the kill
   s.start(w);
-  aim(
-      3, [&] { return s.rec.holding(); }, [&] { EXPECT_GE(s.kill_clients(), 1); }, 300ms);
+  // Beside the workload, a watchdog holder keeps one lock across the three kills and two leases
+  // after them: renewed over its new connections, never lost(), another client kept out.
+  asio::io_context io;
+  auto holder_cfg = directed_config(s, "holder");
+  holder_cfg.watchdog_timeout = 900ms;
+  rlock::client holder(io.get_executor(), holder_cfg);
+  rlock::client other(io.get_executor(), directed_config(s, "other"));
+  std::atomic<bool> holding{false};
+  std::atomic<bool> aimed{false};
+  beside(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await holder.connect();
+        co_await other.connect();
+        auto held = holder.get_lock("gamma");
+        co_await held.lock();
+        bool lost = false;
+        asio::co_spawn(
+            io, [&]() -> asio::awaitable<void> { lost = !(co_await error_of(held.lost())); },
+            asio::detached);
+        holding = true;
+        EXPECT_TRUE(co_await poll_until([&] { return aimed.load(); }, 20s));
+        co_await sleep_for(2 * holder_cfg.watchdog_timeout);
+        EXPECT_GE(holder.stats().reconnects, 1u);
+        EXPECT_FALSE(lost);
+        EXPECT_TRUE(co_await held.is_held());
+        auto intruder = other.get_lock(held.name());
+        EXPECT_FALSE(co_await intruder.try_lock());
+        co_await held.unlock();
+        EXPECT_TRUE(co_await intruder.try_lock());
+        co_await intruder.unlock();
+        co_await close_idle(&holder, &other);
+      },
+      [&] {
+        EXPECT_TRUE(wait_until([&] { return holding.load(); }));
+        aim(
+            3, [&] { return s.rec.holding(); }, [&] { EXPECT_GE(s.kill_clients(), 1); }, 300ms);
+        aimed = true;
+      });
   const auto v = s.finish();
   EXPECT_TRUE(v.clean()) << v.report();
 }
@@ -89,6 +248,39 @@ TEST(chaos, client_kill_while_an_unlock_is_in_flight) {
   aim(
       3, [&] { return s.rec.in_progress(op_kind::unlock, 5 * ms); },
       [&] { EXPECT_GE(s.kill_clients(), 1); }, 300ms);
+  // Then one release held back by CLIENT PAUSE WRITE (so it has not run) when its connection
+  // alone is killed: unlock() is retried on the next connection with its latch and succeeds.
+  asio::io_context io;
+  auto cfg = directed_config(s, "unlocker");
+  cfg.command_timeout = 10s;  // the unlock waits for the reconnection
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(s.server.port());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("gamma");
+    co_await lock.lock();
+    // Writes wait (the release script among them); CLIENT KILL is not a write and goes through.
+    raw.command({"CLIENT", "PAUSE", "5000", "WRITE"});
+    std::error_code unlock_result = make_error_code(rlock::errc::timeout);
+    bool done = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          unlock_result = co_await error_of(lock.unlock());
+          done = true;
+        },
+        asio::detached);
+    co_await sleep_for(50ms);  // the release is written and held by the pause
+    EXPECT_EQ(kill_client(raw, "unlocker"), 1);
+    EXPECT_TRUE(co_await poll_until([&] { return redis.stats().reconnects >= 1u; }));
+    raw.command({"CLIENT", "UNPAUSE"});
+    EXPECT_TRUE(co_await poll_until([&] { return done; }, 10s));
+    RLOCK_CO_ASSERT(done);
+    EXPECT_FALSE(unlock_result) << unlock_result.message();  // never a false not_owner
+    EXPECT_GE(redis.stats().retried_commands, 1u);
+    EXPECT_EQ(raw.command_int({"EXISTS", lock.key()}), 0);
+    co_await close_idle(&redis);
+  });
   const auto v = s.finish();
   EXPECT_TRUE(v.clean()) << v.report();
 }
@@ -176,12 +368,7 @@ void run_directed(scenario& s, asio::io_context& io, std::vector<rlock::client*>
       io,
       [&]() -> asio::awaitable<void> {
         co_await body();
-        const auto idle = [&] {
-          return std::all_of(clients.begin(), clients.end(),
-                             [](rlock::client* c) { return c->activity().idle(); });
-        };
-        for (int i = 0; i < 200 && !idle(); ++i) co_await rlock::test::sleep_for(5ms);
-        for (rlock::client* c : clients) co_await c->close();
+        co_await close_idle(clients);
         done = true;
         io.stop();
       },
@@ -347,15 +534,67 @@ TEST(chaos, two_lost_acquires_of_one_owner_count_one_hold_once) {
 }
 
 /// SIGKILL and restart of a server with `appendfsync always`, three times, aimed at moments when
-/// someone holds a lock: nothing is lost, so exclusion must hold throughout.
+/// someone holds a lock: nothing is lost, so exclusion must hold throughout. Beside the workload,
+/// a watchdog holder keeps one lock across the restarts and a waiter waits for it: the lock
+/// survives in the AOF and is renewed on the new server (no lost() two leases after the last
+/// restart), and the waiter acquires only after the unlock.
 void restart_scenario(transport_kind kind) {
   scenario s(rlock::test::redis_server::options::with_aof(), kind);
   auto w = s.workload("p");
   w.duration = 5s;
   w.max_hold = 100ms;
   s.start(w);
-  aim(
-      3, [&] { return s.rec.holding(); }, [&] { EXPECT_TRUE(s.restart_server()); }, 600ms);
+  asio::io_context io;
+  auto holder_cfg = directed_config(s, "holder");
+  holder_cfg.watchdog_timeout = 1500ms;
+  rlock::client holder(io.get_executor(), holder_cfg);
+  rlock::client waiter(io.get_executor(), directed_config(s, "waiter"));
+  std::atomic<bool> holding{false};
+  std::atomic<bool> aimed{false};
+  beside(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await holder.connect();
+        co_await waiter.connect();
+        auto held = holder.get_lock("gamma");
+        co_await held.lock();
+        bool lost = false;
+        asio::co_spawn(
+            io, [&]() -> asio::awaitable<void> { lost = !(co_await error_of(held.lost())); },
+            asio::detached);
+        auto wanted = waiter.get_lock(held.name());
+        bool acquired = false;
+        bool released = false;
+        bool overlap = false;
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+              co_await wanted.lock();
+              acquired = true;
+              overlap = !released;
+            },
+            asio::detached);
+        holding = true;
+        EXPECT_TRUE(co_await poll_until([&] { return aimed.load(); }, 20s));
+        // Longer than a lease after the last restart: the lock survived in the AOF and is renewed.
+        co_await sleep_for(2 * holder_cfg.watchdog_timeout);
+        EXPECT_FALSE(lost);
+        EXPECT_FALSE(acquired);
+        EXPECT_TRUE(co_await held.is_held());
+        released = true;
+        co_await held.unlock();
+        EXPECT_TRUE(co_await poll_until([&] { return acquired; }, 10s));
+        RLOCK_CO_ASSERT(acquired);
+        EXPECT_FALSE(overlap);
+        co_await wanted.unlock();
+        co_await close_idle(&holder, &waiter);
+      },
+      [&] {
+        EXPECT_TRUE(wait_until([&] { return holding.load(); }));
+        aim(
+            3, [&] { return s.rec.holding(); }, [&] { EXPECT_TRUE(s.restart_server()); }, 600ms);
+        aimed = true;
+      });
   const auto v = s.finish();
   EXPECT_TRUE(v.clean()) << v.report();
   auto rec = recovery_ms(s.last(), s.back_at);
@@ -399,6 +638,34 @@ TEST(chaos, client_pause_during_acquires) {
   aim(
       2, [&] { return s.rec.in_progress(op_kind::try_lock, 0); }, [&] { s.pause_clients(700ms); },
       900ms);
+  // Then one try_lock written during a pause of its own: its caller is told `timeout`, the late
+  // grant is given back (and counted), and the owner's count did not drift.
+  asio::io_context io;
+  auto cfg = directed_config(s, "late-acquire");
+  cfg.command_timeout = 300ms;
+  cfg.health_check_interval = 0ms;  // the pause must not look like a dead connection here
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(s.server.port());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("gamma");
+    s.pause_clients(700ms);
+    EXPECT_EQ(co_await error_of(lock.try_lock()), rlock::errc::timeout);
+    (void)raw.command({"PING"});  // answered when the pause ends
+    // After the pause the acquire runs; its late answer is processed and the lock given back.
+    // Each query below is written after the one before was answered, so the second comes after
+    // the give-back on the same connection.
+    (void)co_await lock.is_locked();
+    EXPECT_FALSE(co_await lock.is_locked());
+    EXPECT_FALSE(co_await lock.is_held());
+    EXPECT_EQ(redis.stats().given_back, 1u);
+    EXPECT_EQ(raw.command_int({"EXISTS", lock.key()}), 0);
+    // The owner's count did not drift: it can lock and unlock as usual.
+    EXPECT_TRUE(co_await lock.try_lock());
+    EXPECT_EQ(co_await lock.hold_count(), 1);
+    co_await lock.unlock();
+    co_await close_idle(&redis);
+  });
   const auto v = s.finish();
   EXPECT_TRUE(v.clean()) << v.report();
 }
@@ -410,6 +677,31 @@ TEST(chaos, client_pause_during_unlocks) {
   aim(
       2, [&] { return s.rec.in_progress(op_kind::unlock, 0); }, [&] { s.pause_clients(700ms); },
       900ms);
+  // Then one unlock written during a pause of its own: its caller is told `timeout`, the late
+  // answer still updates the owner (not held, not renewed), and locking again starts from one.
+  asio::io_context io;
+  auto cfg = directed_config(s, "late-unlock");
+  cfg.command_timeout = 300ms;
+  cfg.health_check_interval = 0ms;
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(s.server.port());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("gamma");
+    co_await lock.lock();  // a watchdog lock
+    s.pause_clients(700ms);
+    EXPECT_EQ(co_await error_of(lock.unlock()), rlock::errc::timeout);
+    (void)raw.command({"PING"});      // answered when the pause ends
+    (void)co_await lock.is_locked();  // answered after the pause, and after the release
+    EXPECT_FALSE(co_await lock.is_locked());
+    EXPECT_FALSE(co_await lock.is_held());
+    // Not renewed any more, not counted as held: locking again starts from one.
+    EXPECT_TRUE(co_await lock.try_lock());
+    EXPECT_EQ(co_await lock.hold_count(), 1);
+    co_await lock.unlock();
+    EXPECT_EQ(raw.command_int({"EXISTS", lock.key()}), 0);
+    co_await close_idle(&redis);
+  });
   const auto v = s.finish();
   EXPECT_TRUE(v.clean()) << v.report();
 }
@@ -420,8 +712,48 @@ TEST(chaos, server_stopped_longer_than_a_lease) {
   w.duration = 4s;
   w.max_hold = 3s;  // holders that outlast the stop must be told lost() before it ends
   s.start(w);
-  ASSERT_TRUE(wait_until([&] { return s.rec.holding(); }));
-  s.stop_server(1500ms);
+  // Beside the workload, a watchdog holder of one lock and a waiter for it: the holder must be
+  // told lost() before the waiter acquires, and both must happen.
+  asio::io_context io;
+  auto holder_cfg = directed_config(s, "holder");
+  holder_cfg.watchdog_timeout = 1000ms;
+  rlock::client holder(io.get_executor(), holder_cfg);
+  rlock::client waiter(io.get_executor(), directed_config(s, "waiter"));
+  std::atomic<bool> holding{false};
+  beside(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await holder.connect();
+        co_await waiter.connect();
+        auto held = holder.get_lock("gamma");
+        co_await held.lock();
+        auto wanted = waiter.get_lock(held.name());
+        nanos lost_at = 0;
+        nanos taken_at = 0;
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+              if (!co_await error_of(held.lost())) lost_at = now_ns();
+            },
+            asio::detached);
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+              co_await wanted.lock();
+              taken_at = now_ns();
+            },
+            asio::detached);
+        holding = true;
+        EXPECT_TRUE(co_await poll_until([&] { return lost_at != 0 && taken_at != 0; }, 15s));
+        RLOCK_CO_ASSERT(lost_at != 0 && taken_at != 0);
+        EXPECT_LT(lost_at, taken_at);
+        co_await wanted.unlock();
+        co_await close_idle(&holder, &waiter);
+      },
+      [&] {
+        EXPECT_TRUE(wait_until([&] { return s.rec.holding() && holding.load(); }));
+        s.stop_server(1500ms);
+      });
   const auto v = s.finish();
   EXPECT_TRUE(v.clean()) << v.report();
   std::printf("lost() during the stop: %zu\n", count_ends(s.last(), end_kind::lost));
@@ -440,10 +772,8 @@ TEST(chaos, replies_split_at_every_byte) {
 TEST(chaos, user_without_channel_rights_contends_with_others) {
   scenario s;
   const std::string user = "chaos-nochan";
-  {
-    rlock::test::raw_client raw(s.server.port());
-    raw.command({"ACL", "SETUSER", user, "on", ">pw", "~*", "resetchannels", "+@all"});
-  }
+  rlock::test::raw_client raw(s.server.port());
+  raw.command({"ACL", "SETUSER", user, "on", ">pw", "~*", "resetchannels", "+@all"});
   auto limited = s.workload("limited");
   limited.cfg.username = user;
   limited.cfg.password = "pw";
@@ -452,6 +782,83 @@ TEST(chaos, user_without_channel_rights_contends_with_others) {
   limited.seed = 11;
   s.start(limited);
   s.start(s.workload("full"));
+  // Meanwhile, on a directed client of that user: its waiter for a lock another client holds is
+  // refused with Redis's NOPERM while 400 acquisitions on the same connection each get their own
+  // reply (the -NOPERM once went to the next command waiting and shifted every later reply by
+  // one), and its unlock is refused too: the release script publishes.
+  asio::io_context io;
+  auto restricted_cfg = directed_config(s, "restricted");
+  restricted_cfg.username = user;
+  restricted_cfg.password = "pw";
+  rlock::client restricted(io.get_executor(), restricted_cfg);
+  rlock::client unrestricted(io.get_executor(), directed_config(s, "unrestricted"));
+  rlock::test::run(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await restricted.connect();
+        co_await unrestricted.connect();
+        auto held = unrestricted.get_lock("contended");
+        co_await held.lock(30s);
+        std::error_code waiter_error;
+        std::string waiter_text;
+        bool waiter_done = false;
+        int ok = 0;
+        int failed = 0;
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+              try {
+                co_await restricted.get_lock("contended").lock();
+              } catch (const std::system_error& e) {
+                waiter_error = e.code();
+                waiter_text = e.what();
+              }
+              waiter_done = true;
+            },
+            asio::detached);
+        for (int i = 0; i < 400; ++i) {
+          asio::co_spawn(
+              io,
+              [&, i]() -> asio::awaitable<void> {
+                // An acquisition and a query whose replies differ in type (nil, a number): a
+                // reply taken by the wrong request shows as a wrong answer or an error.
+                auto l = restricted.get_lock("free-" + std::to_string(i));
+                bool good = false;
+                try {
+                  const bool acquired = co_await l.try_lock(0ms, 10s);
+                  const auto count = co_await l.hold_count();
+                  good = acquired && count == 1;
+                } catch (const std::exception&) {
+                }
+                ++(good ? ok : failed);
+              },
+              asio::detached);
+        }
+        EXPECT_TRUE(co_await poll_until([&] { return waiter_done && ok + failed == 400; }, 30s));
+        EXPECT_EQ(waiter_error, rlock::errc::permission_denied) << waiter_error.message();
+        EXPECT_NE(waiter_text.find("NOPERM"), std::string::npos) << waiter_text;
+        EXPECT_EQ(ok, 400);
+        EXPECT_EQ(failed, 0);
+        // Releasing publishes on the channel inside the script, so this user cannot unlock
+        // either: a clear error with Redis's text, not a silent success.
+        auto own = restricted.get_lock("own");
+        EXPECT_TRUE(co_await own.try_lock(0ms, 10s));
+        try {
+          co_await own.unlock();
+          ADD_FAILURE() << "unlock without channel rights succeeded";
+        } catch (const std::system_error& e) {
+          EXPECT_EQ(e.code(), rlock::errc::permission_denied) << e.what();
+          EXPECT_NE(std::string(e.what()).find("publish"), std::string::npos) << e.what();
+        }
+        raw.command({"DEL", own.key()});
+        for (int i = 0; i < 400; ++i) {
+          raw.command({"DEL", s.prefix + "free-" + std::to_string(i)});
+        }
+        EXPECT_TRUE(co_await held.is_held());
+        co_await held.unlock();
+        co_await close_idle(&restricted, &unrestricted);
+      },
+      60s);
   const auto v = s.finish();
   EXPECT_TRUE(v.clean()) << v.report();
   // The limited user waited on a channel it may not read: those waits failed, with Redis's
