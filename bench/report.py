@@ -309,6 +309,24 @@ def goal(scenario, what, figure, value, reference, ref_value, op, limit):
     return g
 
 
+def reported(scenario, what, figure, value, reference, ref_value):
+    """figure / reference reported beside the goals with no limit, so no verdict: "reported"
+    (n/a when a figure is missing)."""
+    ratio = value / ref_value if value is not None and ref_value else None
+    return {
+        "scenario": scenario,
+        "goal": what,
+        "figure": figure,
+        "value": value,
+        "reference": reference,
+        "reference_value": ref_value,
+        "ratio": ratio,
+        "op": None,
+        "limit": None,
+        "verdict": "reported" if ratio is not None else "n/a",
+    }
+
+
 # --- the report ---------------------------------------------------------------------------------
 
 
@@ -498,11 +516,13 @@ class Report:
         data["rlock-tls"] = tls
         return "\n\nOver TLS (same run): " + "; ".join(parts) + ".\n"
 
-    def _find(self, scenario, library, **params):
+    def _find(self, scenario, library, mode=None, **params):
         for run in self.runs[scenario]:
             e = run["entry"]
             p = e.get("params", {})
-            if e.get("library") == library and all(p.get(k) == v for k, v in params.items()):
+            if e.get("library") != library or (mode and e.get("mode") != mode):
+                continue
+            if all(p.get(k) == v for k, v in params.items()):
                 return run
         return None
 
@@ -518,7 +538,7 @@ class Report:
             notes = []
             for c in cs:
                 m = self.metric("S2", lib, "s2", concurrency=c)
-                run = self._find("S2", lib, concurrency=c)
+                run = self._find("S2", lib, "s2", concurrency=c)
                 if m:
                     data[lib][str(c)] = m.get("pairs_per_s")
                 elif run and run["failure"]:
@@ -539,7 +559,39 @@ class Report:
         self.goals.append(goal("S2", "rlock pairs/s at C=%d ≥ 1.5 × best peer (best C)" % top,
                                "rlock C=%d pairs/s" % top, r, "best peer pairs/s (%s)" % best[1], best[0],
                                ">=", 1.5))
-        return md, {"concurrency": cs, "pairs_per_s": data}
+        floor_md, floor = self.s2_floor(top, r)
+        md += floor_md
+        result = {"concurrency": cs, "pairs_per_s": data}
+        if floor:
+            result["floor"] = floor
+        return md, result
+
+    def s2_floor(self, top, rlock_pps):
+        """The floor under S2 (`rlock_bench s2-floor`, run right after rlock's S2 at the largest
+        C): rlock's own server work for C pairs in flight, pipelined by a minimal client. Reported
+        as rlock's pairs/s at that C over the floor's, with no limit."""
+        m = self.metric("S2", "rlock", "s2-floor", concurrency=top)
+        run = self._find("S2", "rlock", "s2-floor", concurrency=top)
+        if not run:
+            return "", None
+        floor_pps = m.get("pairs_per_s") if m else None
+        self.goals.append(reported("S2", "rlock pairs/s at C=%d against the floor (s2-floor, same C)" % top,
+                                   "rlock C=%d pairs/s" % top, rlock_pps,
+                                   "s2-floor C=%d pairs/s" % top, floor_pps))
+        if not m:
+            return ("\n\nFloor (`rlock_bench s2-floor`, C=%d): failed: %s\n" % (top, run["failure"]),
+                    {"failure": run["failure"]})
+        ratio = rlock_pps / floor_pps if rlock_pps and floor_pps else None
+        line = ("\n\nFloor measured in the same run, right after rlock's C=%d run (`rlock_bench s2-floor "
+                "--concurrency %d --connections %s`): a minimal client pipelining exactly the server "
+                "work of rlock's lock+unlock pairs — `EVALSHA` of the acquire script, `EVALSHA` of the "
+                "latched release script, and one latch `DEL` per %s pairs — with %d pairs in flight on "
+                "%s connection(s) and no client logic: %s pairs/s"
+                % (top, top, m.get("connections", 1), num(m.get("pairs_per_del")), top,
+                   m.get("connections", 1), num(floor_pps)))
+        if ratio:
+            line += "; rlock at C=%d: **%.2f × the floor**" % (top, ratio)
+        return line + ".\n", dict(m, rlock_ratio=ratio)
 
     def s3_rows(self, scenario, libs):
         rows, data = [], {}
@@ -802,7 +854,8 @@ class Report:
             pts = []
             for run in self.runs["S2"]:
                 e = run["entry"]
-                if e.get("library") == lib and run["output"] and not run["failure"]:
+                if (e.get("library") == lib and e.get("mode") == "s2" and run["output"]
+                        and not run["failure"]):
                     pts.append((e.get("params", {}).get("concurrency"),
                                 run["output"]["metrics"].get("pairs_per_s")))
             pts = sorted(p for p in pts if p[0] and p[1])
@@ -850,7 +903,8 @@ class Report:
                       ("%s = %s" % (g["reference"], num(g["reference_value"])) if g["reference"]
                        else "(absolute)"),
                       num(g["ratio"]),
-                      "%s %s %s" % ("ratio" if g["reference"] else "value", g["op"], num(g["limit"])),
+                      ("%s %s %s" % ("ratio" if g["reference"] else "value", g["op"], num(g["limit"]))
+                       if g["op"] else "— (reported)"),
                       g["verdict"]] for g in goals])
             sections.append(text)
         m = self.machine
@@ -873,8 +927,10 @@ class Report:
                 ["acquire script", "%s, sha %s" % (m.get("acquire_script_source", "?"),
                                                     m.get("acquire_sha", "?"))],
                 ["wall time", "%s s" % m.get("elapsed_s", "?")],
-                ["goals", "%d PASS, %d FAIL, %d n/a" % (verdicts.count("PASS"), verdicts.count("FAIL"),
-                                                          verdicts.count("n/a"))],
+                ["goals", "%d PASS, %d FAIL, %d n/a%s" % (
+                    verdicts.count("PASS"), verdicts.count("FAIL"), verdicts.count("n/a"),
+                    ("; %d ratio(s) reported without a limit" % verdicts.count("reported"))
+                    if "reported" in verdicts else "")],
             ]),
         ])
         extra = []

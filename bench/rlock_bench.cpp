@@ -6,6 +6,9 @@
 //   s5 --locks N                 watchdog scale: renewal calls per period, CPU, RSS per lock
 //   s6 --waiters N --names K [--waiter coroutine|callback]
 //                                waiter scale: RSS per waiter, subscriptions
+//   s2-floor --concurrency C [--connections N]
+//                                rlock's server work for S2's C pairs in flight, pipelined by a
+//                                minimal client on N connections (default 1): the floor under S2
 //   s3-floor                     release → notification → acquire with blocking minimal clients
 //   s6-floor --waiters N         RSS of N bare parked Asio coroutines: the floor under S6
 //   s7-floor --threads T         T blocking threads, each its own connection: the floor under S7
@@ -31,6 +34,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/uuid/random_generator.hpp>
+#include <boost/uuid/uuid_io.hpp>
 
 #include <fmt/format.h>
 
@@ -48,6 +53,8 @@
 #include <netinet/in.h>
 #include <numeric>
 #include <optional>
+#include <random>
+#include <span>
 #include <spawn.h>
 #include <string>
 #include <sys/resource.h>
@@ -68,6 +75,7 @@ struct options {
   std::uint16_t port = 6379;
   double seconds = 3;
   int concurrency = 1;
+  int connections = 1;  // s2-floor
   int waiters = 10;
   int locks = 10'000;
   int names = 1'000;
@@ -84,7 +92,8 @@ struct options {
 [[noreturn]] void usage(const std::string& why) {
   fmt::print(stderr,
              "rlock_bench: {}\nusage: rlock_bench <mode> --port P [--seconds S] "
-             "[--concurrency C] [--waiters W] [--locks N] [--names K] [--threads T] "
+             "[--concurrency C] [--connections N] [--waiters W] [--locks N] [--names K] "
+             "[--threads T] "
              "[--key K] [--out FILE] [--prefix P] [--tls-ca CA_FILE]\n",
              why);
   std::exit(2);
@@ -111,6 +120,8 @@ options parse(int argc, char** argv) {
       o.seconds = std::stod(value);
     else if (flag == "--concurrency")
       o.concurrency = integer();
+    else if (flag == "--connections")
+      o.connections = integer();
     else if (flag == "--waiters")
       o.waiters = integer();
     else if (flag == "--locks")
@@ -744,6 +755,10 @@ class tight_client {
     rlock::detail::resp3::append_command(cmd, args);
     asio::write(socket_, asio::buffer(cmd));
   }
+  /// Writes commands already in RESP form (a whole pipeline at once).
+  void send_raw(std::string_view commands) {
+    asio::write(socket_, asio::buffer(commands.data(), commands.size()));
+  }
   rlock::detail::resp3::value read() {
     std::error_code ec;
     for (;;) {
@@ -867,6 +882,220 @@ void run_s7_floor(const options& o) {
       R"("max_us": {:.2f}, "mean_us": {:.2f}}}}})"
       "\n",
       threads, o.seconds, s.count, s.p50, s.p90, s.p99, s.max, s.mean);
+}
+
+// --- s2-floor: S2's server work with no client logic ---------------------------------------------
+
+/// rlock's arguments for S2's locks, shared by every batch of s2-floor.
+struct s2_floor_mix {
+  std::string prefix;
+  std::string acquire_sha;
+  std::string release_sha;
+  std::string uuid;       // rlock's client UUID shape; a field is "<uuid>:<owner id>"
+  std::string id_high;    // the first 16 of a request id's 32 hex digits
+  std::string lease;      // ms
+  std::string latch_ttl;  // ms
+};
+
+/// Part of one s2-floor connection's pipeline: for each of its pairs (an S2 task: its own key
+/// and owner), exactly what one lock() + unlock() of S2 makes the server run, then one DEL of
+/// the batch's latches. Built once; before each write only the request ids change (fresh ones,
+/// as rlock's: one per unlock).
+struct s2_floor_batch {
+  std::string bytes;
+  /// Per pair, where the last 16 hex digits of its request id are: in the release, in the DEL.
+  std::vector<std::array<std::size_t, 2>> id_at;
+  std::size_t pairs = 0;
+  bool counted = false;  // written after the warm-up (and before the end)
+  bool live = true;      // its replies are awaited
+};
+
+s2_floor_batch make_s2_floor_batch(const s2_floor_mix& m, std::span<const int> tasks) {
+  namespace resp3 = rlock::detail::resp3;
+  s2_floor_batch b;
+  b.pairs = tasks.size();
+  b.id_at.resize(tasks.size());
+  std::vector<std::string> latches;
+  latches.reserve(tasks.size());
+  for (std::size_t j = 0; j < tasks.size(); ++j) {
+    // S2's task c: get_lock("s2:<c>") under the run's prefix, a fresh owner id each.
+    const auto key = fmt::format("{}s2:{}", m.prefix, tasks[j]);
+    const auto field = fmt::format("{}:{}", m.uuid, tasks[j] + 1);
+    latches.push_back(rlock::detail::unlock_latch(key, m.id_high + std::string(16, '0')));
+    // The acquire script: KEYS[1] = key; ARGV = lease, field.
+    resp3::append_command(b.bytes, {"EVALSHA", m.acquire_sha, "1", key, m.lease, field});
+    // The latched release: KEYS = key, channel, latch; ARGV = "0", lease, field, "publish",
+    // latch TTL (lock_ops.cpp, release_operation::start).
+    resp3::append_array_header(b.bytes, 11);
+    resp3::append_bulk(b.bytes, "EVALSHA");
+    resp3::append_bulk(b.bytes, m.release_sha);
+    resp3::append_bulk(b.bytes, "3");
+    resp3::append_bulk(b.bytes, key);
+    resp3::append_bulk(b.bytes, rlock::detail::unlock_channel(key));
+    resp3::append_bulk(b.bytes, latches.back());
+    b.id_at[j][0] = b.bytes.size() - 2 - 16;  // the id ends the latch, before its CRLF
+    resp3::append_bulk(b.bytes, "0");
+    resp3::append_bulk(b.bytes, m.lease);
+    resp3::append_bulk(b.bytes, field);
+    resp3::append_bulk(b.bytes, "publish");
+    resp3::append_bulk(b.bytes, m.latch_ttl);
+  }
+  // The latch sweeper's DEL (standalone: one DEL for every latch it holds).
+  resp3::append_array_header(b.bytes, 1 + latches.size());
+  resp3::append_bulk(b.bytes, "DEL");
+  for (std::size_t j = 0; j < latches.size(); ++j) {
+    resp3::append_bulk(b.bytes, latches[j]);
+    b.id_at[j][1] = b.bytes.size() - 2 - 16;
+  }
+  return b;
+}
+
+/// Writes `v` as 16 lowercase hex digits at `at`.
+void put_hex16(std::string& s, std::size_t at, std::uint64_t v) {
+  static constexpr char digits[] = "0123456789abcdef";
+  for (std::size_t i = 16; i-- > 0; v >>= 4) s[at + i] = digits[v & 15];
+}
+
+std::string reply_text(const rlock::detail::resp3::value& v) {
+  if (v.is_error()) return v.str;
+  if (v.is_null()) return "nil";
+  if (v.type == rlock::detail::resp3::type::number) return std::to_string(v.integer);
+  return fmt::format("a reply of RESP3 type {}", static_cast<int>(v.type));
+}
+
+/// Reads a batch's replies and checks that the server did rlock's work: every acquire took its
+/// lock (nil), every release released it (1), the DEL deleted every latch.
+void read_s2_floor_batch(tight_client& c, const s2_floor_batch& b) {
+  for (std::size_t j = 0; j < b.pairs; ++j) {
+    const auto acquired = c.read();
+    if (!acquired.is_null()) {
+      throw std::runtime_error("acquire script answered " + reply_text(acquired) + ", not nil");
+    }
+    const auto released = c.read();
+    if (released.type != rlock::detail::resp3::type::number || released.integer != 1) {
+      throw std::runtime_error("release script answered " + reply_text(released) + ", not 1");
+    }
+  }
+  const auto deleted = c.read();
+  if (deleted.type != rlock::detail::resp3::type::number ||
+      deleted.integer != static_cast<std::int64_t>(b.pairs)) {
+    throw std::runtime_error(
+        fmt::format("latch DEL answered {}, not {}", reply_text(deleted), b.pairs));
+  }
+}
+
+/// The floor under S2: the server work rlock's S2 makes for C pairs in flight, pipelined by a
+/// minimal client with no client logic (no coroutines, no per-request bookkeeping, no reply
+/// decoding beyond a check). Since the unlock latch, one lock() + unlock() pair of S2 (lock()
+/// without a lease: the watchdog's 30 s; rlock_bench's 30 s command timeout) makes the server run
+///   EVALSHA <acquire> 1 <key> 30000 <uuid>:<owner>
+///   EVALSHA <release> 3 <key> redisson_lock__channel:{<key>}
+///           redisson_unlock_latch:{<key>}:<32 hex request id> 0 30000 <uuid>:<owner> publish 60000
+/// and a share of a `DEL <latch> ...`: rlock's latch sweeper deletes the latches of every release
+/// answered in one turn of its event loop with one DEL, so under S2 a DEL carries about one read's
+/// worth of answered releases. Here, comparably, each batch of pairs (C/2 of them on one
+/// connection) ends with one DEL of that batch's latches, answered in the same pipeline round.
+/// The keys deleted are the same either way; only the number of DEL commands may differ a little
+/// (one per C/2 pairs here; `pairs_per_del` in the output).
+///
+/// The C pairs (S2's C tasks, each its own key and owner) are spread over N connections (S2 runs
+/// all its tasks on one client connection: default 1), each connection's pairs split into two
+/// batches. Both are written at once; then, round robin, a connection's older batch is read and
+/// written again at once, with fresh request ids: the server always has the other batch to run
+/// while the client reads, as it has rlock's other requests. A pair's acquire and release go in
+/// one write (Redis runs one connection's commands in order, so the release finds the lock
+/// taken), where rlock waits for the acquire's answer: the same server work, less client work.
+/// Pairs count as S2's do: those written after the warm-up and before the end.
+void run_s2_floor(const options& o) {
+  const int tasks = std::max(1, o.concurrency);
+  const int connections = std::clamp(o.connections, 1, tasks);
+  const auto cfg = config_for(o);
+  s2_floor_mix m;
+  m.prefix = o.prefix;
+  m.uuid = boost::uuids::to_string(boost::uuids::random_generator()());
+  std::mt19937_64 rng(std::random_device{}());
+  m.id_high = fmt::format("{:016x}", rng());
+  // lock() without a lease takes the watchdog's; a latch lives twice the command timeout, and
+  // the release repeats the lease (lock_ops.cpp).
+  m.lease = std::to_string(cfg.watchdog_timeout.count());
+  m.latch_ttl = std::to_string(std::max<std::int64_t>(1, 2 * cfg.command_timeout.count()));
+
+  struct connection {
+    std::unique_ptr<tight_client> client;
+    std::vector<s2_floor_batch> batches;  // in the order they were first written
+    std::size_t oldest = 0;               // the batch whose replies come next
+  };
+  asio::io_context io;  // declared before the connections: they die first
+  std::vector<connection> conns(static_cast<std::size_t>(connections));
+  for (auto& c : conns) c.client = std::make_unique<tight_client>(io, o.port);
+  // The very scripts rlock loads in its handshake (src/script/scripts.hpp).
+  auto load = [&](rlock::detail::script s) {
+    auto reply = conns.front().client->command(
+        {"SCRIPT", "LOAD", rlock::detail::script_sources[static_cast<std::size_t>(s)]});
+    if (reply.is_error() || reply.str.size() != 40) {
+      throw std::runtime_error("SCRIPT LOAD failed: " + reply_text(reply));
+    }
+    return std::move(reply.str);
+  };
+  m.acquire_sha = load(rlock::detail::script::acquire);
+  m.release_sha = load(rlock::detail::script::release);
+  for (std::size_t k = 0; k < conns.size(); ++k) {
+    std::vector<int> mine;
+    for (int t = static_cast<int>(k); t < tasks; t += connections) mine.push_back(t);
+    const std::span<const int> all(mine);
+    const std::size_t half = (mine.size() + 1) / 2;
+    conns[k].batches.push_back(make_s2_floor_batch(m, all.first(half)));
+    if (half < mine.size()) conns[k].batches.push_back(make_s2_floor_batch(m, all.subspan(half)));
+  }
+
+  std::uint64_t request_id = 0;
+  auto send_batch = [&request_id](tight_client& c, s2_floor_batch& b, bool counted) {
+    for (const auto& at : b.id_at) {
+      ++request_id;
+      put_hex16(b.bytes, at[0], request_id);
+      put_hex16(b.bytes, at[1], request_id);
+    }
+    c.send_raw(b.bytes);
+    b.counted = counted;
+  };
+  const auto start = clock_type::now() + warmup;
+  const auto end = start + std::chrono::duration_cast<clock_type::duration>(
+                               std::chrono::duration<double>(o.seconds));
+  std::size_t live = 0;
+  for (auto& c : conns) {
+    for (auto& b : c.batches) send_batch(*c.client, b, false);
+    live += c.batches.size();
+  }
+  std::size_t pairs = 0;
+  std::size_t dels = 0;
+  for (std::size_t turn = 0; live > 0 && turn < 100'000'000; ++turn) {
+    for (auto& c : conns) {
+      auto& b = c.batches[c.oldest];
+      c.oldest = (c.oldest + 1) % c.batches.size();
+      if (!b.live) continue;
+      read_s2_floor_batch(*c.client, b);
+      if (b.counted) {
+        pairs += b.pairs;
+        ++dels;
+      }
+      const auto now = clock_type::now();
+      if (now < end) {
+        send_batch(*c.client, b, now >= start);
+      } else {
+        b.live = false;
+        --live;
+      }
+    }
+  }
+  const double elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
+  fmt::print(
+      R"({{"library": "tight-client", "mode": "s2-floor", )"
+      R"("params": {{"seconds": {}, "concurrency": {}, "connections": {}}}, )"
+      R"("metrics": {{"pairs": {}, "pairs_per_s": {:.1f}, "concurrency": {}, "connections": {}, )"
+      R"("pairs_per_del": {:.1f}}}}})"
+      "\n",
+      o.seconds, tasks, connections, pairs, static_cast<double>(pairs) / elapsed, tasks,
+      connections, dels > 0 ? static_cast<double>(pairs) / static_cast<double>(dels) : 0.0);
 }
 
 // --- s8: recovery after faults -----------------------------------------------------------------
@@ -1072,6 +1301,8 @@ int main(int argc, char** argv) {
       run_s6(o);
     else if (o.mode == "s6-floor")
       run_s6_floor(o);
+    else if (o.mode == "s2-floor")
+      run_s2_floor(o);
     else if (o.mode == "s3-floor")
       run_s3_floor(o);
     else if (o.mode == "s7-floor")

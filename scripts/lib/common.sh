@@ -2,11 +2,12 @@
 # Helpers shared by scripts/test and scripts/demo. Source it; it sets no shell options itself.
 # shellcheck shell=bash
 
-# The Debian packages rlock needs to build, test and format.
+# The Debian packages rlock needs to build, test and format (and for CI's benchmark smoke run:
+# gnuplot-nox, python3-redis), installed in one apt-get call.
 # shellcheck disable=SC2034  # used by the scripts that source this file
 RLOCK_PACKAGES=(cmake ninja-build g++ clang libboost1.81-dev libfmt-dev libgtest-dev libgmock-dev
   redis-server redis-tools clang-format pkg-config libcli11-dev libspdlog-dev libhiredis-dev
-  libssl-dev openssl doxygen ccache mold git)
+  libssl-dev openssl doxygen ccache mold git gnuplot-nox python3-redis)
 
 log() {
   printf '==> %s\n' "$*" >&2
