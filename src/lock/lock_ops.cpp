@@ -339,6 +339,7 @@ struct acquire_operation {
   }
 
   static void on_attempt(owner op, std::error_code ec, const resp3::value& reply) {
+    const bool took_wake = std::exchange(op->wake_taken, false);
     // Unsynced (config::sync_replicas) matters only for an attempt that took the lock: a busy
     // one wrote nothing.
     const bool unsynced = ec == errc::replicas_not_synced;
@@ -365,6 +366,12 @@ struct acquire_operation {
       return reconcile(std::move(op));
     }
     // Not written (it certainly did not run), or an error reply.
+    if (!written && took_wake && op->waiter) {
+      // The retry a wake-up started never reached the server (withdrawn by a cancellation
+      // while queued for the turn's write): the wake-up was not used, so leaving passes it on.
+      op->waiter->woken = true;
+      op->waiter->by_message = op->wake_by_message;
+    }
     auto e = failure_of(op->client(), ec, reply, fmt::format("lock '{}'", op->s->name()));
     finish(std::move(op), std::move(e), false);
   }
@@ -538,6 +545,8 @@ struct acquire_operation {
                                 : wake_reason::immediate;
     if (op->reason == wake_reason::expiry) ++c.counters.expiry_wakeups;
     if (op->reason == wake_reason::notification) ++c.counters.notified_wakeups;
+    op->wake_taken = w.woken;
+    op->wake_by_message = w.by_message;
     w.woken = false;
     attempt(std::move(op));
   }
@@ -635,6 +644,8 @@ struct acquire_operation {
   std::optional<notify_hub::waiter> waiter;  // from the first failed attempt on
   multiplexer::id_type request = 0;          // the attempt or reconciliation in flight
   wake_reason reason = wake_reason::immediate;
+  bool wake_taken = false;       // the attempt in flight used up a wake-up of its waiter
+  bool wake_by_message = false;  // and that wake-up was an unlock message
   bool cancelled = false;
   bool detached = false;   // the caller was told; the answer is still awaited
   bool in_flight = false;  // an attempt or reconciliation is owned by the session
