@@ -110,9 +110,15 @@ TEST(acl, the_least_privilege_line_does_everything_rlock_does_and_nothing_outsid
     EXPECT_GE(a.metrics().renewal_calls, 2u);
     EXPECT_EQ(a.metrics().renewal_failures, 0u);
     // A reconnection: its handshake fences the old connection (CLIENT KILL ID).
+    const auto attempts = b.stats().acquire_attempts;
     admin.command({"CLIENT", "KILL", "USER", "svc", "SKIPME", "yes"});
-    co_await rlock::test::poll_until(
-        [&] { return a.stats().reconnects > 0 && b.stats().reconnects > 0; });
+    // Back, resubscribed, and its waiter's retry after the resubscription made; the query after
+    // it is answered after that retry, so the waiter sleeps again before the unlock below.
+    co_await rlock::test::poll_until([&] {
+      return a.stats().reconnects > 0 && b.stats().reconnects > 0 &&
+             b.stats().acquire_attempts > attempts;
+    });
+    (void)co_await theirs.is_locked();
     EXPECT_TRUE(co_await mine.is_held());
     co_await mine.unlock();  // latched release (get, hexists, del, publish, set); latch DEL
     co_await rlock::test::poll_until([&] { return done; });
