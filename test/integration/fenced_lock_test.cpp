@@ -70,6 +70,7 @@ TEST(fenced_lock, a_busy_lock_gives_no_token_and_a_woken_waiter_a_larger_one) {
     EXPECT_EQ(waiter.token(), 0);
     std::optional<std::int64_t> woken;
     bool done = false;
+    const auto attempts = redis.stats().acquire_attempts;
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
@@ -78,7 +79,7 @@ TEST(fenced_lock, a_busy_lock_gives_no_token_and_a_woken_waiter_a_larger_one) {
         },
         asio::detached);
     // Parked on the channel, so the unlock's notification is what wakes it.
-    co_await rlock::test::poll_until([&] { return redis.metrics().waiters > 0; });
+    EXPECT_TRUE(co_await rlock::test::until_asleep(redis, waiter, attempts + 2));
     co_await holder.unlock();
     co_await rlock::test::poll_until([&] { return done; });
     EXPECT_TRUE(woken.has_value());

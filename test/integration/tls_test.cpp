@@ -183,6 +183,7 @@ TEST(tls, a_killed_tls_connection_reconnects_and_the_holder_keeps_its_lock) {
     // The waiter's channel is subscribed again over the new TLS connection: the unlock wakes it.
     bool got = false;
     bool done = false;
+    const auto attempts = redis.stats().acquire_attempts;
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
@@ -190,7 +191,7 @@ TEST(tls, a_killed_tls_connection_reconnects_and_the_holder_keeps_its_lock) {
           done = true;
         },
         asio::detached);
-    co_await rlock::test::poll_until([&] { return redis.metrics().waiters > 0; });
+    EXPECT_TRUE(co_await rlock::test::until_asleep(redis, waiter, attempts + 2));
     co_await holder.unlock();
     co_await rlock::test::poll_until([&] { return done; });
     EXPECT_TRUE(got);

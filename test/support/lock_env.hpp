@@ -70,6 +70,17 @@ boost::asio::awaitable<bool> poll_until(
   co_return true;
 }
 
+/// Completes once `redis` has made `attempts` acquire attempts in all (at most 5 s; whether it
+/// did), then asks `probe` a question on the same connection: its answer comes after theirs, so
+/// a waiter whose attempts were refused is asleep on its channel by then. A waiter makes two
+/// before it sleeps: its first attempt, and the retry once its channel is confirmed.
+inline boost::asio::awaitable<bool> until_asleep(rlock::client& redis, rlock::reentrant_lock& probe,
+                                                 std::uint64_t attempts) {
+  const bool made = co_await poll_until([&] { return redis.stats().acquire_attempts >= attempts; });
+  (void)co_await probe.is_locked();
+  co_return made;
+}
+
 /// Completes once `done()` holds, or after about `limit`. Whoever makes it hold cancels `bell`
 /// (a timer used as a condition variable), so the wait is woken by the event, not a poll.
 template <typename Pred>
