@@ -18,8 +18,11 @@ RAW_DIR is what scripts/bench leaves in bench/results/raw/:
 
 Every file is optional: a missing scenario is reported as "not run". Goals are evaluated as a
 ratio to a reference measured in the same run and reported PASS / FAIL / n/a; they never change
-the exit status. Exit status: 0, or 3 when a driver crashed (a run that did not exit 0 or printed
-no JSON) or an S3 run saw two holders at once (an overlap); 2 on bad usage.
+the exit status. The goals over TLS hold rlock's TLS/plaintext ratio to redis-benchmark's, both
+from the same run: each EVALSHA reference has a twin over TLS ("<mode>_tls", params.tls = 1,
+the same command and settings on the server's tls-port), run right after it. Exit status: 0, or
+3 when a driver crashed (a run that did not exit 0 or printed no JSON) or an S3 run saw two
+holders at once (an overlap); 2 on bad usage.
 """
 
 import argparse
@@ -405,6 +408,22 @@ class Report:
         v = r["row"].get(field)
         return v if isinstance(v, float) else None
 
+    def tls_ratio(self, mode, field):
+        """redis-benchmark's TLS/plaintext ratio of FIELD: the twin MODE_tls over MODE, both from
+        this run. Returns (ratio, None), or (None, why it is missing)."""
+        values = []
+        for m in (mode, mode + "_tls"):
+            r = self.refs.get(m)
+            if not r:
+                return None, "reference %s not run" % m
+            if r["failure"]:
+                return None, "reference %s failed" % m
+            v = self.ref(m, field)
+            if not v:
+                return None, "reference %s has no %s" % (m, field)
+            values.append(v)
+        return values[1] / values[0], None
+
     def ping_p50_us(self, mode="ping"):
         # S3 is set against the PING measured right before it ("ping_s3"): a run takes minutes
         # and this shared machine drifts; the first PING stands in if that one is missing.
@@ -436,11 +455,17 @@ class Report:
         names = {"ping": "PING round trip (-c 1 -P 1)",
                  "ping_s3": "PING round trip (-c 1 -P 1), right before S3",
                  "evalsha_c1": "EVALSHA acquire script (-c 1 -P 1)",
-                 "evalsha_c50": "EVALSHA acquire script (-c 50 -P 16)"}
-        for mode in ("ping", "evalsha_c1", "evalsha_c50", "ping_s3"):
+                 "evalsha_c1_tls": "EVALSHA acquire script (-c 1 -P 1) over TLS",
+                 "evalsha_c50": "EVALSHA acquire script (-c 50 -P 16)",
+                 "evalsha_c50_tls": "EVALSHA acquire script (-c 50 -P 16) over TLS"}
+        for mode in ("ping", "evalsha_c1", "evalsha_c1_tls", "evalsha_c50", "evalsha_c50_tls",
+                     "ping_s3"):
             r = self.refs.get(mode)
             if not r:
-                rows.append([names[mode], "—", "—", "—", "—", "not run"])
+                # The twins over TLS run only with S1 or S2 over TLS.
+                rows.append([names[mode], "—", "—", "—", "—",
+                             "not run (runs with S1 or S2 over TLS)" if mode.endswith("_tls")
+                             else "not run"])
                 continue
             row = r["row"] or {}
             p50 = row.get("p50_latency_ms")
@@ -451,8 +476,23 @@ class Report:
                          "failed: " + r["failure"] if r["failure"] else "ok"])
             out[mode] = {"command": r["command"], "requests": r.get("requests"), "csv": r["row"],
                          "failure": r["failure"]}
+            if mode.endswith("_tls"):
+                plain = mode[:-len("_tls")]
+                out[mode]["ratio_to_plaintext"] = {
+                    "p50": self.tls_ratio(plain, "p50_latency_ms")[0],
+                    "rps": self.tls_ratio(plain, "rps")[0]}
         md = "## References (redis-benchmark, same server, same run)\n\n" + table(
             ["reference", "requests", "ops/s", "p50 µs", "p99 µs", "status"], rows)
+        twins = []
+        for mode, flags in (("evalsha_c1", "-c 1 -P 1"), ("evalsha_c50", "-c 50 -P 16")):
+            p50, _ = self.tls_ratio(mode, "p50_latency_ms")
+            rps, _ = self.tls_ratio(mode, "rps")
+            if p50 or rps:
+                twins.append("EVALSHA %s: p50 %s ×, ops/s %s × plaintext" % (
+                    flags, ("%.2f" % p50) if p50 else "n/a", ("%.2f" % rps) if rps else "n/a"))
+        if twins:
+            md += ("\n\nOver TLS, each twin right after its plaintext partner (the same command and "
+                   "settings on the server's tls-port, `--tls --cacert`): " + "; ".join(twins) + ".\n")
         return md, out
 
     def section_s1(self):
@@ -483,24 +523,57 @@ class Report:
         else:
             self.goals.append(goal("S1", "rlock p50 below every peer's", "rlock p50 µs", r.get("p50_us"),
                                    "fastest peer p50 µs (none ran)", None, "<", 1.0))
+        self.tls_s1_goal(data)
         return md, data
 
     def tls_s1(self, data):
-        """S1 over TLS (the same server's tls-port, same run) as a ratio to plaintext S1."""
+        """S1 over TLS (the same server's tls-port, same run) as a ratio to plaintext S1, beside
+        redis-benchmark's EVALSHA (-c 1 -P 1) TLS/plaintext ratio from the same run."""
         t = self.metric("S1", "rlock-tls", "s1")
         plain = data.get("rlock", {}).get("p50_us")
         if not t or not t.get("p50_us"):
             return ""
         data["rlock-tls"] = t
         ratio = t["p50_us"] / plain if plain else None
+        ref_ratio, ref_why = self.tls_ratio("evalsha_c1", "p50_latency_ms")
         data["rlock-tls"]["ratio_to_plaintext_p50"] = ratio
+        data["rlock-tls"]["reference_ratio_to_plaintext_p50"] = ref_ratio
         return ("\n\nOver TLS (the same server's tls-port, same run): p50 %s µs, p99 %s µs, "
-                "%s pairs = **%s × plaintext p50**.\n" %
+                "%s pairs = **%s × plaintext p50**; redis-benchmark's EVALSHA (-c 1 -P 1) over TLS: "
+                "%s.\n" %
                 (num(t["p50_us"]), num(t.get("p99_us")), num(t.get("pairs")),
-                 ("%.2f" % ratio) if ratio else "n/a"))
+                 ("%.2f" % ratio) if ratio else "n/a",
+                 ("%.2f × its plaintext p50" % ref_ratio) if ref_ratio else "n/a (%s)" % ref_why))
+
+    def tls_why(self, scenario, plain, tls, **params):
+        """Why rlock's TLS/plaintext ratio in SCENARIO is missing ("" when both runs gave one)."""
+        for lib, what, value in (("rlock-tls", "over TLS", tls), ("rlock", "in plaintext", plain)):
+            if value:
+                continue
+            run = self._find(scenario, lib, **params)
+            if run and run["failure"]:
+                return "rlock %s failed" % what
+            return "rlock %s not run" % what if not run else "rlock %s gave no figure" % what
+        return ""
+
+    def tls_s1_goal(self, data):
+        """S1 over TLS: rlock's TLS/plaintext p50 ratio against redis-benchmark's at -c 1 -P 1
+        (its EVALSHA reference and that reference's twin over TLS)."""
+        t = self.metric("S1", "rlock-tls", "s1") or {}
+        plain = data.get("rlock", {}).get("p50_us")
+        ratio = t["p50_us"] / plain if t.get("p50_us") and plain else None
+        why = self.tls_why("S1", plain, t.get("p50_us"), mode="s1")
+        ref_ratio, ref_why = self.tls_ratio("evalsha_c1", "p50_latency_ms")
+        self.goals.append(goal(
+            "S1", "S1 over TLS: rlock's TLS/plaintext p50 ratio ≤ 1.1 × redis-benchmark's "
+            "(-c 1 -P 1) TLS/plaintext p50 ratio",
+            "rlock TLS/plaintext p50" + (" (n/a: %s)" % why if why else ""), ratio,
+            "EVALSHA -c1 -P1 TLS/plaintext p50" + (" (n/a: %s)" % ref_why if ref_why else ""),
+            ref_ratio, "<=", 1.1))
 
     def tls_s2(self, cs, data):
-        """S2 over TLS at each concurrency measured, as ratios to plaintext S2."""
+        """S2 over TLS at each concurrency measured, as ratios to plaintext S2, beside
+        redis-benchmark's EVALSHA (-c 50 -P 16) TLS/plaintext throughput ratio."""
         parts, tls = [], {}
         for c in cs:
             m = self.metric("S2", "rlock-tls", "s2", concurrency=c)
@@ -514,7 +587,25 @@ class Report:
         if not parts:
             return ""
         data["rlock-tls"] = tls
-        return "\n\nOver TLS (same run): " + "; ".join(parts) + ".\n"
+        ref_ratio, ref_why = self.tls_ratio("evalsha_c50", "rps")
+        return ("\n\nOver TLS (same run): " + "; ".join(parts) + "; redis-benchmark's EVALSHA "
+                "(-c 50 -P 16) over TLS: %s.\n"
+                % (("%.2f × its plaintext ops/s" % ref_ratio) if ref_ratio else "n/a (%s)" % ref_why))
+
+    def tls_s2_goal(self, top, data):
+        """S2 over TLS at the largest C: rlock's TLS/plaintext pairs/s ratio against
+        redis-benchmark's at -c 50 -P 16 (its EVALSHA reference and that reference's twin)."""
+        plain = data.get("rlock", {}).get(str(top))
+        tls = data.get("rlock-tls", {}).get(str(top))
+        ratio = tls / plain if tls and plain else None
+        why = self.tls_why("S2", plain, tls, mode="s2", concurrency=top)
+        ref_ratio, ref_why = self.tls_ratio("evalsha_c50", "rps")
+        self.goals.append(goal(
+            "S2", "S2 C=%d over TLS: rlock's TLS/plaintext throughput ratio ≥ 0.9 × redis-benchmark's "
+            "(-c 50 -P 16) TLS/plaintext throughput ratio" % top,
+            "rlock C=%d TLS/plaintext pairs/s" % top + (" (n/a: %s)" % why if why else ""), ratio,
+            "EVALSHA -c50 -P16 TLS/plaintext ops/s" + (" (n/a: %s)" % ref_why if ref_why else ""),
+            ref_ratio, ">=", 0.9))
 
     def _find(self, scenario, library, mode=None, **params):
         for run in self.runs[scenario]:
@@ -559,6 +650,7 @@ class Report:
         self.goals.append(goal("S2", "rlock pairs/s at C=%d ≥ 1.5 × best peer (best C)" % top,
                                "rlock C=%d pairs/s" % top, r, "best peer pairs/s (%s)" % best[1], best[0],
                                ">=", 1.5))
+        self.tls_s2_goal(top, data)
         floor_md, floor = self.s2_floor(top, r)
         md += floor_md
         result = {"concurrency": cs, "pairs_per_s": data}

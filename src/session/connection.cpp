@@ -435,7 +435,8 @@ bool connection::withdraw(multiplexer::id_type id, std::error_code reason) {
 // handlers of one batch of answers goes out in that one write. Written at once, the first
 // request of a batch went out alone and the rest after it; over TLS each write is a record the
 // server reads and answers in an event-loop turn of its own, so every round split the batches
-// again (S2 over TLS: ~2 requests a record, a quarter of the plaintext rate).
+// again (S2 over TLS: ~2 requests a record, a quarter of the plaintext rate). The cost is one
+// posted handler per write, not per request.
 void connection::schedule_write() {
   if (write_in_flight_ || write_scheduled_) return;
   write_scheduled_ = true;
