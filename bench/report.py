@@ -314,20 +314,13 @@ def goal(scenario, what, figure, value, reference, ref_value, op, limit):
 
 def reported(scenario, what, figure, value, reference, ref_value):
     """figure / reference reported beside the goals with no limit, so no verdict: "reported"
-    (n/a when a figure is missing)."""
-    ratio = value / ref_value if value is not None and ref_value else None
-    return {
-        "scenario": scenario,
-        "goal": what,
-        "figure": figure,
-        "value": value,
-        "reference": reference,
-        "reference_value": ref_value,
-        "ratio": ratio,
-        "op": None,
-        "limit": None,
-        "verdict": "reported" if ratio is not None else "n/a",
-    }
+    (n/a when a figure is missing). The same record as goal()'s, without a limit."""
+    g = goal(scenario, what, figure, None, reference, ref_value, None, None)
+    g["value"] = value
+    if value is not None and ref_value:
+        g["ratio"] = value / ref_value
+        g["verdict"] = "reported"
+    return g
 
 
 # --- the report ---------------------------------------------------------------------------------

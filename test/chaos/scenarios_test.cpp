@@ -37,6 +37,7 @@ using namespace rlock::chaos;
 using namespace std::chrono_literals;
 namespace asio = boost::asio;
 using rlock::test::error_of;
+using rlock::test::kill_client;
 using rlock::test::poll_until;
 using rlock::test::sleep_for;
 
@@ -79,21 +80,6 @@ rlock::config directed_config(const scenario& s, const std::string& name) {
   cfg.command_timeout = library.command_timeout;
   cfg.watchdog_timeout = library.watchdog_timeout;
   return cfg;
-}
-
-/// Kills the connections of the client named `name` (config::client_name); returns how many.
-int kill_client(rlock::test::raw_client& raw, const std::string& name) {
-  const auto list = raw.command({"CLIENT", "LIST"}).str;
-  std::istringstream lines(list);
-  std::string line;
-  int killed = 0;
-  while (std::getline(lines, line)) {
-    if (line.find(" name=" + name + " ") == std::string::npos) continue;
-    const auto id_at = line.find("id=");
-    const auto id = line.substr(id_at + 3, line.find(' ', id_at) - id_at - 3);
-    killed += static_cast<int>(raw.command_int({"CLIENT", "KILL", "ID", id}));
-  }
-  return killed;
 }
 
 /// Lets `clients` go idle (a latch is deleted a turn after its answer; at most 1 s), then closes

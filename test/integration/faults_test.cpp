@@ -32,26 +32,12 @@ namespace {
 
 namespace asio = boost::asio;
 using rlock::test::error_of;
+using rlock::test::kill_client;
 using rlock::test::make_config;
 using rlock::test::sleep_for;
 using rlock::test::wait_until;
 using clock_type = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-
-/// Kills the connections of the client named `name` (config::client_name); returns how many.
-int kill_client(rlock::test::raw_client& raw, const std::string& name) {
-  const auto list = raw.command({"CLIENT", "LIST"}).str;
-  std::istringstream lines(list);
-  std::string line;
-  int killed = 0;
-  while (std::getline(lines, line)) {
-    if (line.find(" name=" + name + " ") == std::string::npos) continue;
-    const auto id_at = line.find("id=");
-    const auto id = line.substr(id_at + 3, line.find(' ', id_at) - id_at - 3);
-    killed += static_cast<int>(raw.command_int({"CLIENT", "KILL", "ID", id}));
-  }
-  return killed;
-}
 
 /// This test's config for the server on `port`, with fast fault detection: short health check
 /// and backoff. Every config of one test shares its key prefix, so their locks contend.

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <system_error>
 
@@ -92,6 +93,21 @@ boost::asio::awaitable<void> wait_until(boost::asio::steady_timer& bell, Pred do
     bell.expires_at(deadline);
     co_await bell.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
   }
+}
+
+/// Kills the connections of the client named `name` (config::client_name); returns how many.
+inline int kill_client(raw_client& raw, const std::string& name) {
+  const auto list = raw.command({"CLIENT", "LIST"}).str;
+  std::istringstream lines(list);
+  std::string line;
+  int killed = 0;
+  while (std::getline(lines, line)) {
+    if (line.find(" name=" + name + " ") == std::string::npos) continue;
+    const auto id_at = line.find("id=");
+    const auto id = line.substr(id_at + 3, line.find(' ', id_at) - id_at - 3);
+    killed += static_cast<int>(raw.command_int({"CLIENT", "KILL", "ID", id}));
+  }
+  return killed;
 }
 
 /// Redisson's unlock channel of a lock whose key has no '{'.
