@@ -51,6 +51,15 @@ const config& validated(const config& cfg) {
                             "({} ms), got {} ms",
                             cfg.command_timeout.count(), sync.timeout.count()));
   }
+  if (!cfg.cluster.nodes.empty() && !cfg.sentinel.nodes.empty()) {
+    throw_error(
+        errc::invalid_argument,
+        "cluster.nodes and sentinel.nodes are both set: a client talks to one or the other");
+  }
+  if (cfg.pubsub == config::pubsub_mode::sharded && cfg.cluster.nodes.empty()) {
+    throw_error(errc::invalid_argument,
+                "pubsub = sharded needs cluster.nodes: sharded channels are a Cluster feature");
+  }
   if (!cfg.sentinel.nodes.empty() && cfg.sentinel.master_name.empty()) {
     throw_error(errc::invalid_argument, "sentinel.master_name must be set with sentinel.nodes");
   }
@@ -95,7 +104,8 @@ client_impl::client_impl(const asio::any_io_executor& ex, config c)
     : executor(ex),
       cfg(std::move(c)),
       uuid(random_uuid()),
-      session(executor, cfg),
+      session_owner(make_session(executor, cfg)),
+      session(*session_owner),
       scripts(session),
       hub(session),
       dog(executor, scripts, cfg.watchdog_timeout),
@@ -201,7 +211,7 @@ void client_impl::on_state(connection_state state, std::error_code reason,
       if (was_connected_) {
         log(log_level::info, "reconnected{} ({} reconnects so far)",
             node != node_ ? fmt::format(" to {} (was {})", node, node_) : std::string(),
-            session.stats().reconnects.load(std::memory_order_relaxed));
+            session.stats().reconnects);
         if (node != node_) {
           // A new node (a failover) has the old one's data as replication had it: releases the
           // old master acknowledged may be missing, so it may count holds of our owners that no
@@ -300,10 +310,10 @@ client_stats client::stats() const noexcept {
   s.expiry_wakeups = impl_->counters.expiry_wakeups.load(std::memory_order_relaxed);
   s.renewal_calls = impl_->dog.renew_calls();
   s.lost_locks = impl_->counters.lost_locks.load(std::memory_order_relaxed);
-  const auto& link = impl_->session.stats();
-  s.reconnects = link.reconnects.load(std::memory_order_relaxed);
-  s.health_check_failures = link.health_check_failures.load(std::memory_order_relaxed);
-  s.retried_commands = link.retried_commands.load(std::memory_order_relaxed);
+  const auto link = impl_->session.stats();
+  s.reconnects = link.reconnects;
+  s.health_check_failures = link.health_check_failures;
+  s.retried_commands = link.retried_commands;
   s.reconciled_acquires = impl_->counters.reconciled_acquires.load(std::memory_order_relaxed);
   s.given_back = impl_->counters.given_back.load(std::memory_order_relaxed);
   return s;
@@ -333,7 +343,7 @@ client_metrics detail::client_impl::metrics() const {
   m.renewal_calls = dog.renew_calls();
   m.renewal_failures = dog.renew_failures();
   m.lost_locks = counters.lost_locks.load(std::memory_order_relaxed);
-  m.reconnects = session.stats().reconnects.load(std::memory_order_relaxed);
+  m.reconnects = session.stats().reconnects;
   m.reconciled_acquires = counters.reconciled_acquires.load(std::memory_order_relaxed);
   m.given_back = counters.given_back.load(std::memory_order_relaxed);
   m.requests_in_flight = session.outstanding();

@@ -69,7 +69,9 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
   const boost::asio::any_io_executor executor;
   const config cfg;
   const std::string uuid;
-  detail::session session;
+  const std::unique_ptr<detail::session> session_owner;
+  /// Standalone, Sentinel or Cluster (config): everything below talks to it alone.
+  detail::session& session;
   script_registry scripts;
   /// Counters behind client::stats(); atomics because stats() may be read from any thread.
   struct {

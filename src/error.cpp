@@ -55,6 +55,12 @@ class category final : public std::error_category {
         return "the node Sentinel named is not a master";
       case errc::master_not_found:
         return "no sentinel could name the master";
+      case errc::not_a_cluster:
+        return "no seed node answered with a cluster slot map";
+      case errc::cluster_down:
+        return "the cluster does not serve the key's slot";
+      case errc::too_many_redirects:
+        return "too many cluster redirects";
     }
     return "unknown rlock error";
   }

@@ -39,6 +39,28 @@ struct RLOCK_EXPORT config {
   };
   sentinel_settings sentinel;
 
+  /// Redis Cluster: with `nodes` set, the client learns the slot map from the first seed that
+  /// answers `CLUSTER SHARDS`, keeps one connection per master it uses (opened on first use,
+  /// kept alive, reconnected like a standalone one), sends each command to the master owning
+  /// its key's hash slot, and follows `-MOVED`/`-ASK` redirects and `-TRYAGAIN`/`-CLUSTERDOWN`
+  /// retries inside the operation's bound. `host` and `port` are then ignored.
+  struct cluster_settings {
+    /// Seed nodes as `redis://[[user]:password@]host:port` or `rediss://…` URLs (any node of
+    /// the cluster, masters or replicas; all of one scheme). Credentials in a URL apply to
+    /// every node unless `username`/`password` are set; `rediss://` turns TLS on.
+    std::vector<std::string> nodes;
+    /// The slot map is read again at this interval (±10 % jitter), besides after every
+    /// `-MOVED` and every lost connection; zero: only then. One refresh runs at a time.
+    std::chrono::milliseconds refresh_interval{30'000};
+  };
+  cluster_settings cluster;
+
+  /// How waiters hear unlocks. `automatic`: sharded pub/sub (`SSUBSCRIBE`, scripts `SPUBLISH`)
+  /// in Cluster mode on Redis 7 or later, as Redisson does; classic `SUBSCRIBE`/`PUBLISH`
+  /// otherwise. A Redisson client sharing the locks must use the same kind.
+  enum class pubsub_mode { automatic, classic, sharded };
+  pubsub_mode pubsub = pubsub_mode::automatic;
+
   /// ACL user and password sent with `HELLO 3 AUTH`; with an empty username and a password,
   /// the user is "default" (a `requirepass` server).
   std::string username;

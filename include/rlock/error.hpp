@@ -73,6 +73,15 @@ enum class errc {
   /// No sentinel in config::sentinel::nodes answered with an address for the master's name
   /// (all unreachable, or none knows the name).
   master_not_found,
+  /// config::cluster: no seed node answered `CLUSTER SHARDS` with a slot map (unreachable, or
+  /// not a cluster node: "cluster support disabled"); Redis's words travel beside the code.
+  not_a_cluster,
+  /// config::cluster: the node owning the key's slot answered `-CLUSTERDOWN`, or no node serves
+  /// the slot, for as long as the operation's bound allowed retrying.
+  cluster_down,
+  /// config::cluster: a request was redirected (`-MOVED`/`-ASK`) more often than the router
+  /// follows (5): the nodes disagree about who serves its slot.
+  too_many_redirects,
 };
 
 /// The category of `rlock::errc`; its name is "rlock".

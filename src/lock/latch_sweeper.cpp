@@ -4,6 +4,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -22,14 +23,25 @@ void latch_sweeper::add(std::string key) {
 void latch_sweeper::sweep() {
   scheduled_ = false;
   if (keys_.empty()) return;
-  // Standalone: one DEL for all. (Cluster will need one per hash slot.)
-  std::vector<std::string_view> args{"DEL"};
-  args.insert(args.end(), keys_.begin(), keys_.end());
-  std::string command;
-  resp3::append_command(command, std::span<const std::string_view>(args));
+  // One DEL per key group: all of them on one server, one per hash slot on a cluster (a DEL
+  // over keys of several slots is refused, CROSSSLOT).
+  std::vector<std::pair<std::uint16_t, std::string_view>> grouped;
+  grouped.reserve(keys_.size());
+  for (const auto& k : keys_) grouped.emplace_back(session_.group_of(k), k);
+  std::stable_sort(grouped.begin(), grouped.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   request_options opts;
   opts.deadline = std::chrono::steady_clock::now() + timeout_;
-  session_.exec(keys_.front(), std::move(command), opts, [](std::error_code, resp3::value) {});
+  std::vector<std::string_view> args;
+  for (std::size_t i = 0; i < grouped.size();) {
+    args.assign({"DEL"});
+    const std::uint16_t group = grouped[i].first;
+    const std::string_view route = grouped[i].second;
+    for (; i < grouped.size() && grouped[i].first == group; ++i) args.push_back(grouped[i].second);
+    std::string command;
+    resp3::append_command(command, std::span<const std::string_view>(args));
+    session_.exec(route, std::move(command), opts, [](std::error_code, resp3::value) {});
+  }
   keys_.clear();
 }
 

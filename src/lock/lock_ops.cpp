@@ -150,7 +150,8 @@ struct release_operation {
     op->channel = s.channel();
     op->latch = unlock_latch(s.key, c.next_request_id());
     op->keys = {s.key, op->channel, op->latch};
-    op->args = {"0", op->lease_arg.view(), s.field, "publish", op->latch_ttl_arg.view()};
+    op->args = {"0", op->lease_arg.view(), s.field, c.session.publish_command(),
+                op->latch_ttl_arg.view()};
     request_options opts;
     opts.unknown = if_unknown::retry;  // the latch makes a retry return the first answer
     opts.deadline = clock_type::now() + c.cfg.command_timeout;

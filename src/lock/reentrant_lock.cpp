@@ -68,7 +68,7 @@ asio::awaitable<bool> force_unlock_op(std::shared_ptr<detail::lock_state> s) {
   co_await asio::this_coro::throw_if_cancelled(false);
   const std::string unlock_to = s->channel();
   const std::array<std::string_view, 2> keys{s->key, unlock_to};
-  const std::array<std::string_view, 1> args{"0"};
+  const std::array<std::string_view, 2> args{"0", s->client->session.publish_command()};
   if (s->local_holds > 0) s->reset(false);
   auto [ec, reply] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
                                                    void(std::error_code, detail::resp3::value)>(

@@ -103,7 +103,8 @@ multiplexer::id_type script_registry::send(script s, std::span<const std::string
       key, std::move(payload), opts,
       [this, s, keys, args, opts, may_reload, with_wait, h = std::move(handler)](
           std::error_code ec, resp3::value answer) mutable {
-        if (ec) return std::move(h)(ec, resp3::value{});
+        // A router's error (cluster_down, too_many_redirects) carries Redis's text as a value.
+        if (ec) return std::move(h)(ec, std::move(answer));
         resp3::value reply;
         bool acknowledged = true;
         if (with_wait) {

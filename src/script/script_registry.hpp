@@ -38,6 +38,9 @@ class script_registry {
                                  std::span<const std::string_view> args, request_options opts,
                                  reply_handler handler);
 
+  /// Keys of one group may go into one script call (session::group_of: a cluster's hash slot).
+  std::uint16_t group_of(std::string_view key) const noexcept { return session_.group_of(key); }
+
  private:
   multiplexer::id_type send(script s, std::span<const std::string_view> keys,
                             std::span<const std::string_view> args, request_options opts,

@@ -63,10 +63,11 @@ inline constexpr std::array<std::string_view, script_count> script_sources{
     "end; "
     "return result;",
 
-    // force_unlock — KEYS[1] = lock key, KEYS[2] = unlock channel; ARGV[1] = message "0".
+    // force_unlock — KEYS[1] = lock key, KEYS[2] = unlock channel; ARGV[1] = message "0",
+    // ARGV[2] = publish command (`publish`, or `spublish` with sharded channels).
     // 1: deleted and published; 0: was not locked.
     "if (redis.call('del', KEYS[1]) == 1) then "
-    "redis.call('publish', KEYS[2], ARGV[1]); return 1 else return 0 end",
+    "redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1 else return 0 end",
 
     // acquire_fenced (Redisson's RFencedLock, 3.19.0+) — KEYS[1] = lock key, KEYS[2] = token
     // counter redisson_lock_token:{<key>}; ARGV[1] = lease ms, ARGV[2] = owner field.

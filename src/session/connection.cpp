@@ -271,6 +271,7 @@ std::error_code connection::check_step(std::size_t i, resp3::value& reply,
       if (reply.elements[k].str == "id" && reply.elements[k + 1].type == resp3::type::number) {
         handshake_id_ = reply.elements[k + 1].integer;
       }
+      if (reply.elements[k].str == "version") server_version_ = reply.elements[k + 1].str;
     }
     return {};
   }
@@ -551,8 +552,21 @@ asio::awaitable<void> connection::reader(std::uint64_t gen) {
 
 void connection::on_push(resp3::value& v) {
   // ["message", channel, payload] (RESP3 pub/sub); "smessage" for sharded pub/sub.
-  if (v.elements.size() < 3 || listener_ == nullptr) return;
+  if (v.elements.size() < 2) return;
   const auto& kind = v.elements[0].str;
+  if (kind == "sunsubscribe") {
+    // The server dropped a sharded channel by itself (its slot moved): the multiplexer found no
+    // SUNSUBSCRIBE of ours it answers.
+    const std::string channel = v.elements[1].str;
+    if (!subs_.on_dropped(channel)) return;
+    if (resubscribe_dropped_) {
+      subscribe(channel);
+    } else if (listener_ != nullptr) {
+      listener_->on_dropped(channel);
+    }
+    return;
+  }
+  if (v.elements.size() < 3 || listener_ == nullptr) return;
   if (kind == "message" || kind == "smessage") {
     listener_->on_message(v.elements[1].str, v.elements[2].str);
   }
@@ -575,8 +589,10 @@ void connection::unsubscribe(std::string_view channel) {
 void connection::send_subscription(std::string_view channel, bool on) {
   // Answered by the confirmation push or by an error reply; never retried on its own: after a
   // reconnect the subscription set replays every wanted channel.
-  mux_.add(command({on ? "SUBSCRIBE" : "UNSUBSCRIBE", channel}),
-           on ? answer_kind::subscribe : answer_kind::unsubscribe, std::string(channel), {},
+  const std::string_view verb =
+      sharded_ ? (on ? "SSUBSCRIBE" : "SUNSUBSCRIBE") : (on ? "SUBSCRIBE" : "UNSUBSCRIBE");
+  mux_.add(command({verb, channel}), on ? answer_kind::subscribe : answer_kind::unsubscribe,
+           std::string(channel), {},
            [this, on, ch = std::string(channel)](std::error_code ec, resp3::value v) {
              if (ec) return;  // the connection is gone; on_disconnect has reset the channel
              if (!on) return subs_.on_unsubscribed(ch);

@@ -57,6 +57,9 @@ class connection : public std::enable_shared_from_this<connection> {
                             std::string_view text) = 0;
     virtual void on_state(connection_state state, std::error_code reason,
                           const std::string& diagnostic) = 0;
+    /// The server unsubscribed a wanted channel by itself (a sharded channel whose slot
+    /// moved). Unless resubscribe_dropped(false), the connection subscribes it again itself.
+    virtual void on_dropped(std::string_view channel) { static_cast<void>(channel); }
 
    protected:
     ~listener() = default;
@@ -79,6 +82,12 @@ class connection : public std::enable_shared_from_this<connection> {
   /// Keeps retrying the first connection (with backoff) instead of failing connect(): for a
   /// connection nobody waits on (the `+switch-master` listener).
   void keep_trying() noexcept { keep_trying_ = true; }
+  /// Channels are sharded (Redis Cluster 7): `SSUBSCRIBE`/`SUNSUBSCRIBE` instead of
+  /// `SUBSCRIBE`/`UNSUBSCRIBE`; call before subscribing anything.
+  void set_sharded(bool on) noexcept { sharded_ = on; }
+  /// Whether a channel the server dropped by itself is subscribed again here (the default) or
+  /// left to the listener (Cluster: its slot's new owner may be another node).
+  void resubscribe_dropped(bool on) noexcept { resubscribe_dropped_ = on; }
   /// Sentinel announced a new master at `to`: the next attempt goes there first, and a
   /// connection to another node is left now (it reconnects through the locator).
   void move_to(const config::endpoint& to, std::string why);
@@ -112,6 +121,8 @@ class connection : public std::enable_shared_from_this<connection> {
   /// Why the connection was last lost or failed to connect (for error messages).
   const std::string& last_error() const noexcept { return last_error_; }
   const config& cfg() const noexcept { return cfg_; }
+  /// The server's version as its `HELLO` said ("7.0.15"); empty before the first handshake.
+  const std::string& server_version() const noexcept { return server_version_; }
   /// The node of the current (or latest) attempt.
   const std::string& host() const noexcept { return host_; }
   std::uint16_t port() const noexcept { return port_; }
@@ -159,6 +170,9 @@ class connection : public std::enable_shared_from_this<connection> {
   std::string ready_host_;  // the node of the last connection that became ready
   std::uint16_t ready_port_ = 0;
   bool keep_trying_ = false;
+  bool sharded_ = false;
+  bool resubscribe_dropped_ = true;
+  std::string server_version_;
   int not_master_retries_ = 0;  // during connect(): Sentinel named a node that is not master
   boost::asio::ip::tcp::resolver resolver_;
   transport transport_;  // TCP, or TLS over it

@@ -88,10 +88,15 @@ multiplexer::verdict multiplexer::on_value(resp3::value& v) {
     }
     // Redis answers commands in order, and a confirmation is the answer to one: it must match
     // the oldest written request exactly.
-    if (written_.empty() || !is_confirmation(kind, written_.front().kind) ||
-        v.elements.size() < 2 || v.elements[1].str != written_.front().channel) {
-      return verdict::out_of_step;
+    const bool matches = !written_.empty() && is_confirmation(kind, written_.front().kind) &&
+                         v.elements.size() >= 2 && v.elements[1].str == written_.front().channel;
+    if (!matches && kind == "sunsubscribe") {
+      // Not an answer: Redis 7 unsubscribes a sharded channel by itself when its slot moves to
+      // another node (or the node loses it in a failover). The connection re-places it.
+      if (on_push_) on_push_(v);
+      return verdict::ok;
     }
+    if (!matches) return verdict::out_of_step;
   } else if (written_.empty() || (written_.front().kind != answer_kind::reply && !v.is_error())) {
     // A reply nobody asked for, or a plain reply where a confirmation (or a refusal) was due.
     return verdict::out_of_step;

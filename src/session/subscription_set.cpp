@@ -67,6 +67,18 @@ bool subscription_set::on_refused(std::string_view channel) {
   return tell;
 }
 
+bool subscription_set::on_dropped(std::string_view channel) {
+  auto it = channels_.find(channel);
+  if (it == channels_.end()) return false;
+  entry& e = it->second;
+  e.confirmed = false;
+  // Commands still outstanding keep their own answers; only the server's state changed.
+  if (e.last_sent == sent_kind::subscribe) e.last_sent = sent_kind::none;
+  const bool wanted = e.wanted;
+  erase_if_idle(it);
+  return wanted;
+}
+
 void subscription_set::on_disconnect() {
   for (auto it = channels_.begin(); it != channels_.end();) {
     entry& e = it->second;

@@ -34,6 +34,11 @@ class subscription_set {
   /// waiters must then be told. The channel stays wanted until they leave.
   bool on_refused(std::string_view channel);
 
+  /// The server unsubscribed `channel` by itself (Redis 7 sends `sunsubscribe` when a sharded
+  /// channel's slot moves to another node): it is not subscribed here any more. True if somebody
+  /// still wants it (it must be subscribed again, here or on the slot's new owner).
+  bool on_dropped(std::string_view channel);
+
   /// The connection is gone: nothing is confirmed any more, nothing is outstanding.
   void on_disconnect();
   /// The channels to SUBSCRIBE on a new connection (every wanted one); marks them sent.

@@ -39,6 +39,7 @@ void watchdog::add(lease& l, std::shared_ptr<void> keep_alive, clock::time_point
   }
   l.keep_alive_ = std::move(keep_alive);
   l.generation_ = next_generation_++;
+  l.group_ = scripts_.group_of(l.lease_key());
   l.failing_ = false;
   l.confirmed_ = sent;
   l.prev_ = tail_;
@@ -133,12 +134,27 @@ void watchdog::on_timer() {
 void watchdog::start_round() {
   auto owner = owner_.lock();
   const std::string lease_ms = std::to_string(lease_.count());
-  for (lease* l = head_; l != nullptr;) {
+  // In acquisition order, grouped (stably) by script group when there is more than one.
+  std::vector<lease*> order;
+  order.reserve(size_);
+  bool grouped = false;
+  for (lease* l = head_; l != nullptr; l = l->next_) {
+    grouped = grouped || l->group_ != head_->group_;
+    order.push_back(l);
+  }
+  if (grouped) {
+    std::stable_sort(order.begin(), order.end(),
+                     [](const lease* a, const lease* b) { return a->group_ < b->group_; });
+  }
+  for (std::size_t next = 0; next < order.size();) {
     auto b = std::make_unique<batch>();
     b->lease_ms = lease_ms;
-    b->items.reserve(batch_size);
+    b->items.reserve(std::min(batch_size, order.size() - next));
     auto deadline = clock::time_point::max();
-    for (; l != nullptr && b->items.size() < batch_size; l = l->next_) {
+    const std::uint16_t group = order[next]->group_;
+    for (; next < order.size() && b->items.size() < batch_size && order[next]->group_ == group;
+         ++next) {
+      lease* l = order[next];
       b->items.push_back({l->keep_alive_, l, l->generation_});
       deadline = std::min(deadline, believe_until(*l));
     }

@@ -18,7 +18,9 @@ namespace rlock::detail {
 
 /// Keeps leases alive and tells holders the moment they may no longer hold: one timer per client
 /// renews every registered lease each `lease / 3`, up to 100 locks per script call (Redisson's
-/// batch size), and fires at the earliest *belief deadline*:
+/// batch size) and never keys of two groups in one call (on a cluster a group is a hash slot: a
+/// script over several is refused, CROSSSLOT); the calls of one round are made in one turn, so
+/// each node gets them in one write. It fires at the earliest *belief deadline*:
 ///
 ///     sent time of the last acquire or renewal known to have run + lease − margin,
 ///     margin = lease / 100 + 5 ms
@@ -62,6 +64,7 @@ class watchdog {
     lease* prev_ = nullptr;
     lease* next_ = nullptr;
     std::uint64_t generation_ = 0;      // bumped at every add: tells a stale batch reply apart
+    std::uint16_t group_ = 0;           // its key's script group (a cluster's hash slot)
     clock::time_point confirmed_{};     // send time of the last acquire/renewal known to have run
     std::shared_ptr<void> keep_alive_;  // the owner stays alive while renewed
     bool failing_ = false;              // its last renewal call failed (reported once)

@@ -80,6 +80,12 @@ void scenario::start(workload_options opts) {
 verdict finish_workloads(std::vector<std::future<history>>& running, recorder& rec,
                          std::uint16_t port, const std::string& prefix,
                          const checker_options& copts, history* checked) {
+  return finish_workloads(running, rec, std::vector<std::uint16_t>{port}, prefix, copts, checked);
+}
+
+verdict finish_workloads(std::vector<std::future<history>>& running, recorder& rec,
+                         const std::vector<std::uint16_t>& ports, const std::string& prefix,
+                         const checker_options& copts, history* checked) {
   // The workloads share the recorder; each reports what its own clients left behind.
   std::vector<std::string> activity;
   for (auto& f : running) {
@@ -90,7 +96,7 @@ verdict finish_workloads(std::vector<std::future<history>>& running, recorder& r
   running.clear();
   auto h = rec.finish();
   h.left.client_activity = std::move(activity);
-  record_server_leftovers(port, prefix, h);
+  for (const auto port : ports) record_server_leftovers(port, prefix, h);
   const auto v = check(h, copts);
   std::printf("%s", v.report().c_str());
   if (checked != nullptr) *checked = std::move(h);

@@ -40,6 +40,10 @@ enum class transport_kind { tcp, tls };
 verdict finish_workloads(std::vector<std::future<history>>& running, recorder& rec,
                          std::uint16_t port, const std::string& prefix,
                          const checker_options& copts = {}, history* checked = nullptr);
+/// The same, with the leftovers of every node in `ports` (a cluster's masters).
+verdict finish_workloads(std::vector<std::future<history>>& running, recorder& rec,
+                         const std::vector<std::uint16_t>& ports, const std::string& prefix,
+                         const checker_options& copts = {}, history* checked = nullptr);
 
 class scenario {
  public:

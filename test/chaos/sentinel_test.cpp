@@ -9,6 +9,7 @@
 // SENTINEL FAILOVER (the old master takes writes until Sentinel demotes it, seconds later) and
 // possible for a SIGKILL (what was not replicated in the last instant).
 #include "chaos/checker.hpp"
+#include "chaos/failover_parts.hpp"
 #include "chaos/history.hpp"
 #include "chaos/scenario.hpp"
 #include "chaos/workload.hpp"
@@ -61,119 +62,6 @@ rlock::config sentinel_chaos_config(const std::string& prefix, const std::string
   return cfg;
 }
 
-/// Counts writes the master acknowledged, until it stops answering or refuses (a replica).
-class canary {
- public:
-  canary(std::uint16_t port, std::string key) : key_(std::move(key)) {
-    thread_ = std::thread([this, port] {
-      try {
-        raw_client raw(port);
-        for (int i = 0; i < 60'000 && !stop_; ++i) {
-          const auto v = raw.command({"INCR", key_});
-          if (v.type != rlock::detail::resp3::type::number) break;  // READONLY: demoted
-          acked_ = v.integer;
-          std::this_thread::sleep_for(1ms);
-        }
-      } catch (const std::exception&) {
-        // The master died: what it acknowledged until then is in acked_.
-      }
-    });
-  }
-  ~canary() { stop(); }
-  /// Stops writing; returns the last count the old master acknowledged.
-  std::int64_t stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-    return acked_;
-  }
-
- private:
-  std::string key_;
-  std::atomic<bool> stop_{false};
-  std::int64_t acked_ = 0;
-  std::thread thread_;
-};
-
-/// A holder of one lock through the watchdog, and a contender trying it all along, on their
-/// own thread: the holder must stop believing before the contender can take it, failover or
-/// not.
-class held_lock {
- public:
-  held_lock(const std::string& prefix, recorder& rec) : rec_(rec) {
-    holder_.emplace(io_.get_executor(), sentinel_chaos_config(prefix, "holder"));
-    contender_.emplace(io_.get_executor(), sentinel_chaos_config(prefix, "contender"));
-    asio::co_spawn(io_, hold(), asio::detached);
-    asio::co_spawn(io_, contend(), asio::detached);
-    thread_ = std::thread([this] { io_.run_for(120s); });
-  }
-  ~held_lock() { finish(); }
-
-  bool holding() const { return holding_; }
-  bool lost() const { return lost_; }
-
-  /// Ends both (the holder unlocks if it still believes) and joins the thread.
-  void finish() {
-    if (!thread_.joinable()) return;
-    asio::post(io_, [this] {
-      stopping_ = true;
-      stop_holding_.emit(asio::cancellation_type::all);
-    });
-    thread_.join();
-  }
-
- private:
-  asio::awaitable<void> hold() {
-    co_await holder_->connect();
-    auto l = holder_->get_lock("held");
-    const nanos asked = now_ns();
-    co_await l.lock();
-    const auto a = rec_.acquired("held", "holder", asked);
-    holding_ = true;
-    auto [ec] = co_await l.async_lost(
-        asio::bind_cancellation_slot(stop_holding_.slot(), asio::as_tuple(asio::use_awaitable)));
-    if (!ec) {
-      rec_.end(a, end_kind::lost);
-      lost_ = true;
-    } else {
-      const nanos at = now_ns();
-      auto [uec] = co_await l.async_unlock(asio::as_tuple(asio::use_awaitable));
-      rec_.end_at(a, uec ? end_kind::not_owner : end_kind::released, at);
-    }
-    holding_ = false;
-    co_await holder_->close();
-  }
-
-  asio::awaitable<void> contend() {
-    co_await contender_->connect();
-    auto l = contender_->get_lock("held");
-    asio::steady_timer pause(io_);
-    for (int i = 0; i < 10'000 && !stopping_; ++i) {
-      const nanos asked = now_ns();
-      auto [ec, got] = co_await l.async_try_lock(200ms, asio::as_tuple(asio::use_awaitable));
-      if (ec || !got) continue;
-      const auto a = rec_.acquired("held", "contender", asked);
-      pause.expires_after(5ms);  // a short hold, then a pause: a readable history
-      co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
-      const nanos at = now_ns();
-      auto [uec] = co_await l.async_unlock(asio::as_tuple(asio::use_awaitable));
-      rec_.end_at(a, uec ? end_kind::not_owner : end_kind::released, at);
-      pause.expires_after(5ms);
-      co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
-    }
-    co_await contender_->close();
-  }
-
-  recorder& rec_;
-  asio::io_context io_;
-  std::optional<rlock::client> holder_;
-  std::optional<rlock::client> contender_;
-  asio::cancellation_signal stop_holding_;
-  std::atomic<bool> holding_{false};
-  std::atomic<bool> lost_{false};
-  bool stopping_ = false;  // on io_'s thread
-  std::thread thread_;
-};
-
 enum class failover_kind { sentinel_failover, sigkill };
 
 /// Three contending clients (each an async and a blocking client), a watchdog holder and its
@@ -195,7 +83,7 @@ verdict contend_through_a_failover(failover_kind kind) {
     o.seed = static_cast<std::uint64_t>(p);
     running.push_back(std::async(std::launch::async, [o, &rec] { return run_workload(o, rec); }));
   }
-  held_lock held(prefix, rec);
+  held_lock held([&](const std::string& name) { return sentinel_chaos_config(prefix, name); }, rec);
   EXPECT_TRUE(wait_until([&] { return held.holding(); }, 10s));
   std::this_thread::sleep_for(1s);  // contention under way on the old master
 

@@ -294,6 +294,9 @@ void record_server_leftovers(std::uint16_t port, const std::string& prefix, hist
   rlock::test::raw_client raw(port);
   const auto channels = raw.command({"PUBSUB", "CHANNELS", "*" + prefix + "*"});
   for (const auto& ch : channels.elements) h.left.channels.push_back(ch.str);
+  // Sharded channels (Redis 7; Cluster mode subscribes those).
+  const auto shard = raw.command({"PUBSUB", "SHARDCHANNELS", "*" + prefix + "*"});
+  for (const auto& ch : shard.elements) h.left.channels.push_back(ch.str);
   std::string cursor = "0";
   for (int i = 0; i < 10'000; ++i) {
     const auto page = raw.command({"SCAN", cursor, "MATCH", "*" + prefix + "*", "COUNT", "1000"});

@@ -4,6 +4,8 @@
 #include "lock/lock_state.hpp"
 #include "rlock/rlock.hpp"
 #include "script/scripts.hpp"
+#include "session/key_slot.hpp"
+#include "support/cluster_topology.hpp"
 #include "support/lock_env.hpp"
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
@@ -540,6 +542,96 @@ TEST(interop, fenced_tokens_are_one_sequence_with_redissons_rfencedlock) {
     EXPECT_EQ(pair(redisson.fenced_acquire(lock.key())).second, 4);
     EXPECT_EQ(co_await lock.current_token(), 4);
     EXPECT_EQ(redisson.release(lock.key()).integer, 1);
+    co_await redis.close();
+  });
+}
+
+}  // namespace
+
+// --- Redis Cluster: Redisson's sharded pub/sub (SPUBLISH in its scripts, SSUBSCRIBE) ----------
+
+namespace {
+
+rlock::test::cluster_topology& interop_cluster() {
+  static rlock::test::cluster_topology cluster(3, 0);
+  return cluster;
+}
+
+TEST(interop, cluster_foreign_sharded_unlock_wakes_our_waiter) {
+  auto& cluster = interop_cluster();
+  asio::io_context io;
+  rlock::config cfg;
+  cfg.cluster.nodes = cluster.seeds();
+  cfg.key_prefix = rlock::test::unique_prefix();
+  rlock::client redis(io.get_executor(), cfg);
+  auto lock = redis.get_lock("account");
+  const auto owner = cluster.owner_of(rlock::detail::key_slot(lock.key()));
+  // Redisson in cluster mode: its client talks to the key's master, its release publishes
+  // with `spublish` (the command is its ARGV[4]).
+  foreign_client redisson(owner);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    RLOCK_CO_ASSERT(redisson.acquire(lock.key(), 30'000).is_null());
+    int done = 0;
+    asio::steady_timer bell(io);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await lock.lock();
+          ++done;
+          bell.cancel();
+        },
+        asio::detached);
+    EXPECT_TRUE(co_await rlock::test::poll_until([&] {
+      auto n = redisson.raw().command({"PUBSUB", "SHARDNUMSUB", redisson_channel(lock.key())});
+      return redis.stats().acquire_attempts >= 2 && n.elements.size() == 2u &&
+             n.elements[1].integer == 1;
+    }));
+    const auto owner_field = redisson.field();
+    const auto channel = redisson_channel(lock.key());
+    const std::string latch =
+        "redisson_unlock_latch:{" + lock.key() + "}:0123456789abcdef0123456789abcdef";
+    auto released =
+        redisson.raw().command({"EVAL", redisson_latched_release, "3", lock.key(), channel, latch,
+                                "0", "30000", owner_field, "spublish", "10000"});
+    EXPECT_EQ(released.integer, 1) << rlock::test::describe(released);
+    co_await wait_until(
+        bell, [&] { return done >= 1; }, 10s);
+    RLOCK_CO_ASSERT(done == 1);
+    EXPECT_EQ(lock.last_wake(), rlock::wake_reason::notification);
+    EXPECT_EQ(redis.stats().expiry_wakeups, 0u);
+    co_await lock.unlock();
+    co_await redis.close();
+  });
+}
+
+TEST(interop, cluster_our_unlock_wakes_a_foreign_sharded_subscriber) {
+  auto& cluster = interop_cluster();
+  asio::io_context io;
+  rlock::config cfg;
+  cfg.cluster.nodes = cluster.seeds();
+  cfg.key_prefix = rlock::test::unique_prefix();
+  rlock::client redis(io.get_executor(), cfg);
+  auto lock = redis.get_lock("account");
+  const auto owner = cluster.owner_of(rlock::detail::key_slot(lock.key()));
+  rlock::test::raw_client subscriber(owner);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    const auto channel = redisson_channel(lock.key());
+    subscriber.send({"SSUBSCRIBE", channel});
+    auto confirm = subscriber.read_push(5s);
+    EXPECT_EQ(confirm.elements.size(), 3u) << rlock::test::describe(confirm);
+    EXPECT_EQ(confirm.elements[0].str, "ssubscribe");
+    co_await lock.lock();
+    // Redisson's own layout on the key's master.
+    auto holds = subscriber.command({"HGET", lock.key(), lock.owner_field()});
+    EXPECT_EQ(holds.str, "1") << rlock::test::describe(holds);
+    co_await lock.unlock();
+    auto message = subscriber.read_push(5s);
+    RLOCK_CO_ASSERT(message.elements.size() == 3u);
+    EXPECT_EQ(message.elements[0].str, "smessage");
+    EXPECT_EQ(message.elements[1].str, channel);
+    EXPECT_EQ(message.elements[2].str, "0");
     co_await redis.close();
   });
 }

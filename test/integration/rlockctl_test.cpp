@@ -1,6 +1,8 @@
 // rlockctl driven as an operator drives it: separate processes against this suite's server,
 // judged by their output and exit codes (README, "rlockctl").
+#include "session/key_slot.hpp"
 #include "support/child_process.hpp"
+#include "support/cluster_topology.hpp"
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
 #include "support/sentinel_topology.hpp"
@@ -13,6 +15,7 @@
 
 #include <csignal>
 #include <poll.h>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -127,6 +130,54 @@ TEST(rlockctl, finds_the_master_through_sentinel) {
   EXPECT_EQ(
       run_process({RLOCKCTL, "--sentinel", "127.0.0.1", "--master-name", "m", "status", "x"}).code,
       2);
+}
+
+TEST(rlockctl, finds_locks_on_the_cluster_node_that_owns_them_and_lists_every_master) {
+  rlock::test::cluster_topology cluster(3, 0);
+  // Locks on every master (Redisson's layout, planted on each key's owner), a fenced one.
+  const std::string owner = "0b4f8d2e-1111-4222-8333-944455556666:5";
+  std::set<std::uint16_t> masters;
+  std::vector<std::string> names;
+  for (int i = 0; i < 200 && names.size() < 6; ++i) {
+    const std::string name = "cl:" + std::to_string(i);
+    const auto port = cluster.owner_of(rlock::detail::key_slot(name));
+    if (masters.count(port) != 0 && names.size() >= 3) continue;
+    masters.insert(port);
+    rlock::test::raw_client raw(port);
+    raw.command({"HSET", name, owner, "1"});
+    raw.command({"PEXPIRE", name, "60000"});
+    names.push_back(name);
+  }
+  ASSERT_EQ(masters.size(), 3u);
+  // One seed is enough: the tool learns the slot map from it.
+  const auto seed = "127.0.0.1:" + std::to_string(cluster.node(1).port());
+  const auto status =
+      run_process({RLOCKCTL, "--cluster", seed, "status", names[0], names[1], names[2], "cl:free"});
+  ASSERT_EQ(status.code, 0) << status.err;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NE(status.out.find(names[i] + ": held by " + owner), std::string::npos) << status.out;
+  }
+  EXPECT_NE(status.out.find("cl:free: free"), std::string::npos) << status.out;
+  const auto list = run_process({RLOCKCTL, "--cluster", seed, "list", "cl:*"});
+  ASSERT_EQ(list.code, 0) << list.err;
+  for (const auto& name : names) {
+    EXPECT_NE(list.out.find(name + ": held by"), std::string::npos) << list.out;
+  }
+  EXPECT_NE(list.out.find(std::to_string(names.size()) + " lock(s) held"), std::string::npos)
+      << list.out;
+  // hold and unlock go through the client API, routed like any client's.
+  const auto hold =
+      run_process({RLOCKCTL, "--cluster", seed, "hold", "cl:held-by-tool", "--for", "0.1"});
+  EXPECT_EQ(hold.code, 0) << hold.err;
+  const auto unlock = run_process({RLOCKCTL, "--cluster", seed, "unlock", names[0], "--force"});
+  EXPECT_EQ(unlock.code, 0) << unlock.err;
+  rlock::test::raw_client raw(cluster.owner_of(rlock::detail::key_slot(names[0])));
+  EXPECT_EQ(raw.command_int({"EXISTS", names[0]}), 0);
+  // A seed without a port, or with --sentinel: usage errors; watch says it cannot yet.
+  EXPECT_EQ(run_process({RLOCKCTL, "--cluster", "127.0.0.1", "status", "x"}).code, 2);
+  const auto watch = run_process({RLOCKCTL, "--cluster", seed, "watch", "x"});
+  EXPECT_EQ(watch.code, 2);
+  EXPECT_NE(watch.err.find("--cluster"), std::string::npos) << watch.err;
 }
 
 TEST(rlockctl, status_tells_free_held_fenced_and_not_a_lock) {

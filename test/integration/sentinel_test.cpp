@@ -224,7 +224,8 @@ TEST(sentinel, settings_that_cannot_work_are_refused_when_the_client_is_made) {
 TEST(sentinel, a_failover_moves_holder_and_waiter_to_the_new_master) {
   asio::io_context io;
   auto& t = topology();
-  const auto old_master = t.master_port();
+  // The replica has synced (a fresh topology's may not have yet): the lock survives the move.
+  const auto old_master = t.wait_settled();
   const auto cfg = sentinel_config();  // one key prefix for both
   rlock::client holder(io.get_executor(), cfg);
   rlock::client waiter(io.get_executor(), cfg);

@@ -83,25 +83,29 @@ std::uint16_t free_port() {
   return ntohs(addr.sin_port);
 }
 
-std::string find_redis_server() {
-  if (const char* env = std::getenv("RLOCK_REDIS_SERVER"); env != nullptr && *env != '\0') {
-    return env;
-  }
+std::string find_redis_server() { return find_program("redis-server", "RLOCK_REDIS_SERVER"); }
+
+}  // namespace
+
+std::string find_program(std::string_view name, const char* env_var) {
+  if (const char* env = std::getenv(env_var); env != nullptr && *env != '\0') return env;
   if (const char* path = std::getenv("PATH"); path != nullptr) {
     std::string_view rest(path);
     for (;;) {
       const auto colon = rest.find(':');
       const auto dir = rest.substr(0, colon);
       if (!dir.empty()) {
-        std::string candidate = std::string(dir) + "/redis-server";
+        std::string candidate = std::string(dir) + "/" + std::string(name);
         if (::access(candidate.c_str(), X_OK) == 0) return candidate;
       }
       if (colon == std::string_view::npos) break;
       rest.remove_prefix(colon + 1);
     }
   }
-  return "/usr/bin/redis-server";
+  return "/usr/bin/" + std::string(name);
 }
+
+namespace {
 
 std::string make_temp_dir() {
   const char* tmp = std::getenv("TMPDIR");
@@ -265,12 +269,26 @@ bool redis_server::try_start(std::uint16_t port) {
     if (!out) throw_errno("writing " + conf);
     args = {exe, conf, "--sentinel", "--daemonize", "no", "--loglevel", "warning", "--dir", dir_};
   }
+  if (opts_.sentinel_of == 0) {
+    // Redis 7 waits 5 s before a diskless full sync: until then a replica has nothing, and a
+    // failover (Sentinel's or a cluster's, which refuses a replica that never synced) loses
+    // everything or does not happen.
+    args.insert(args.end(), {"--repl-diskless-sync-delay", "0"});
+  }
   if (opts_.replica_of != 0) {
     args.insert(args.end(), {"--replicaof", "127.0.0.1", std::to_string(opts_.replica_of)});
   }
   if (opts_.aof) {
     args[8] = "yes";
     args.insert(args.end(), {"--appendfsync", "always"});
+  }
+  if (opts_.cluster) {
+    // Chosen once, like the TLS port: a restarted node keeps its bus address (nodes.conf, in
+    // our dir, keeps its identity).
+    if (bus_port_ == 0) bus_port_ = free_port();
+    args.insert(args.end(), {"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                             "--cluster-port", std::to_string(bus_port_), "--cluster-node-timeout",
+                             std::to_string(opts_.cluster_node_timeout_ms)});
   }
   if (!opts_.tls_cert.empty()) {
     // Chosen once: a restart keeps both ports.

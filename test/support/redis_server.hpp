@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <sys/types.h>
 
 namespace rlock::test {
@@ -38,6 +39,12 @@ class redis_server {
     std::string master_name = "rlock-master";
     int quorum = 2;
 
+    /// A Redis Cluster node (`--cluster-enabled yes`) with its bus on a second free port
+    /// (`--cluster-port`) and this node timeout; not part of a cluster until one is created
+    /// (cluster_topology.hpp).
+    bool cluster = false;
+    int cluster_node_timeout_ms = 2000;
+
     /// TLS beside the plaintext port with `files`' server certificate (tls_files.hpp).
     template <typename Files>
     options& with_tls(const Files& files, const std::string& server = "server",
@@ -67,6 +74,8 @@ class redis_server {
   std::uint16_t port() const noexcept { return port_; }
   /// The TLS port (options::tls_cert set), else 0.
   std::uint16_t tls_port() const noexcept { return tls_port_; }
+  /// The cluster bus port (options::cluster), else 0.
+  std::uint16_t bus_port() const noexcept { return bus_port_; }
   std::string host() const { return "127.0.0.1"; }
   /// The server's pid, e.g. to SIGSTOP/SIGCONT it in a test.
   pid_t pid() const noexcept { return pid_; }
@@ -91,9 +100,13 @@ class redis_server {
   std::string dir_;
   std::uint16_t port_ = 0;
   std::uint16_t tls_port_ = 0;
+  std::uint16_t bus_port_ = 0;
   pid_t pid_ = -1;
   pid_t owner_ = -1;  // the process that spawned pid_
 };
+
+/// Where program `name` is: $`env_var` if set, else the first in PATH, else /usr/bin/<name>.
+std::string find_program(std::string_view name, const char* env_var);
 
 /// The one server of this test binary, started on first use and stopped at process exit.
 redis_server& shared_server();

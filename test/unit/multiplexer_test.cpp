@@ -160,6 +160,32 @@ TEST(multiplexer, answers_no_request_expects_are_out_of_step) {
   }
 }
 
+TEST(multiplexer, an_unsolicited_sunsubscribe_is_a_push_not_an_answer) {
+  // Redis 7 unsubscribes a sharded channel by itself when its slot moves: the push answers no
+  // request (the command in flight keeps its own answer) and reaches the push handler.
+  multiplexer m;
+  std::vector<std::string> pushes;
+  m.set_push_handler([&](resp3::value& v) { pushes.push_back(v.elements[0].str); });
+  outcome cmd, unsub;
+  m.add("X", answer_kind::reply, {}, {}, record_into(cmd));
+  m.add("SUNSUBSCRIBE", answer_kind::unsubscribe, "mine", {}, record_into(unsub));
+  written(m);
+  auto dropped = push("sunsubscribe", "moved-away", "0");
+  EXPECT_EQ(m.on_value(dropped), multiplexer::verdict::ok);
+  EXPECT_EQ(cmd.calls, 0);
+  auto reply = text("x");
+  EXPECT_EQ(m.on_value(reply), multiplexer::verdict::ok);
+  EXPECT_EQ(cmd.calls, 1);
+  // Ours, when it is the oldest: the confirmation, not a push.
+  auto confirm = push("sunsubscribe", "mine", "0");
+  EXPECT_EQ(m.on_value(confirm), multiplexer::verdict::ok);
+  EXPECT_EQ(unsub.calls, 1);
+  EXPECT_EQ(pushes, (std::vector<std::string>{"sunsubscribe"}));
+  // A classic unsubscribe nobody asked for still breaks the stream.
+  auto stray = push("unsubscribe", "x", "0");
+  EXPECT_EQ(m.on_value(stray), multiplexer::verdict::out_of_step);
+}
+
 TEST(multiplexer, nothing_but_the_handshake_is_written_before_the_connection_is_ready) {
   multiplexer m;
   outcome user, hello;

@@ -80,3 +80,23 @@ TEST(subscription_set, confirmations_for_unknown_channels_are_ignored) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(subscription_set, a_channel_the_server_dropped_is_subscribed_again_by_the_next_want) {
+  subscription_set s;
+  s.want("a", true);
+  s.on_subscribed("a");
+  EXPECT_TRUE(s.on_dropped("a"));  // still wanted
+  EXPECT_FALSE(s.active("a"));
+  // Here again (standalone), or elsewhere after an unwant (Cluster: the slot's new owner).
+  EXPECT_EQ(s.want("a", true), action::subscribe);
+  s.on_subscribed("a");
+  EXPECT_TRUE(s.active("a"));
+  EXPECT_TRUE(s.on_dropped("a"));
+  EXPECT_EQ(s.unwant("a", true), action::none);  // not subscribed on the server: nothing to send
+  EXPECT_EQ(s.size(), 0u);
+  EXPECT_FALSE(s.on_dropped("never-wanted"));
+}
+
+}  // namespace

@@ -31,7 +31,7 @@ std::system_error reply_error(const reply& r, std::string_view what) {
 }
 
 admin_connection::admin_connection(asio::any_io_executor ex, rlock::config cfg)
-    : conn_(std::make_unique<detail::session>(std::move(ex), std::move(cfg))) {
+    : conn_(detail::make_session(std::move(ex), cfg)) {
   conn_->set_listener(this);
 }
 
@@ -60,16 +60,29 @@ asio::awaitable<void> admin_connection::connect() {
   }
 }
 
-asio::awaitable<reply> admin_connection::run(command cmd) {
+asio::awaitable<reply> admin_connection::run(command cmd) { return run_on({}, std::move(cmd)); }
+
+asio::awaitable<reply> admin_connection::run_on(std::string node, command cmd) {
   // Named, not a braced temporary: g++ 12 miscompiles those in a co_await expression.
   std::vector<command> one;
   one.push_back(std::move(cmd));
-  auto replies = co_await pipeline(std::move(one));
+  auto replies = co_await pipeline_on(std::move(node), std::move(one));
   if (replies.front().is_error()) throw reply_error(replies.front(), "Redis refused");
   co_return std::move(replies.front());
 }
 
-asio::awaitable<std::vector<reply>> admin_connection::pipeline(std::vector<command> cmds) {
+asio::awaitable<std::vector<reply>> admin_connection::pipeline(std::vector<command> cmds,
+                                                               std::string route) {
+  return send(std::move(cmds), {}, std::move(route));
+}
+
+asio::awaitable<std::vector<reply>> admin_connection::pipeline_on(std::string node,
+                                                                  std::vector<command> cmds) {
+  return send(std::move(cmds), std::move(node), {});
+}
+
+asio::awaitable<std::vector<reply>> admin_connection::send(std::vector<command> cmds,
+                                                           std::string node, std::string route) {
   if (cmds.empty()) co_return std::vector<reply>{};
   // Every command is queued at once, so the multiplexer writes them together; the batch
   // completes when the last answer (or the first failure's last answer) is in.
@@ -93,11 +106,19 @@ asio::awaitable<std::vector<reply>> admin_connection::pipeline(std::vector<comma
           opts.deadline = deadline;
           // Read-only queries: safe to write again after a reconnect.
           opts.unknown = detail::if_unknown::retry;
-          conn_->exec({}, encode(cmds[i]), opts, [b, i](std::error_code e, reply r) {
+          auto done = [b, i](std::error_code e, reply r) {
             if (e && !b->ec) b->ec = e;
             b->replies[i] = std::move(r);
             if (--b->left == 0) std::move(b->handler)(b->ec, std::move(b->replies));
-          });
+          };
+          if (!node.empty()) {
+            conn_->exec_on(node, encode(cmds[i]), opts, std::move(done));
+          } else {
+            const std::string_view key = !route.empty()       ? std::string_view(route)
+                                         : cmds[i].size() > 1 ? std::string_view(cmds[i][1])
+                                                              : std::string_view{};
+            conn_->exec(key, encode(cmds[i]), opts, std::move(done));
+          }
         }
       },
       asio::use_awaitable);

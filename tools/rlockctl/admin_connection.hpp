@@ -39,9 +39,20 @@ class admin_connection : private rlock::detail::connection::listener {
   /// permission_denied) with Redis's text, as does a failure (timeout, connection_lost).
   boost::asio::awaitable<reply> run(command cmd);
 
-  /// Runs `cmds` pipelined (written together, answered in order). Error replies are returned as
-  /// values, so one refused command does not hide the others; failures throw.
-  boost::asio::awaitable<std::vector<reply>> pipeline(std::vector<command> cmds);
+  /// Runs `cmds` pipelined (written together, answered in order) where key `route` lives, or,
+  /// with no route, each where its own key (its second word) lives: on a cluster, the commands
+  /// about one lock all go to its slot's master. Error replies are returned as values, so one
+  /// refused command does not hide the others; failures throw.
+  boost::asio::awaitable<std::vector<reply>> pipeline(std::vector<command> cmds,
+                                                      std::string route = {});
+  /// The same on one node of masters() (commands about a node: SCAN).
+  boost::asio::awaitable<std::vector<reply>> pipeline_on(std::string node,
+                                                         std::vector<command> cmds);
+  boost::asio::awaitable<reply> run_on(std::string node, command cmd);
+  /// Every node serving keys: the server, or a cluster's masters.
+  std::vector<std::string> masters() const { return conn_->masters(); }
+  /// Whether the session subscribes sharded channels (Cluster on Redis 7).
+  bool sharded() const { return conn_->publish_command() == "spublish"; }
 
   /// Subscribes `channel`, now and after every reconnect.
   void subscribe(std::string_view channel);
@@ -64,6 +75,8 @@ class admin_connection : private rlock::detail::connection::listener {
   void on_state(rlock::connection_state state, std::error_code reason,
                 const std::string& diagnostic) override;
 
+  boost::asio::awaitable<std::vector<reply>> send(std::vector<command> cmds, std::string node,
+                                                  std::string route);
   [[noreturn]] void fail(std::error_code ec, std::string_view what) const;
 
   std::unique_ptr<rlock::detail::session> conn_;

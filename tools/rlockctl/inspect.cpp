@@ -42,7 +42,8 @@ int run_status(const context& ctx, const std::vector<std::string>& names) {
     admin_connection redis(ex, one_shot(ctx.cfg));
     co_await redis.connect();
     for (const auto& name : names) {
-      const auto answers = co_await redis.pipeline(status_commands(ctx.key(name)));
+      const auto key = ctx.key(name);
+      const auto answers = co_await redis.pipeline(status_commands(key, redis.sharded()), key);
       const lock_view view = read_status(name, answers);
       ctx.out.emit(describe(view), to_json(view));
     }
@@ -56,35 +57,38 @@ int run_list(const context& ctx, const list_options& opts) {
     co_await redis.connect();
     const std::string match = glob_escape(ctx.cfg.key_prefix) + opts.pattern;
     const std::string count = std::to_string(opts.page);
-    std::string cursor = "0";
     std::uint64_t shown = 0;
-    // SCAN ends when the cursor comes back to 0; every call returns at most about `page` keys,
-    // so no call blocks the server for long, whatever the keyspace.
-    do {
-      command scan{"SCAN", cursor, "MATCH", match, "COUNT", count, "TYPE", "hash"};
-      const reply page = co_await redis.run(std::move(scan));
-      if (page.elements.size() != 2) {
-        throw std::system_error(make_error_code(rlock::errc::protocol_error),
-                                "SCAN: unexpected answer");
-      }
-      cursor = page.elements[0].str;
-      const auto& keys = page.elements[1].elements;
-      if (keys.empty()) continue;
-      std::vector<command> cmds;
-      for (const auto& k : keys) {
-        for (auto& c : state_commands(k.str)) cmds.push_back(std::move(c));
-      }
-      const auto answers = co_await redis.pipeline(std::move(cmds));
-      for (std::size_t i = 0; i < keys.size(); ++i) {
-        std::string name = keys[i].str.substr(ctx.cfg.key_prefix.size());
-        const lock_view view = read_state(std::move(name), answers, 2 * i);
-        // Other hashes, and locks released since SCAN saw them, are not listed.
-        if (view.status != lock_view::state::held) continue;
-        ctx.out.emit(describe(view), to_json(view));
-        ++shown;
-        if (opts.limit && shown >= *opts.limit) co_return exit_ok;
-      }
-    } while (cursor != "0");
+    // Every node that serves keys: the server, or each master of a cluster (SCAN is per node).
+    for (const auto& node : redis.masters()) {
+      std::string cursor = "0";
+      // SCAN ends when the cursor comes back to 0; every call returns at most about `page` keys,
+      // so no call blocks the server for long, whatever the keyspace.
+      do {
+        command scan{"SCAN", cursor, "MATCH", match, "COUNT", count, "TYPE", "hash"};
+        const reply page = co_await redis.run_on(node, std::move(scan));
+        if (page.elements.size() != 2) {
+          throw std::system_error(make_error_code(rlock::errc::protocol_error),
+                                  "SCAN: unexpected answer");
+        }
+        cursor = page.elements[0].str;
+        const auto& keys = page.elements[1].elements;
+        if (keys.empty()) continue;
+        std::vector<command> cmds;
+        for (const auto& k : keys) {
+          for (auto& c : state_commands(k.str)) cmds.push_back(std::move(c));
+        }
+        const auto answers = co_await redis.pipeline(std::move(cmds));
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+          std::string name = keys[i].str.substr(ctx.cfg.key_prefix.size());
+          const lock_view view = read_state(std::move(name), answers, 2 * i);
+          // Other hashes, and locks released since SCAN saw them, are not listed.
+          if (view.status != lock_view::state::held) continue;
+          ctx.out.emit(describe(view), to_json(view));
+          ++shown;
+          if (opts.limit && shown >= *opts.limit) co_return exit_ok;
+        }
+      } while (cursor != "0");
+    }
     if (!ctx.out.json()) fmt::print("{} lock(s) held\n", shown);
     co_return exit_ok;
   });

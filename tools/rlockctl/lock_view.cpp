@@ -87,11 +87,12 @@ std::optional<std::vector<holder>> lock_holders(const reply& hgetall) {
   return hs;
 }
 
-std::vector<command> status_commands(const std::string& key) {
+std::vector<command> status_commands(const std::string& key, bool sharded) {
+  // Sharded channels (Cluster) are counted by the master owning their slot, the lock's.
   return {{"TYPE", key},
           {"HGETALL", key},
           {"PTTL", key},
-          {"PUBSUB", "NUMSUB", rlock::detail::unlock_channel(key)},
+          {"PUBSUB", sharded ? "SHARDNUMSUB" : "NUMSUB", rlock::detail::unlock_channel(key)},
           {"GET", rlock::detail::token_counter(key)}};
 }
 

@@ -51,7 +51,7 @@ struct lock_view {
 std::optional<std::vector<holder>> lock_holders(const reply& hgetall);
 
 /// status: TYPE, HGETALL, PTTL, PUBSUB NUMSUB <channel>, GET <token counter>, in this order.
-std::vector<command> status_commands(const std::string& key);
+std::vector<command> status_commands(const std::string& key, bool sharded = false);
 /// Decodes the answers to status_commands (an error reply throws std::system_error).
 lock_view read_status(std::string name, const std::vector<reply>& answers);
 

@@ -19,6 +19,7 @@ constexpr const char* examples = R"(Examples:
   rlockctl --url redis://:secret@10.0.0.5:6379/2 list 'orders:*'
   rlockctl --url rediss://cache:6380 --tls-ca ca.pem status orders:42     over TLS
   rlockctl --sentinel 10.0.0.11:26379 --master-name locks status orders:42  behind Sentinel
+  rlockctl --cluster 10.0.0.21:7000 --cluster 10.0.0.22:7000 list 'orders:*'  on a Cluster
   rlockctl hold orders:42 --wait 2000 --for 30    take it for 30 s (Ctrl-C releases it early)
   rlockctl unlock orders:42 --force               release it whoever holds it
   rlockctl watch orders:42 orders:43              live view of lock, unlock and expiry events
@@ -65,6 +66,10 @@ int main(int argc, char** argv) {
   std::string master_name;
   app.add_option("--sentinel", sentinels, "HOST:PORT of a sentinel (repeat for each)");
   app.add_option("--master-name", master_name, "the master's name at the sentinels");
+  // Redis Cluster: seed nodes replace the URL's host and port (its scheme, credentials and TLS
+  // options apply to every node).
+  std::vector<std::string> cluster_nodes;
+  app.add_option("--cluster", cluster_nodes, "HOST:PORT of a cluster node (repeat for seeds)");
 
   std::vector<std::string> status_names;
   auto* status = app.add_subcommand("status", "free or held, holders, TTL, waiters, kind");
@@ -166,6 +171,20 @@ int main(int argc, char** argv) {
     ctx.cfg.sentinel.nodes.push_back({node.substr(0, colon), static_cast<std::uint16_t>(port)});
   }
   ctx.cfg.sentinel.master_name = master_name;
+  if (!cluster_nodes.empty() && !sentinels.empty()) {
+    ctx.out.error("usage", "--cluster and --sentinel do not go together");
+    return rlockctl::exit_error;
+  }
+  for (const auto& node : cluster_nodes) {
+    if (node.find(':') == std::string::npos || node.find('/') != std::string::npos) {
+      ctx.out.error("usage", "--cluster takes HOST:PORT, got '" + node + "'");
+      return rlockctl::exit_error;
+    }
+    // The URL's scheme and credentials, the node's address: parsed (and checked) as a URL.
+    std::string seed = ctx.cfg.tls.enabled ? "rediss://" : "redis://";
+    if (!ctx.cfg.password.empty()) seed += ctx.cfg.username + ":" + ctx.cfg.password + "@";
+    ctx.cfg.cluster.nodes.push_back(seed + node);
+  }
   ctx.cfg.key_prefix = prefix;
   ctx.cfg.client_name = "rlockctl";
 

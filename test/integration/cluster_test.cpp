@@ -1,0 +1,438 @@
+// Redis Cluster against real cluster processes (3 masters + 3 replicas from redis-server
+// --cluster-enabled and redis-cli --cluster create): routing by slot, sharded wake-ups across
+// shards, hash tags, renewals per slot, a resharding under a held lock, bad input.
+#include "resp3/parser.hpp"
+#include "rlock/rlock.hpp"
+#include "session/key_slot.hpp"
+#include "support/cluster_topology.hpp"
+#include "support/fake_server.hpp"
+#include "support/lock_env.hpp"
+#include "support/raw_client.hpp"
+#include "support/redis_server.hpp"
+#include "support/run.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+using rlock::detail::key_slot;
+using rlock::test::cluster_topology;
+using rlock::test::error_of;
+using rlock::test::poll_until;
+using rlock::test::raw_client;
+using rlock::test::run;
+using namespace std::chrono_literals;
+
+/// The cluster of this test binary, started on first use.
+cluster_topology& shared_cluster() {
+  static cluster_topology cluster;
+  return cluster;
+}
+
+rlock::config cluster_config(cluster_topology& c = shared_cluster()) {
+  rlock::config cfg;
+  cfg.cluster.nodes = c.seeds();
+  cfg.key_prefix = rlock::test::unique_prefix();
+  return cfg;
+}
+
+/// The lock's hold count for `field` on the node that owns its key (0: none).
+std::int64_t holds_on_owner(cluster_topology& c, const std::string& key, const std::string& field) {
+  raw_client raw(c.owner_of(key_slot(key)));
+  const auto v = raw.command({"HGET", key, field});
+  return v.is_null() ? 0 : std::stoll(v.str);
+}
+
+TEST(cluster, crc16_slots_match_the_servers_cluster_keyslot) {
+  raw_client raw(shared_cluster().node(0).port());
+  std::mt19937 rng(20261125);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_int_distribution<int> length(0, 40);
+  std::vector<std::string> keys{"", "{", "}", "{}", "{}x", "x{}", "{a}", "a{b}c{d}", "{{a}}"};
+  for (int i = 0; i < 3000; ++i) {
+    std::string k;
+    const int n = length(rng);
+    for (int j = 0; j < n; ++j) {
+      // Braces often, so that tags of every shape appear.
+      const int b = byte(rng);
+      k.push_back(b < 20 ? '{' : b < 40 ? '}' : static_cast<char>(b));
+    }
+    keys.push_back(std::move(k));
+  }
+  int checked = 0;
+  for (const auto& k : keys) {
+    const auto server = raw.command_int({"CLUSTER", "KEYSLOT", k});
+    ASSERT_EQ(key_slot(k), server) << "key of " << k.size() << " bytes";
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3009);
+}
+
+TEST(cluster, locks_spread_over_every_shard_each_on_its_slots_owner) {
+  auto& cluster = shared_cluster();
+  asio::io_context io;
+  rlock::client redis(io.get_executor(), cluster_config());
+  std::vector<rlock::reentrant_lock> locks;
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    for (int i = 0; i < 48; ++i) {
+      locks.push_back(redis.get_lock("spread-" + std::to_string(i)));
+      co_await locks.back().lock();
+    }
+  });
+  std::map<std::uint16_t, int> per_master;
+  for (auto& l : locks) {
+    const auto key = l.key();
+    const auto owner = cluster.owner_of(key_slot(key));
+    ++per_master[owner];
+    EXPECT_EQ(holds_on_owner(cluster, key, l.owner_field()), 1) << key;
+  }
+  EXPECT_EQ(per_master.size(), 3u) << "48 names should land on all three masters";
+  run(io, [&]() -> asio::awaitable<void> {
+    for (auto& l : locks) co_await l.unlock();
+  });
+  for (auto& l : locks) {
+    raw_client raw(cluster.owner_of(key_slot(l.key())));
+    EXPECT_EQ(raw.command_int({"EXISTS", l.key()}), 0);
+  }
+  EXPECT_EQ(redis.stats().lost_locks, 0u);
+}
+
+TEST(cluster, hash_tagged_names_share_one_node) {
+  auto& cluster = shared_cluster();
+  asio::io_context io;
+  rlock::client redis(io.get_executor(), cluster_config());
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto a = redis.get_lock("{order-7}:items");
+    auto b = redis.get_lock("{order-7}:payment");
+    co_await a.lock();
+    co_await b.lock();
+    EXPECT_EQ(key_slot(a.key()), key_slot(b.key()));
+    const auto owner = cluster.owner_of(key_slot(a.key()));
+    raw_client raw(owner);
+    EXPECT_EQ(raw.command_int({"EXISTS", a.key(), b.key()}), 2);
+    co_await a.unlock();
+    co_await b.unlock();
+  });
+}
+
+TEST(cluster, waiters_are_woken_across_shards_by_sharded_unlock_messages) {
+  auto& cluster = shared_cluster();
+  asio::io_context io;
+  const auto cfg = cluster_config();
+  rlock::client holder(io.get_executor(), cfg);
+  rlock::client waiter(io.get_executor(), cfg);
+  // One name per master: each wake-up travels on its own node's sharded channel.
+  std::vector<std::string> names;
+  std::set<std::uint16_t> masters;
+  for (int i = 0; names.size() < 3 && i < 1000; ++i) {
+    const std::string name = "wake-" + std::to_string(i);
+    if (masters.insert(cluster.owner_of(key_slot(cfg.key_prefix + name))).second) {
+      names.push_back(name);
+    }
+  }
+  ASSERT_EQ(names.size(), 3u);
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await holder.connect();
+    co_await waiter.connect();
+    std::vector<rlock::reentrant_lock> held;
+    for (const auto& n : names) {
+      held.push_back(holder.get_lock(n));
+      co_await held.back().lock();  // 30 s lease: a waiter woken by its expiry would be late
+    }
+    int acquired = 0;
+    for (const auto& n : names) {
+      asio::co_spawn(
+          io,
+          [&, n]() -> asio::awaitable<void> {
+            auto l = waiter.get_lock(n);
+            if (co_await l.try_lock(20s, 5s)) ++acquired;
+          },
+          asio::detached);
+    }
+    // Every waiter parked on its channel (two attempts each) before the unlocks.
+    auto probe = waiter.get_lock(names[0]);
+    EXPECT_TRUE(co_await rlock::test::until_asleep(waiter, probe, 6));
+    for (const auto& n : names) {
+      // Sharded: an SSUBSCRIBE on the master that owns the channel's slot.
+      const auto key = cfg.key_prefix + n;
+      raw_client raw(cluster.owner_of(key_slot(key)));
+      const auto subs =
+          raw.command({"PUBSUB", "SHARDNUMSUB", "redisson_lock__channel:{" + key + "}"});
+      EXPECT_EQ(rlock::test::describe(subs).find(" 1]") != std::string::npos, true)
+          << rlock::test::describe(subs);
+    }
+    for (auto& l : held) co_await l.unlock();
+    EXPECT_TRUE(co_await poll_until([&] { return acquired == 3; }, 15s));
+  });
+  const auto m = waiter.metrics();
+  EXPECT_EQ(m.acquisitions_notification, 3u);
+  EXPECT_EQ(m.acquisitions_expiry, 0u);
+  EXPECT_EQ(waiter.stats().expiry_wakeups, 0u);
+}
+
+TEST(cluster, renewals_never_span_slots_and_keep_every_lock) {
+  auto& cluster = shared_cluster();
+  static_cast<void>(cluster);
+  asio::io_context io;
+  auto cfg = cluster_config();
+  cfg.watchdog_timeout = 900ms;  // a renewal round every 300 ms
+  rlock::client redis(io.get_executor(), cfg);
+  std::vector<rlock::reentrant_lock> locks;
+  std::set<std::uint16_t> slots;
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    for (int i = 0; i < 40; ++i) {
+      locks.push_back(redis.get_lock("renew-" + std::to_string(i)));
+      co_await locks.back().lock();
+      slots.insert(key_slot(locks.back().key()));
+    }
+    const auto before = redis.stats().renewal_calls;
+    // Three rounds: each makes one call per slot spanned (40 names, about 40 slots).
+    EXPECT_TRUE(co_await poll_until(
+        [&] { return redis.stats().renewal_calls >= before + 3 * slots.size(); }, 10s));
+    for (auto& l : locks) EXPECT_TRUE(co_await l.is_held());
+    for (auto& l : locks) co_await l.unlock();
+  });
+  const auto m = redis.metrics();
+  EXPECT_EQ(m.renewal_failures, 0u) << "a CROSSSLOT renewal fails";
+  EXPECT_EQ(m.lost_locks, 0u);
+}
+
+TEST(cluster, a_seed_that_is_not_a_cluster_node_fails_connect_clearly) {
+  rlock::test::redis_server plain;
+  asio::io_context io;
+  rlock::config cfg;
+  cfg.cluster.nodes = {"redis://127.0.0.1:" + std::to_string(plain.port())};
+  rlock::client redis(io.get_executor(), cfg);
+  run(io, [&]() -> asio::awaitable<void> {
+    try {
+      co_await redis.connect();
+      ADD_FAILURE() << "connected to a standalone server in cluster mode";
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code(), rlock::errc::not_a_cluster);
+      EXPECT_NE(std::string(e.what()).find("cluster support disabled"), std::string::npos)
+          << e.what();
+    }
+  });
+}
+
+TEST(cluster, unreachable_seeds_fail_connect_and_the_next_seed_is_tried) {
+  auto& cluster = shared_cluster();
+  asio::io_context io;
+  rlock::config cfg = cluster_config();
+  // A closed port first: connect() goes on to the next seed.
+  cfg.cluster.nodes.insert(cfg.cluster.nodes.begin(), "redis://127.0.0.1:1");
+  rlock::client good(io.get_executor(), cfg);
+  rlock::config dead;
+  dead.cluster.nodes = {"redis://127.0.0.1:1"};
+  dead.connect_timeout = 1s;
+  rlock::client bad(io.get_executor(), dead);
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await good.connect();
+    auto l = good.get_lock("after-a-dead-seed");
+    co_await l.lock();
+    co_await l.unlock();
+    EXPECT_EQ(co_await error_of(bad.connect()), rlock::errc::connect_failed);
+  });
+  static_cast<void>(cluster);
+}
+
+TEST(cluster, bad_seed_urls_and_mixed_modes_are_refused) {
+  asio::io_context io;
+  rlock::config cfg;
+  cfg.cluster.nodes = {"http://127.0.0.1:7000"};
+  EXPECT_EQ(rlock::test::thrown_by([&] { rlock::client c(io.get_executor(), cfg); }),
+            rlock::errc::invalid_argument);
+  cfg.cluster.nodes = {"redis://127.0.0.1:7000", "rediss://127.0.0.1:7001"};
+  EXPECT_EQ(rlock::test::thrown_by([&] { rlock::client c(io.get_executor(), cfg); }),
+            rlock::errc::invalid_argument);
+  cfg.cluster.nodes = {"redis://127.0.0.1:7000"};
+  cfg.sentinel.nodes = {{"127.0.0.1", 26379}};
+  cfg.sentinel.master_name = "m";
+  EXPECT_EQ(rlock::test::thrown_by([&] { rlock::client c(io.get_executor(), cfg); }),
+            rlock::errc::invalid_argument);
+}
+
+TEST(cluster, uncovered_slots_fail_with_cluster_down_within_the_bound) {
+  cluster_topology cluster(3, 0);
+  asio::io_context io;
+  auto cfg = cluster_config(cluster);
+  cfg.command_timeout = 1s;
+  rlock::client redis(io.get_executor(), cfg);
+  auto lock = redis.get_lock("uncovered");
+  const auto slot = key_slot(lock.key());
+  const auto owner = cluster.owner_of(slot);
+  run(io, [&]() -> asio::awaitable<void> { co_await redis.connect(); });
+  {
+    raw_client raw(owner);
+    ASSERT_FALSE(raw.command({"CLUSTER", "DELSLOTS", std::to_string(slot)}).is_error());
+  }
+  run(io, [&]() -> asio::awaitable<void> {
+    const auto started = std::chrono::steady_clock::now();
+    try {
+      co_await lock.lock();
+      ADD_FAILURE() << "locked a key whose slot nobody serves";
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code(), rlock::errc::cluster_down) << e.what();
+      EXPECT_NE(std::string(e.what()).find("CLUSTERDOWN"), std::string::npos) << e.what();
+    }
+    // Bounded by command_timeout (1 s), with room for scheduling.
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+  });
+}
+
+TEST(cluster, after_a_master_is_killed_its_keys_are_locked_on_the_promoted_replica) {
+  cluster_topology cluster;
+  asio::io_context io;
+  auto cfg = cluster_config(cluster);
+  cfg.command_timeout = 1s;
+  rlock::client redis(io.get_executor(), cfg);
+  auto lock = redis.get_lock("survivor");
+  const auto slot = key_slot(lock.key());
+  const auto old_master = cluster.owner_of(slot);
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    co_await lock.lock(2s);
+    co_await lock.unlock();
+  });
+  cluster.node_on(old_master).kill_hard();
+  run(
+      io,
+      [&]() -> asio::awaitable<void> {
+        // lock() waits through the failover: its requests follow the slot to the new master.
+        co_await lock.lock(2s);
+        EXPECT_TRUE(co_await lock.is_held());
+        co_await lock.unlock();
+      },
+      60s);
+  const auto new_master = cluster.wait_failover(slot, old_master);
+  EXPECT_NE(new_master, old_master);
+}
+
+/// A node that says it serves every slot and then answers every lock command with a MOVED to
+/// itself: the router must give up after its redirect limit, not chase it forever.
+TEST(cluster, a_node_that_answers_moved_in_a_loop_fails_the_request_within_its_bound) {
+  using rlock::test::fake_server;
+  std::atomic<int> redirects{0};
+  fake_server node([&](fake_server::socket& s, fake_server& self) {
+    rlock::detail::resp3::parser parser;
+    const std::string port = std::to_string(self.port());
+    for (int i = 0; i < 10'000; ++i) {
+      const auto bytes = fake_server::read_some(s);
+      if (bytes.empty()) return;
+      parser.feed(bytes);
+      std::error_code ec;
+      std::string out;
+      while (auto v = parser.next(ec)) {
+        const std::string cmd = v->elements.empty() ? "" : v->elements[0].str;
+        if (cmd == "HELLO") {
+          out += "%2\r\n$7\r\nversion\r\n$6\r\n7.0.15\r\n$2\r\nid\r\n:7\r\n";
+        } else if (cmd == "SCRIPT") {
+          out += "$40\r\n" + std::string(40, 'a') + "\r\n";
+        } else if (cmd == "CLUSTER") {
+          out +=
+              "*1\r\n%2\r\n$5\r\nslots\r\n*2\r\n:0\r\n:16383\r\n$5\r\nnodes\r\n*1\r\n"
+              "%4\r\n$2\r\nid\r\n$4\r\nfake\r\n$4\r\nport\r\n:" +
+              port + "\r\n$2\r\nip\r\n$9\r\n127.0.0.1\r\n$4\r\nrole\r\n$6\r\nmaster\r\n";
+        } else if (cmd == "PING") {
+          out += "+PONG\r\n";
+        } else {
+          ++redirects;
+          out += "-MOVED 42 127.0.0.1:" + port + "\r\n";
+        }
+      }
+      if (ec) return;
+      fake_server::write(s, out);
+    }
+  });
+  asio::io_context io;
+  rlock::config cfg;
+  cfg.cluster.nodes = {"redis://127.0.0.1:" + std::to_string(node.port())};
+  cfg.command_timeout = 2s;
+  rlock::client redis(io.get_executor(), cfg);
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto l = redis.get_lock("chased");
+    try {
+      co_await l.lock();
+      ADD_FAILURE() << "locked on a node that only redirects";
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code(), rlock::errc::too_many_redirects) << e.what();
+      EXPECT_NE(std::string(e.what()).find("MOVED 42"), std::string::npos) << e.what();
+    }
+  });
+  // The first send and five redirects followed: six refusals, then the error.
+  EXPECT_EQ(redirects.load(), 6);
+}
+
+TEST(cluster, a_resharded_lock_keeps_its_holder_and_renewals_and_wakes_its_waiter) {
+  auto& cluster = shared_cluster();
+  asio::io_context io;
+  auto cfg = cluster_config();
+  cfg.watchdog_timeout = 9s;  // renewals every 3 s; a waiter's fallback nap is the lock's PTTL
+  rlock::client holder(io.get_executor(), cfg);
+  rlock::client waiter(io.get_executor(), cfg);
+  auto mine = holder.get_lock("resharded");
+  auto theirs = waiter.get_lock("resharded");
+  const auto slot = key_slot(mine.key());
+  const auto from = cluster.owner_of(slot);
+  std::uint16_t to = 0;
+  for (const auto p : cluster.master_ports()) {
+    if (p != from) to = p;
+  }
+  bool acquired = false;
+  run(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await holder.connect();
+        co_await waiter.connect();
+        co_await mine.lock();
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+              acquired = co_await theirs.try_lock(30s, 5s);
+              co_await theirs.unlock();
+            },
+            asio::detached);
+        EXPECT_TRUE(co_await rlock::test::until_asleep(waiter, theirs, 2));
+        // Move the slot, with the lock's hash, to another master.
+        cluster.begin_migration(slot, from, to);
+        EXPECT_GE(cluster.move_keys(slot, from, to), 1u);
+        cluster.end_migration(slot, from, to);
+        EXPECT_EQ(cluster.owner_of(slot, to), to);
+        // The holder's renewals follow the slot: a round after the move renews it there.
+        const auto calls = holder.stats().renewal_calls;
+        EXPECT_TRUE(co_await poll_until([&] { return holder.stats().renewal_calls > calls; }, 10s));
+        EXPECT_TRUE(
+            co_await poll_until([&] { return holder.metrics().renewal_failures == 0; }, 1s));
+        EXPECT_TRUE(co_await mine.is_held());
+        {
+          raw_client raw(to);
+          EXPECT_EQ(raw.command({"HGET", mine.key(), mine.owner_field()}).str, "1");
+          EXPECT_GT(raw.command_int({"PTTL", mine.key()}), 0);
+        }
+        co_await mine.unlock();
+        EXPECT_TRUE(co_await poll_until([&] { return acquired; }, 15s));
+      },
+      60s);
+  EXPECT_TRUE(acquired);
+  EXPECT_EQ(holder.stats().lost_locks, 0u);
+  EXPECT_EQ(waiter.stats().expiry_wakeups, 0u) << "the waiter sat out the TTL";
+  raw_client raw(to);
+  EXPECT_EQ(raw.command_int({"EXISTS", mine.key()}), 0);
+}
+
+}  // namespace
