@@ -86,7 +86,8 @@ struct options {
   std::string waiter = "coroutine";
   int restarts = 20;
   std::string redis_server = "redis-server";
-  std::string tls_ca;  // set: TLS to --port, verified against this CA
+  std::string tls_ca;    // set: TLS to --port, verified against this CA
+  bool cluster = false;  // --cluster 1: --port is a seed of a Redis Cluster (config::cluster)
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -94,7 +95,7 @@ struct options {
              "rlock_bench: {}\nusage: rlock_bench <mode> --port P [--seconds S] "
              "[--concurrency C] [--connections N] [--waiters W] [--locks N] [--names K] "
              "[--threads T] "
-             "[--key K] [--out FILE] [--prefix P] [--tls-ca CA_FILE]\n",
+             "[--key K] [--out FILE] [--prefix P] [--tls-ca CA_FILE] [--cluster 1]\n",
              why);
   std::exit(2);
 }
@@ -144,6 +145,8 @@ options parse(int argc, char** argv) {
       o.redis_server = value;
     else if (flag == "--tls-ca")
       o.tls_ca = value;
+    else if (flag == "--cluster")
+      o.cluster = integer() != 0;
     else
       usage("unknown flag " + flag);
   }
@@ -157,6 +160,10 @@ rlock::config config_for(const options& o) {
   cfg.port = o.port;
   cfg.key_prefix = o.prefix;
   cfg.command_timeout = 30s;
+  if (o.cluster) {
+    cfg.cluster.nodes = {
+        fmt::format("{}://127.0.0.1:{}", o.tls_ca.empty() ? "redis" : "rediss", o.port)};
+  }
   if (!o.tls_ca.empty()) {
     cfg.tls.enabled = true;
     cfg.tls.ca_file = o.tls_ca;

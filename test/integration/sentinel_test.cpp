@@ -288,10 +288,13 @@ struct replicated {
     return o;
   }()};
   replicated() {
-    raw_client raw(replica.port());
-    for (int i = 0; i < 500; ++i) {
-      auto info = raw.command({"INFO", "replication"});
-      if (info.str.find("master_link_status:up") != std::string::npos) return;
+    // As the master sees it: after a diskless sync a replica is counted by WAIT only once its
+    // first REPLCONF ACK has arrived, up to a second after its link is up.
+    // A write the replica acknowledges (WAIT) proves it: the test's own WAITs then count it.
+    raw_client raw(master.port());
+    for (int i = 0; i < 100; ++i) {
+      raw.command({"SET", "rlock-test:replicated", std::to_string(i)});
+      if (raw.command_int({"WAIT", "1", "100"}) == 1) return;
       std::this_thread::sleep_for(20ms);
     }
     throw std::runtime_error("the replica never caught up with its master");
