@@ -41,6 +41,14 @@ std::string_view channel_registry::placement(std::string_view channel) const {
   return it == channels_.end() ? std::string_view{} : std::string_view(it->second.node);
 }
 
+std::vector<std::string> channel_registry::channels_on(std::string_view node) const {
+  std::vector<std::string> out;
+  for (const auto& [name, e] : channels_) {
+    if (e.node == node) out.push_back(name);
+  }
+  return out;
+}
+
 std::size_t channel_registry::placed_on(std::string_view node) const {
   return static_cast<std::size_t>(
       std::count_if(channels_.begin(), channels_.end(),

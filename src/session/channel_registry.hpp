@@ -47,6 +47,8 @@ class channel_registry {
   std::size_t size() const noexcept { return channels_.size(); }
   /// How many wanted channels are placed on `node`.
   std::size_t placed_on(std::string_view node) const;
+  /// The wanted channels placed on `node`.
+  std::vector<std::string> channels_on(std::string_view node) const;
 
  private:
   struct entry {

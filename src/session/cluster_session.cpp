@@ -152,10 +152,13 @@ cluster_session::~cluster_session() {
 cluster_session::link& cluster_session::link_for(const std::string& host, std::uint16_t port) {
   const std::string address = fmt::format("{}:{}", host, port);
   auto it = links_.find(address);
+  std::vector<std::string> resubscribe;
   if (it != links_.end()) {
     const auto s = it->second->conn->state();
     if (s != connection_state::disconnected && s != connection_state::closed) return *it->second;
-    // Its first connection failed: a new attempt gets a new connection.
+    // Its first connection failed (or it was lost with reconnection off): a new attempt gets a
+    // new connection, and the channels placed on the node go with it.
+    resubscribe = channels_.channels_on(address);
     retired_reconnects_ += it->second->conn->stats().reconnects.load(std::memory_order_relaxed);
     it->second->conn->set_listener(nullptr);
     links_.erase(it);
@@ -174,6 +177,7 @@ cluster_session::link& cluster_session::link_for(const std::string& host, std::u
   // Requests queue until the handshake is done; a failed first attempt fails them (the router
   // then retries elsewhere), a later loss reconnects by itself.
   l->conn->async_connect([](std::error_code, std::string) {});
+  for (const auto& channel : resubscribe) l->conn->subscribe(channel);
   auto& ref = *l;
   links_.emplace(address, std::move(l));
   return ref;

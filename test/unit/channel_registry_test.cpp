@@ -31,6 +31,8 @@ TEST(channel_registry, places_each_channel_on_its_slots_owner_and_moves_it) {
   EXPECT_EQ(moves[0].from, "127.0.0.1:7001");
   EXPECT_EQ(moves[0].to, "127.0.0.1:7003");
   EXPECT_EQ(r.placed_on("127.0.0.1:7003"), 1u);
+  EXPECT_EQ(r.channels_on("127.0.0.1:7003"), std::vector<std::string>{a});
+  EXPECT_TRUE(r.channels_on("127.0.0.1:7001").empty());
 }
 
 TEST(channel_registry, a_dropped_channel_is_placed_again_and_unwant_says_where_it_was) {
