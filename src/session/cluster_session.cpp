@@ -270,9 +270,8 @@ multiplexer::id_type cluster_session::exec(std::string_view key, std::string pay
   }
   if (!have_map_) {
     // connect() is under way: wait for the map like a request queued on a connecting node.
-    op->last_ec = make_error_code(errc::connection_lost);
-    op->last_diagnostic = "the cluster's slot map is not known yet";
-    retry_later(std::move(op), op->last_ec, op->last_diagnostic);
+    retry_later(std::move(op), make_error_code(errc::connection_lost),
+                "the cluster's slot map is not known yet");
     return id;
   }
   submit(std::move(op));
@@ -434,10 +433,17 @@ void cluster_session::on_parked(multiplexer::id_type id) {
   if (it == parked_.end()) return;
   routed_ptr op = std::move(it->second);
   parked_.erase(it);
-  if (op->withdrawn) return deliver(std::move(op), op->withdrawn, {});
+  if (op->withdrawn) {
+    const auto reason = op->withdrawn;  // before the move: argument order is unspecified
+    return deliver(std::move(op), reason, {});
+  }
   if (!have_map_ && !closed_) {
     if (state_ == connection_state::connecting) {
-      return retry_later(std::move(op), op->last_ec, op->last_diagnostic);
+      // Copied first: the order in which a call's arguments are evaluated is unspecified, and
+      // the operation is moved into the first one.
+      auto ec = op->last_ec;
+      auto diagnostic = std::move(op->last_diagnostic);
+      return retry_later(std::move(op), ec, std::move(diagnostic));
     }
     return deliver(std::move(op), make_error_code(errc::connection_lost),
                    error_value(last_error_.empty() ? "not connected" : last_error_));
