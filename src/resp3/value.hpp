@@ -46,4 +46,13 @@ struct value {
   bool is_push() const noexcept { return type == type::push; }
 };
 
+/// An error reply made on the client's side (a router's or a registry's verdict), so that its
+/// text travels to the caller the way Redis's own error texts do.
+inline value error_reply(std::string text) {
+  value v;
+  v.type = type::simple_error;
+  v.str = std::move(text);
+  return v;
+}
+
 }  // namespace rlock::detail::resp3

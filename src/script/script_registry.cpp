@@ -146,10 +146,7 @@ void script_registry::reload_and_send(script s, std::span<const std::string_view
                   if (ec) return std::move(h)(ec, resp3::value{});
                   std::string diagnostic;
                   if (auto e = sha_of(reply, sha_[static_cast<std::size_t>(s)], diagnostic)) {
-                    resp3::value error;
-                    error.type = resp3::type::simple_error;
-                    error.str = std::move(diagnostic);
-                    return std::move(h)(e, std::move(error));
+                    return std::move(h)(e, resp3::error_reply(std::move(diagnostic)));
                   }
                   send(s, keys, args, opts, std::move(h), false);
                 });

@@ -7,6 +7,13 @@
 
 namespace rlock::detail {
 
+/// A seed for a backoff's jitter (or any other), from the OS: clients started together must not
+/// draw the same delays.
+inline std::uint64_t random_seed() {
+  std::random_device rd;
+  return (std::uint64_t{rd()} << 32) ^ rd();
+}
+
 /// Exponential backoff with full jitter (the AWS Architecture Blog's "full jitter"): the n-th
 /// delay is uniform in [0, min(cap, initial * 2^n)], so clients that lost the same server do not
 /// reconnect in lockstep. Sans-I/O: it only computes delays.

@@ -26,18 +26,6 @@ std::error_code reroute_reason() { return std::make_error_code(std::errc::operat
 constexpr milliseconds min_refresh_gap{100};
 constexpr std::string_view asking_command = "*1\r\n$6\r\nASKING\r\n";
 
-std::uint64_t random_seed() {
-  std::random_device rd;
-  return (std::uint64_t{rd()} << 32) ^ rd();
-}
-
-resp3::value error_value(std::string text) {
-  resp3::value v;
-  v.type = resp3::type::simple_error;
-  v.str = std::move(text);
-  return v;
-}
-
 /// The seeds of config::cluster::nodes, and the settings every node connection uses.
 std::vector<cluster_node> parse_seeds(const config& cfg, config& node_cfg) {
   std::vector<cluster_node> seeds;
@@ -183,6 +171,15 @@ cluster_session::link& cluster_session::link_for(const std::string& host, std::u
   return ref;
 }
 
+cluster_session::link* cluster_session::link_at(std::string_view address) {
+  const auto colon = address.rfind(':');
+  std::uint16_t port = 0;
+  if (colon == std::string_view::npos) return nullptr;
+  const auto [end, ec] = std::from_chars(address.data() + colon + 1, address.end(), port);
+  if (ec != std::errc{} || end != address.end() || port == 0) return nullptr;
+  return &link_for(std::string(address.substr(0, colon)), port);
+}
+
 void cluster_session::prune_links() {
   // Connections to nodes that serve nothing (a seed replica, a master that lost its slots)
   // close once nothing of ours is on them.
@@ -302,7 +299,8 @@ void cluster_session::submit(routed_ptr op) {
     asio::post(executor_, [this, alive = std::weak_ptr<bool>(alive_), op = std::move(op),
                            why = std::move(why)]() mutable {
       if (alive.expired()) return;
-      deliver(std::move(op), make_error_code(errc::connection_lost), error_value(std::move(why)));
+      deliver(std::move(op), make_error_code(errc::connection_lost),
+              resp3::error_reply(std::move(why)));
     });
     return;
   }
@@ -381,13 +379,15 @@ void cluster_session::on_reply(routed_ptr op, std::error_code ec, resp3::value v
   if (r.what == redirect::kind::none) return deliver(std::move(op), {}, std::move(v));
   const auto d =
       decide_redirect(r, head.str, op->redirects, op->retries, clock_type::now(), op->bound);
+  // An empty host ("MOVED 3999 :6381") names the node that answered.
+  const std::string& to_host = r.host.empty() && at != nullptr ? at->conn->host() : r.host;
   switch (d.what) {
     case redirect_decision::action::deliver:
       return deliver(std::move(op), {}, std::move(v));
     case redirect_decision::action::resend:
       ++op->redirects;
       refresh_idle_ = false;  // the map is stale for sure: the next refresh may go at once
-      if (map_.move(r.slot, r.host.empty() && at != nullptr ? at->conn->host() : r.host, r.port)) {
+      if (map_.move(r.slot, to_host, r.port)) {
         apply_channel_moves(channels_.reconcile(map_));
       }
       request_refresh();
@@ -395,7 +395,7 @@ void cluster_session::on_reply(routed_ptr op, std::error_code ec, resp3::value v
     case redirect_decision::action::ask:
       ++op->redirects;
       op->ask = true;
-      op->ask_host = r.host.empty() && at != nullptr ? at->conn->host() : r.host;
+      op->ask_host = to_host;
       op->ask_port = r.port;
       return submit(std::move(op));
     case redirect_decision::action::retry:
@@ -405,22 +405,22 @@ void cluster_session::on_reply(routed_ptr op, std::error_code ec, resp3::value v
                                                                                 : errc::timeout),
                          head.str);
     case redirect_decision::action::fail:
-      return deliver(std::move(op), make_error_code(d.error), error_value(d.diagnostic));
+      return deliver(std::move(op), make_error_code(d.error), resp3::error_reply(d.diagnostic));
   }
 }
 
 void cluster_session::retry_later(routed_ptr op, std::error_code ec, std::string diagnostic) {
-  const auto d = decide_redirect(redirect{redirect::kind::cluster_down, op->slot, {}, 0},
-                                 diagnostic, 0, op->retries, clock_type::now(), op->bound);
-  if (d.what != redirect_decision::action::retry) {
+  // The same backoff as TRYAGAIN's, and the same rule: no try that would start past the bound.
+  const auto delay = retry_delay(op->retries);
+  if (clock_type::now() + delay >= op->bound) {
     auto text = diagnostic.empty() ? ec.message() : std::move(diagnostic);
-    return deliver(std::move(op), ec, error_value(std::move(text)));
+    return deliver(std::move(op), ec, resp3::error_reply(std::move(text)));
   }
   ++op->retries;
   op->last_ec = ec;
   op->last_diagnostic = std::move(diagnostic);
   if (!op->timer) op->timer = std::make_unique<asio::steady_timer>(executor_);
-  op->timer->expires_after(d.delay);
+  op->timer->expires_after(delay);
   op->timer->async_wait(
       [this, alive = std::weak_ptr<bool>(alive_), id = op->id](boost::system::error_code) {
         if (!alive.expired()) on_parked(id);
@@ -446,7 +446,7 @@ void cluster_session::on_parked(multiplexer::id_type id) {
       return retry_later(std::move(op), ec, std::move(diagnostic));
     }
     return deliver(std::move(op), make_error_code(errc::connection_lost),
-                   error_value(last_error_.empty() ? "not connected" : last_error_));
+                   resp3::error_reply(last_error_.empty() ? "not connected" : last_error_));
   }
   submit(std::move(op));
 }
@@ -512,7 +512,7 @@ void cluster_session::start_refresh() {
     const auto ec = seed_not_cluster_ ? make_error_code(errc::not_a_cluster) : seed_error_;
     auto parked = std::exchange(parked_, {});
     for (auto& [id, op] : parked) {
-      deliver(std::move(op), make_error_code(errc::connection_lost), error_value(why));
+      deliver(std::move(op), make_error_code(errc::connection_lost), resp3::error_reply(why));
     }
     for (auto& [address, l] : links_) {
       l->conn->set_listener(nullptr);
@@ -624,12 +624,7 @@ void cluster_session::apply_channel_moves(std::vector<channel_registry::move> mo
       if (auto it = links_.find(m.from); it != links_.end())
         it->second->conn->unsubscribe(m.channel);
     }
-    if (!m.to.empty()) {
-      const auto colon = m.to.rfind(':');
-      std::uint16_t port = 0;
-      std::from_chars(m.to.data() + colon + 1, m.to.data() + m.to.size(), port);
-      link_for(m.to.substr(0, colon), port).conn->subscribe(m.channel);
-    }
+    if (link* to = m.to.empty() ? nullptr : link_at(m.to)) to->conn->subscribe(m.channel);
   }
 }
 
@@ -724,29 +719,18 @@ bool cluster_session::subscribed(std::string_view, std::string_view channel) con
   return it != links_.end() && it->second->conn->subscribed(channel);
 }
 
-std::vector<std::string> cluster_session::masters() const {
-  std::vector<std::string> out;
-  for (const auto& n : map_.nodes()) {
-    if (map_.serves(n.address())) out.push_back(n.address());
-  }
-  return out;
-}
+std::vector<std::string> cluster_session::masters() const { return map_.master_addresses(); }
 
 multiplexer::id_type cluster_session::exec_on(std::string_view node, std::string payload,
                                               request_options opts, reply_handler handler) {
-  const auto colon = node.rfind(':');
-  std::uint16_t port = 0;
-  if (colon != std::string_view::npos) {
-    std::from_chars(node.data() + colon + 1, node.data() + node.size(), port);
-  }
-  if (closed_ || colon == std::string_view::npos || port == 0) {
+  link* l = closed_ ? nullptr : link_at(node);
+  if (l == nullptr) {
     asio::post(executor_, [h = std::move(handler)]() mutable {
       std::move(h)(make_error_code(errc::invalid_argument), resp3::value{});
     });
     return 0;
   }
-  return link_for(std::string(node.substr(0, colon)), port)
-      .conn->exec(std::move(payload), opts, std::move(handler));
+  return l->conn->exec(std::move(payload), opts, std::move(handler));
 }
 
 session_stats cluster_session::stats() const noexcept {

@@ -75,6 +75,8 @@ class cluster_session final : public session {
   using routed_ptr = std::unique_ptr<routed>;
 
   link& link_for(const std::string& host, std::uint16_t port);
+  /// link_for an address "host:port" (the registry's and the map's); nullptr if it is not one.
+  link* link_at(std::string_view address);
   void submit(routed_ptr op);
   void on_reply(routed_ptr op, std::error_code ec, resp3::value v);
   void deliver(routed_ptr op, std::error_code ec, resp3::value v);

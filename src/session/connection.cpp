@@ -17,7 +17,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <random>
 #include <span>
 #include <utility>
 
@@ -30,11 +29,6 @@ namespace {
 
 /// How often connect() asks Sentinel again when the node it named is not the master.
 constexpr int max_not_master_retries = 5;
-
-std::uint64_t random_seed() {
-  std::random_device rd;
-  return (std::uint64_t{rd()} << 32) ^ rd();
-}
 
 /// The command bytes of one request.
 std::string command(std::initializer_list<std::string_view> args) {

@@ -51,6 +51,12 @@ redirect parse_redirect(std::string_view text) {
   return r;
 }
 
+std::chrono::milliseconds retry_delay(int retries, const redirect_limits& limits) {
+  auto delay = limits.retry_initial;
+  for (int i = 0; i < retries && delay < limits.retry_cap; ++i) delay *= 2;
+  return std::min(delay, limits.retry_cap);
+}
+
 redirect_decision decide_redirect(const redirect& r, std::string_view text, int redirects,
                                   int retries, std::chrono::steady_clock::time_point now,
                                   std::chrono::steady_clock::time_point deadline,
@@ -75,9 +81,7 @@ redirect_decision decide_redirect(const redirect& r, std::string_view text, int 
       return d;
     case redirect::kind::try_again:
     case redirect::kind::cluster_down: {
-      auto delay = limits.retry_initial;
-      for (int i = 0; i < retries && delay < limits.retry_cap; ++i) delay *= 2;
-      delay = std::min(delay, limits.retry_cap);
+      const auto delay = retry_delay(retries, limits);
       if (now + delay >= deadline) {
         d.what = redirect_decision::action::fail;
         d.error = r.what == redirect::kind::cluster_down ? errc::cluster_down : errc::timeout;

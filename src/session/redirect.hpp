@@ -56,6 +56,10 @@ struct redirect_limits {
   std::chrono::milliseconds retry_cap{200};
 };
 
+/// The delay before retry number `retries` (0-based) of a TRYAGAIN/CLUSTERDOWN, or of a request
+/// whose node could not be reached: `retry_initial` doubled per retry, up to `retry_cap`.
+std::chrono::milliseconds retry_delay(int retries, const redirect_limits& limits = {});
+
 redirect_decision decide_redirect(const redirect& r, std::string_view error_text, int redirects,
                                   int retries, std::chrono::steady_clock::time_point now,
                                   std::chrono::steady_clock::time_point deadline,

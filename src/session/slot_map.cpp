@@ -133,24 +133,34 @@ bool slot_map::same_owners(const slot_map& other) const {
   return true;
 }
 
-bool slot_map::serves(std::string_view address) const {
+std::vector<bool> slot_map::owning() const {
   std::vector<bool> used(nodes_.size(), false);
   for (const node_index i : slots_) {
     if (i != none) used[i] = true;
   }
+  return used;
+}
+
+bool slot_map::serves(std::string_view address) const {
+  const auto used = owning();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (used[i] && nodes_[i].address() == address) return true;
   }
   return false;
 }
 
-std::string slot_map::masters() const {
+std::vector<std::string> slot_map::master_addresses() const {
+  const auto owns = owning();
   std::set<std::string> used;
-  for (const node_index i : slots_) {
-    if (i != none) used.insert(nodes_[i].address());
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (owns[i]) used.insert(nodes_[i].address());
   }
+  return {used.begin(), used.end()};
+}
+
+std::string slot_map::masters() const {
   std::string out;
-  for (const auto& a : used) {
+  for (const auto& a : master_addresses()) {
     if (!out.empty()) out += ',';
     out += a;
   }

@@ -56,12 +56,15 @@ class slot_map {
   bool same_owners(const slot_map& other) const;
   /// Whether the node at `address` ("host:port") owns at least one slot.
   bool serves(std::string_view address) const;
-  /// The addresses of the nodes that own at least one slot, sorted: a summary for logs and for
-  /// telling that the masters changed.
+  /// The addresses of the nodes that own at least one slot, sorted.
+  std::vector<std::string> master_addresses() const;
+  /// The same joined with ',': a summary for logs and for telling that the masters changed.
   std::string masters() const;
 
  private:
   node_index add_node(cluster_node n);
+  /// Per node (by index), whether it owns at least one slot.
+  std::vector<bool> owning() const;
 
   std::vector<cluster_node> nodes_;
   std::vector<node_index> slots_;
