@@ -27,9 +27,15 @@ void latch_sweeper::sweep() {
   // over keys of several slots is refused, CROSSSLOT).
   std::vector<std::pair<std::uint16_t, std::string_view>> grouped;
   grouped.reserve(keys_.size());
-  for (const auto& k : keys_) grouped.emplace_back(session_.group_of(k), k);
-  std::stable_sort(grouped.begin(), grouped.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  bool mixed = false;  // one server: never, and nothing to sort
+  for (const auto& k : keys_) {
+    grouped.emplace_back(session_.group_of(k), k);
+    mixed = mixed || grouped.back().first != grouped.front().first;
+  }
+  if (mixed) {
+    std::stable_sort(grouped.begin(), grouped.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
   request_options opts;
   opts.deadline = std::chrono::steady_clock::now() + timeout_;
   std::vector<std::string_view> args;
