@@ -557,13 +557,18 @@ rlock::test::cluster_topology& interop_cluster() {
   return cluster;
 }
 
+/// A client config for the cluster, with the running test's own key prefix.
+rlock::config interop_cluster_config() {
+  rlock::config cfg;
+  cfg.cluster.nodes = interop_cluster().seeds();
+  cfg.key_prefix = rlock::test::unique_prefix();
+  return cfg;
+}
+
 TEST(interop, cluster_foreign_sharded_unlock_wakes_our_waiter) {
   auto& cluster = interop_cluster();
   asio::io_context io;
-  rlock::config cfg;
-  cfg.cluster.nodes = cluster.seeds();
-  cfg.key_prefix = rlock::test::unique_prefix();
-  rlock::client redis(io.get_executor(), cfg);
+  rlock::client redis(io.get_executor(), interop_cluster_config());
   auto lock = redis.get_lock("account");
   const auto owner = cluster.owner_of(rlock::detail::key_slot(lock.key()));
   // Redisson in cluster mode: its client talks to the key's master, its release publishes
@@ -608,10 +613,7 @@ TEST(interop, cluster_foreign_sharded_unlock_wakes_our_waiter) {
 TEST(interop, cluster_our_unlock_wakes_a_foreign_sharded_subscriber) {
   auto& cluster = interop_cluster();
   asio::io_context io;
-  rlock::config cfg;
-  cfg.cluster.nodes = cluster.seeds();
-  cfg.key_prefix = rlock::test::unique_prefix();
-  rlock::client redis(io.get_executor(), cfg);
+  rlock::client redis(io.get_executor(), interop_cluster_config());
   auto lock = redis.get_lock("account");
   const auto owner = cluster.owner_of(rlock::detail::key_slot(lock.key()));
   rlock::test::raw_client subscriber(owner);

@@ -2,9 +2,11 @@
 
 #include "support/child_process.hpp"
 #include "support/raw_client.hpp"
+#include "support/settle.hpp"
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -16,24 +18,6 @@ namespace resp3 = rlock::detail::resp3;
 using namespace std::chrono_literals;
 
 namespace {
-
-template <typename Check>
-void wait_for(std::string_view what, std::chrono::seconds limit, Check check) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  std::string last;
-  for (int round = 0; round < 100'000; ++round) {
-    try {
-      last = check();
-    } catch (const std::exception& e) {
-      last = e.what();
-    }
-    if (last.empty()) return;
-    if (std::chrono::steady_clock::now() >= deadline) break;
-    std::this_thread::sleep_for(50ms);
-  }
-  throw std::runtime_error("cluster_topology: " + std::string(what) + " within " +
-                           std::to_string(limit.count()) + " s; last: " + last);
-}
 
 /// slot range start → master port, from `CLUSTER SLOTS` (independent of the client's own
 /// `CLUSTER SHARDS` decoding).
@@ -122,29 +106,30 @@ std::string cluster_topology::node_id(std::uint16_t port) const {
   return raw.command({"CLUSTER", "MYID"}).str;
 }
 
-void cluster_topology::wait_ok(std::chrono::seconds limit, int slot) {
-  wait_for("the cluster did not settle", limit, [&]() -> std::string {
+std::string cluster_topology::not_ok() const {
+  for (const auto& n : nodes_) {
+    if (n->pid() <= 0) continue;
+    raw_client raw(n->port());
+    const auto info = raw.command({"CLUSTER", "INFO"}).str;
+    if (info_field(info, "cluster_state") != "ok") {
+      return "node " + std::to_string(n->port()) +
+             " says cluster_state:" + info_field(info, "cluster_state");
+    }
+  }
+  return {};
+}
+
+void cluster_topology::wait_ok(std::chrono::seconds limit) {
+  settle("cluster_topology", "the cluster did not settle", limit, [&]() -> std::string {
+    if (auto why = not_ok(); !why.empty()) return why;
     std::optional<std::map<std::int64_t, std::pair<std::int64_t, std::uint16_t>>> first;
     for (const auto& n : nodes_) {
       if (n->pid() <= 0) continue;
-      raw_client raw(n->port());
-      const auto info = raw.command({"CLUSTER", "INFO"}).str;
-      if (info_field(info, "cluster_state") != "ok") {
-        return "node " + std::to_string(n->port()) +
-               " says cluster_state:" + info_field(info, "cluster_state");
-      }
       auto slots = slots_of(n->port());
       if (!first) {
-        first = slots;
-      } else if (slot < 0 ? slots != *first : false) {
+        first = std::move(slots);
+      } else if (slots != *first) {
         return "node " + std::to_string(n->port()) + " sees another slot map";
-      }
-      if (slot >= 0) {
-        if (owner_of(static_cast<std::uint16_t>(slot), n->port()) !=
-            owner_of(static_cast<std::uint16_t>(slot),
-                     nodes_.front()->pid() > 0 ? nodes_.front()->port() : n->port())) {
-          return "nodes disagree about slot " + std::to_string(slot);
-        }
       }
     }
     if (!first) return "no node is running";
@@ -171,15 +156,10 @@ void cluster_topology::wait_ok(std::chrono::seconds limit, int slot) {
 std::uint16_t cluster_topology::wait_failover(std::uint16_t slot, std::uint16_t old,
                                               std::chrono::seconds limit) {
   std::uint16_t now_at = 0;
-  wait_for("no replica took over", limit, [&]() -> std::string {
+  settle("cluster_topology", "no replica took over", limit, [&]() -> std::string {
+    if (auto why = not_ok(); !why.empty()) return why;
     for (const auto& n : nodes_) {
       if (n->pid() <= 0) continue;
-      raw_client raw(n->port());
-      const auto info = raw.command({"CLUSTER", "INFO"}).str;
-      if (info_field(info, "cluster_state") != "ok") {
-        return "node " + std::to_string(n->port()) +
-               " says cluster_state:" + info_field(info, "cluster_state");
-      }
       const auto owner = owner_of(slot, n->port());
       if (owner == old || owner == 0) {
         return "node " + std::to_string(n->port()) + " still names " + std::to_string(owner);

@@ -44,10 +44,9 @@ class cluster_topology {
   /// The node's cluster id.
   std::string node_id(std::uint16_t port) const;
 
-  /// Waits until every live node says `cluster_state:ok`, they agree who serves `slot` (all
-  /// slots checked when `slot` is negative: a full slot map agreement), and each master has
-  /// `replicas` replicas online.
-  void wait_ok(std::chrono::seconds limit = std::chrono::seconds(60), int slot = -1);
+  /// Waits until every live node says `cluster_state:ok`, they all see the same slot map, and
+  /// each master has `replicas` replicas online.
+  void wait_ok(std::chrono::seconds limit = std::chrono::seconds(60));
 
   /// After `old` (a master) died: waits until every live node says `cluster_state:ok` and
   /// names another master for `slot` (its replica, promoted); returns that master's port.
@@ -63,6 +62,9 @@ class cluster_topology {
   void end_migration(std::uint16_t slot, std::uint16_t from, std::uint16_t to);
 
  private:
+  /// The first live node that does not say `cluster_state:ok`, and what it says; empty if none.
+  std::string not_ok() const;
+
   std::vector<std::unique_ptr<redis_server>> nodes_;
   std::size_t replicas_ = 0;
 };

@@ -1,6 +1,7 @@
 #include "support/sentinel_topology.hpp"
 
 #include "support/raw_client.hpp"
+#include "support/settle.hpp"
 
 #include <charconv>
 #include <cstdlib>
@@ -27,26 +28,6 @@ std::uint16_t to_port(std::string_view text) {
   unsigned v = 0;
   std::from_chars(text.data(), text.data() + text.size(), v);
   return static_cast<std::uint16_t>(v);
-}
-
-/// Polls `check` every 50 ms until it returns an empty string or `limit` passes; then throws
-/// with the last thing it said.
-template <typename Check>
-void wait_for(std::string_view what, std::chrono::seconds limit, Check check) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  std::string last;
-  for (int round = 0; round < 100'000; ++round) {
-    try {
-      last = check();
-    } catch (const std::exception& e) {
-      last = e.what();
-    }
-    if (last.empty()) return;
-    if (std::chrono::steady_clock::now() >= deadline) break;
-    std::this_thread::sleep_for(50ms);
-  }
-  throw std::runtime_error("sentinel_topology: " + std::string(what) + " within " +
-                           std::to_string(limit.count()) + " s; last: " + last);
 }
 
 std::string role_of(std::uint16_t port) {
@@ -96,7 +77,7 @@ std::uint16_t sentinel_topology::master_port(std::size_t i) const {
 
 void sentinel_topology::wait_ready(std::uint16_t master, std::chrono::seconds limit) {
   const std::uint16_t replica = other(master).port();
-  wait_for("the topology did not settle", limit, [&]() -> std::string {
+  settle("sentinel_topology", "the topology did not settle", limit, [&]() -> std::string {
     if (const auto role = role_of(master); role != "master") {
       std::string views;
       for (std::size_t i = 0; i < sentinels_.size(); ++i) {
@@ -140,22 +121,23 @@ void sentinel_topology::wait_ready(std::uint16_t master, std::chrono::seconds li
 
 std::uint16_t sentinel_topology::wait_settled(std::chrono::seconds limit) {
   std::uint16_t master = 0;
-  wait_for("the sentinels did not settle on a master", limit, [&]() -> std::string {
-    master = master_port(0);
-    if (master == 0) return "sentinel 0 names no master";
-    try {
-      wait_ready(master, std::chrono::seconds(1));
-    } catch (const std::exception& e) {
-      return e.what();
-    }
-    return {};
-  });
+  settle("sentinel_topology", "the sentinels did not settle on a master", limit,
+         [&]() -> std::string {
+           master = master_port(0);
+           if (master == 0) return "sentinel 0 names no master";
+           try {
+             wait_ready(master, std::chrono::seconds(1));
+           } catch (const std::exception& e) {
+             return e.what();
+           }
+           return {};
+         });
   return master;
 }
 
 std::uint16_t sentinel_topology::wait_switched(std::uint16_t old, std::chrono::seconds limit) {
   std::uint16_t now = 0;
-  wait_for("the sentinels did not switch masters", limit, [&]() -> std::string {
+  settle("sentinel_topology", "the sentinels did not switch masters", limit, [&]() -> std::string {
     for (std::size_t i = 0; i < sentinels_.size(); ++i) {
       const auto port = master_port(i);
       if (port == 0 || port == old) return "sentinel " + std::to_string(i) + " names the old one";
@@ -167,7 +149,7 @@ std::uint16_t sentinel_topology::wait_switched(std::uint16_t old, std::chrono::s
 }
 
 void sentinel_topology::wait_demoted(std::uint16_t port, std::chrono::seconds limit) {
-  wait_for("the old master was not demoted", limit, [&]() -> std::string {
+  settle("sentinel_topology", "the old master was not demoted", limit, [&]() -> std::string {
     if (node(port).pid() <= 0) return {};
     const auto role = role_of(port);
     return role == "slave" ? std::string() : "ROLE says " + role;

@@ -1,6 +1,8 @@
 // The decoding of the acquire scripts' replies, per lock kind, without a server.
 #include "lock/acquire_reply.hpp"
 
+#include "support/resp3_values.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,21 +16,9 @@ using rlock::detail::decode_acquire_reply;
 using rlock::detail::lock_kind;
 namespace resp3 = rlock::detail::resp3;
 using outcome = acquire_reply::outcome;
+using rlock::test::array;
+using rlock::test::number;
 using namespace std::chrono_literals;
-
-resp3::value number(std::int64_t n) {
-  resp3::value v;
-  v.type = resp3::type::number;
-  v.integer = n;
-  return v;
-}
-
-resp3::value array(std::initializer_list<resp3::value> items) {
-  resp3::value v;
-  v.type = resp3::type::array;
-  v.elements = items;
-  return v;
-}
 
 resp3::value null() { return {}; }
 

@@ -3,6 +3,7 @@
 
 #include "resp3/parser.hpp"
 #include "rlock/error.hpp"
+#include "support/resp3_values.hpp"
 
 #include <gtest/gtest.h>
 
@@ -20,6 +21,7 @@ using rlock::detail::multiplexer;
 using rlock::detail::request_options;
 namespace resp3 = rlock::detail::resp3;
 using namespace std::chrono_literals;
+using rlock::test::text;
 
 /// What one request's handler saw.
 struct outcome {
@@ -34,13 +36,6 @@ rlock::detail::reply_handler record_into(outcome& o) {
     o.ec = ec;
     o.reply = std::move(v);
   };
-}
-
-resp3::value text(std::string s) {
-  resp3::value v;
-  v.type = resp3::type::blob_string;
-  v.str = std::move(s);
-  return v;
 }
 
 resp3::value error(std::string s) {

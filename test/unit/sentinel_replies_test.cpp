@@ -1,6 +1,8 @@
 // What sentinels and data nodes say about the master, decoded without a server.
 #include "session/sentinel_replies.hpp"
 
+#include "support/resp3_values.hpp"
+
 #include <gtest/gtest.h>
 
 namespace {
@@ -9,20 +11,8 @@ namespace resp3 = rlock::detail::resp3;
 using rlock::detail::master_address;
 using rlock::detail::parse_switch_master;
 using rlock::detail::says_master;
-
-resp3::value text(std::string s) {
-  resp3::value v;
-  v.type = resp3::type::blob_string;
-  v.str = std::move(s);
-  return v;
-}
-
-resp3::value array(std::vector<resp3::value> elements) {
-  resp3::value v;
-  v.type = resp3::type::array;
-  v.elements = std::move(elements);
-  return v;
-}
+using rlock::test::array;
+using rlock::test::text;
 
 TEST(sentinel_replies, a_master_address_is_host_and_port) {
   std::string why;

@@ -1,6 +1,8 @@
 // The slot map without a server: CLUSTER SHARDS decoding, MOVED updates, owners.
 #include "session/slot_map.hpp"
 
+#include "support/resp3_values.hpp"
+
 #include <gtest/gtest.h>
 
 #include <initializer_list>
@@ -10,54 +12,31 @@ namespace {
 
 using rlock::detail::slot_map;
 namespace resp3 = rlock::detail::resp3;
+using rlock::test::array;
+using rlock::test::map;
+using rlock::test::number;
+using rlock::test::text;
 
-resp3::value str(std::string s) {
-  resp3::value v;
-  v.type = resp3::type::blob_string;
-  v.str = std::move(s);
-  return v;
-}
-resp3::value num(std::int64_t n) {
-  resp3::value v;
-  v.type = resp3::type::number;
-  v.integer = n;
-  return v;
-}
-resp3::value map(std::initializer_list<std::pair<std::string, resp3::value>> kv) {
-  resp3::value v;
-  v.type = resp3::type::map;
-  for (const auto& [k, val] : kv) {
-    v.elements.push_back(str(k));
-    v.elements.push_back(val);
-  }
-  return v;
-}
-resp3::value array(std::initializer_list<resp3::value> items) {
-  resp3::value v;
-  v.type = resp3::type::array;
-  v.elements = items;
-  return v;
-}
 resp3::value node(const std::string& id, std::int64_t port, const std::string& role,
                   const std::string& health = "online") {
-  return map({{"id", str(id)},
-              {"port", num(port)},
-              {"tls-port", num(port + 1000)},
-              {"ip", str("127.0.0.1")},
-              {"endpoint", str("127.0.0.1")},
-              {"role", str(role)},
-              {"replication-offset", num(100)},
-              {"health", str(health)}});
+  return map({{"id", text(id)},
+              {"port", number(port)},
+              {"tls-port", number(port + 1000)},
+              {"ip", text("127.0.0.1")},
+              {"endpoint", text("127.0.0.1")},
+              {"role", text(role)},
+              {"replication-offset", number(100)},
+              {"health", text(health)}});
 }
 
 /// Three shards as Redis 7.0 answers CLUSTER SHARDS (slot ranges as start, end pairs).
 resp3::value three_shards() {
   return array({
-      map({{"slots", array({num(0), num(5460)})},
+      map({{"slots", array({number(0), number(5460)})},
            {"nodes", array({node("a", 7001, "master"), node("d", 7004, "replica")})}}),
-      map({{"slots", array({num(5461), num(10922)})},
+      map({{"slots", array({number(5461), number(10922)})},
            {"nodes", array({node("e", 7005, "replica"), node("b", 7002, "master")})}}),
-      map({{"slots", array({num(10923), num(12000), num(12001), num(16383)})},
+      map({{"slots", array({number(10923), number(12000), number(12001), number(16383)})},
            {"nodes", array({node("c", 7003, "master"), node("f", 7006, "replica")})}}),
   });
 }
@@ -96,7 +75,7 @@ TEST(slot_map, uncovered_slots_have_no_owner) {
 
 TEST(slot_map, a_failed_master_loses_to_an_online_one) {
   auto reply = array({map(
-      {{"slots", array({num(0), num(16383)})},
+      {{"slots", array({number(0), number(16383)})},
        {"nodes", array({node("old", 7001, "master", "fail"), node("new", 7004, "master")})}})});
   std::string why;
   auto m = slot_map::from_shards(reply, false, why);
@@ -125,13 +104,13 @@ TEST(slot_map, errors_and_bad_shapes_are_refused_with_words) {
   err.str = "ERR This instance has cluster support disabled";
   EXPECT_FALSE(slot_map::from_shards(err, false, why));
   EXPECT_NE(why.find("cluster support disabled"), std::string::npos) << why;
-  EXPECT_FALSE(slot_map::from_shards(str("hello"), false, why));
-  auto bad = array(
-      {map({{"slots", array({num(10), num(5)})}, {"nodes", array({node("a", 7001, "master")})}})});
+  EXPECT_FALSE(slot_map::from_shards(text("hello"), false, why));
+  auto bad = array({map(
+      {{"slots", array({number(10), number(5)})}, {"nodes", array({node("a", 7001, "master")})}})});
   EXPECT_FALSE(slot_map::from_shards(bad, false, why));
   EXPECT_NE(why.find("bad slot range"), std::string::npos) << why;
-  auto out_of_range = array({map(
-      {{"slots", array({num(0), num(16384)})}, {"nodes", array({node("a", 7001, "master")})}})});
+  auto out_of_range = array({map({{"slots", array({number(0), number(16384)})},
+                                  {"nodes", array({node("a", 7001, "master")})}})});
   EXPECT_FALSE(slot_map::from_shards(out_of_range, false, why));
 }
 
