@@ -4,8 +4,10 @@
 #include "lock/lock_state.hpp"
 #include "rlock/error.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/uuid/random_generator.hpp>
@@ -284,8 +286,16 @@ asio::awaitable<void> connect_op(std::shared_ptr<client_impl> c) {
 
 asio::awaitable<void> close_op(std::shared_ptr<client_impl> c) {
   co_await asio::this_coro::throw_if_cancelled(false);
+  // Unlocks already answered still owe their latch DEL: send it and wait for its answer (at most
+  // command_timeout; cancellation ends the wait), so a closed client leaves no latch behind.
+  c->latches.flush();
+  if (c->latches.in_flight() != 0) {
+    asio::steady_timer drained(c->executor, c->cfg.command_timeout);
+    c->latches.on_drained([&drained] { drained.cancel(); });
+    co_await drained.async_wait(asio::as_tuple(asio::use_awaitable));
+    c->latches.on_drained({});
+  }
   c->shutdown(std::make_error_code(std::errc::operation_canceled));
-  co_return;
 }
 
 }  // namespace detail

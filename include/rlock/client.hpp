@@ -155,11 +155,14 @@ class RLOCK_EXPORT client {
     return initiate(std::forward<CompletionToken>(token), &client::start_connect);
   }
 
-  /// Closes the connection. Every pending operation, waiter and `lost()` completes with
-  /// operation_aborted; the watchdog stops (held leases then expire on the server).
+  /// Closes the connection. First the unlock latches of unlocks already answered are deleted
+  /// (one DEL per slot, waited for at most config::command_timeout), so nothing this client
+  /// wrote is left behind; then every pending operation, waiter and `lost()` completes with
+  /// operation_aborted and the watchdog stops (held leases then expire on the server).
   /// Completion: `void(error_code)`, never an error.
   ///
-  /// Per-operation cancellation: not supported (ignored): it completes at once.
+  /// Per-operation cancellation: any type ends the wait for the latch deletes at once; the close
+  /// itself always happens.
   boost::asio::awaitable<void> close();
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_close(CompletionToken&& token = {}) {

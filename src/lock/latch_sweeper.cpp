@@ -46,9 +46,21 @@ void latch_sweeper::sweep() {
     for (; i < grouped.size() && grouped[i].first == group; ++i) args.push_back(grouped[i].second);
     std::string command;
     resp3::append_command(command, std::span<const std::string_view>(args));
-    session_.exec(route, std::move(command), opts, [](std::error_code, resp3::value) {});
+    ++in_flight_;
+    // Weak: the answer may come while the client is being destroyed (the session fails what it
+    // still holds), when this object is gone.
+    session_.exec(route, std::move(command), opts,
+                  [owner = owner_, this](std::error_code, resp3::value) {
+                    if (const auto keep = owner.lock()) answered();
+                  });
   }
   keys_.clear();
+}
+
+void latch_sweeper::answered() {
+  if (--in_flight_ != 0 || !drained_) return;
+  auto f = std::exchange(drained_, {});
+  f();
 }
 
 }  // namespace rlock::detail

@@ -15,6 +15,8 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -82,6 +84,27 @@ TEST(connection, server_error_keeps_redis_text) {
       EXPECT_NE(std::string(e.what()).find("WRONGTYPE"), std::string::npos) << e.what();
     }
     co_await redis.close();
+  });
+}
+
+TEST(connection, close_deletes_the_latches_of_answered_unlocks) {
+  // An unlock leaves a latch key for its retries and deletes it a turn after the answer; a close
+  // right after the unlocks must not drop those deletes (the latch would outlive the client).
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    std::vector<rlock::reentrant_lock> locks;
+    for (int i = 0; i < 16; ++i) locks.push_back(redis.get_lock("latched-" + std::to_string(i)));
+    for (auto& l : locks) co_await l.lock(30s);
+    for (auto& l : locks) co_await l.unlock();
+    co_await redis.close();
+    for (const auto& l : locks) {
+      const auto left = raw.command({"KEYS", "redisson_unlock_latch:{" + l.key() + "}:*"});
+      EXPECT_TRUE(left.elements.empty()) << l.key() << " left " << left.elements.size();
+    }
   });
 }
 
