@@ -38,8 +38,8 @@ std::int64_t canary::stop() {
 }
 
 held_lock::held_lock(const std::function<rlock::config(const std::string&)>& config_of,
-                     recorder& rec)
-    : rec_(rec) {
+                     recorder& rec, std::string name)
+    : rec_(rec), name_(std::move(name)) {
   holder_.emplace(io_.get_executor(), config_of("holder"));
   contender_.emplace(io_.get_executor(), config_of("contender"));
   asio::co_spawn(io_, hold(), asio::detached);
@@ -57,10 +57,10 @@ void held_lock::finish() {
 
 asio::awaitable<void> held_lock::hold() {
   co_await holder_->connect();
-  auto l = holder_->get_lock("held");
+  auto l = holder_->get_lock(name_);
   const nanos asked = now_ns();
   co_await l.lock();
-  const auto a = rec_.acquired("held", "holder", asked);
+  const auto a = rec_.acquired(name_, "holder", asked);
   holding_ = true;
   auto [ec] = co_await l.async_lost(
       asio::bind_cancellation_slot(stop_holding_.slot(), asio::as_tuple(asio::use_awaitable)));
@@ -78,13 +78,13 @@ asio::awaitable<void> held_lock::hold() {
 
 asio::awaitable<void> held_lock::contend() {
   co_await contender_->connect();
-  auto l = contender_->get_lock("held");
+  auto l = contender_->get_lock(name_);
   asio::steady_timer pause(io_);
   for (int i = 0; i < 10'000 && !stopping_; ++i) {
     const nanos asked = now_ns();
     auto [ec, got] = co_await l.async_try_lock(200ms, asio::as_tuple(asio::use_awaitable));
     if (ec || !got) continue;
-    const auto a = rec_.acquired("held", "contender", asked);
+    const auto a = rec_.acquired(name_, "contender", asked);
     pause.expires_after(5ms);  // a short hold, then a pause: a readable history
     co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
     const nanos at = now_ns();

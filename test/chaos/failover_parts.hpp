@@ -36,13 +36,14 @@ class canary {
   std::thread thread_;
 };
 
-/// A holder of one lock ("held") through the watchdog, and a contender trying it all along, on
-/// their own thread: the holder must stop believing before the contender can take it, failover
-/// or not.
+/// A holder of one lock (`name`, "held" unless told) through the watchdog, and a contender trying
+/// it all along, on their own thread: the holder must stop believing before the contender can take
+/// it, failover or not.
 class held_lock {
  public:
   /// `config_of(name)` gives each client's settings (the topology's, a client name).
-  held_lock(const std::function<rlock::config(const std::string&)>& config_of, recorder& rec);
+  held_lock(const std::function<rlock::config(const std::string&)>& config_of, recorder& rec,
+            std::string name = "held");
   ~held_lock() { finish(); }
 
   bool holding() const { return holding_; }
@@ -56,6 +57,7 @@ class held_lock {
   boost::asio::awaitable<void> contend();
 
   recorder& rec_;
+  std::string name_;
   boost::asio::io_context io_;
   std::optional<rlock::client> holder_;
   std::optional<rlock::client> contender_;

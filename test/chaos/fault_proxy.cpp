@@ -15,6 +15,7 @@
 #include <deque>
 #include <future>
 #include <list>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -82,6 +83,7 @@ class fault_proxy::impl {
   std::array<bool, 2> stalled_{};
   bool refusing_ = false;
   bool split_ = false;
+  std::set<asio::ip::address> isolated_;
 
   void wake_all() {
     for (auto& l : links_) {
@@ -118,6 +120,7 @@ class fault_proxy::impl {
     std::array<lane, 2> lanes;
     bool closed = false;
     bool frozen = false;
+    asio::ip::address from;  // the client side's address
     std::list<std::shared_ptr<link>>::iterator self;
 
     link(impl& p, tcp::socket c)
@@ -158,6 +161,7 @@ class fault_proxy::impl {
       }
       ++self->accepted_;
       auto l = std::make_shared<link>(*self, std::move(s));
+      l->from = l->client.remote_endpoint(ec).address();
       self->links_.push_front(l);
       l->self = self->links_.begin();
       ++self->open_;
@@ -204,7 +208,7 @@ class fault_proxy::impl {
     auto& lane = l->lanes[index(d)];
     const auto i = index(d);
     while (!l->closed) {
-      const bool stalled = self->stalled_[i] || l->frozen;
+      const bool stalled = self->stalled_[i] || l->frozen || self->isolated_.count(l->from) != 0;
       const bool ready =
           !lane.queue.empty() && !stalled && lane.queue.front().due <= clock_type::now();
       if (!ready) {
@@ -269,6 +273,11 @@ void fault_proxy::freeze_open() {
   impl_->run([&] { impl_->freeze_all(); });
 }
 
+void fault_proxy::isolate(const std::string& address) {
+  const auto a = asio::ip::make_address(address);
+  impl_->run([&] { impl_->isolated_.insert(a); });
+}
+
 void fault_proxy::refuse() {
   impl_->run([&] { impl_->refusing_ = true; });
 }
@@ -283,6 +292,7 @@ void fault_proxy::heal() {
     impl_->delay_ = {};
     impl_->split_ = false;
     impl_->refusing_ = false;
+    impl_->isolated_.clear();
     impl_->wake_all();
   });
 }

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 namespace rlock::test {
 
@@ -44,7 +45,10 @@ class fault_proxy {
   void refuse();
   /// Writes what the server sends one byte per write (each its own TCP segment).
   void split_replies(bool on);
-  /// Ends drop, black_hole, refuse, delays and splitting; held bytes are delivered.
+  /// Stalls, both ways, the connections coming from `address` (their client side's IP, e.g. a
+  /// server's `bind-source-addr`), open now and later; the others flow. One peer cut off.
+  void isolate(const std::string& address);
+  /// Ends drop, black_hole, isolate, refuse, delays and splitting; held bytes are delivered.
   void heal();
   /// Closes every open connection now (held bytes are lost with them).
   void cut_all();

@@ -101,6 +101,17 @@ std::vector<std::uint16_t> cluster_topology::master_ports() const {
   return {ports.begin(), ports.end()};
 }
 
+std::uint16_t cluster_topology::replica_of(std::uint16_t port) const {
+  raw_client raw(port);
+  const auto info = raw.command({"INFO", "replication"}).str;
+  const auto line = info_field(info, "slave0");  // ip=…,port=N,state=…
+  const auto at = line.find("port=");
+  if (at == std::string::npos) {
+    throw std::runtime_error("cluster_topology: node " + std::to_string(port) + " has no replica");
+  }
+  return static_cast<std::uint16_t>(std::stoi(line.substr(at + 5)));
+}
+
 std::string cluster_topology::node_id(std::uint16_t port) const {
   raw_client raw(port);
   return raw.command({"CLUSTER", "MYID"}).str;
@@ -169,6 +180,39 @@ std::uint16_t cluster_topology::wait_failover(std::uint16_t slot, std::uint16_t 
     return {};
   });
   return now_at;
+}
+
+void cluster_topology::announce(std::uint16_t port, std::uint16_t client_port,
+                                std::uint16_t bus_port, std::chrono::seconds limit) {
+  auto& node = node_on(port);
+  raw_client raw(port);
+  for (const auto& [name, value] : {std::pair{"cluster-announce-port", client_port},
+                                    std::pair{"cluster-announce-bus-port", bus_port}}) {
+    const auto r = raw.command({"CONFIG", "SET", name, std::to_string(value)});
+    if (r.is_error()) throw std::runtime_error(std::string("CONFIG SET ") + name + ": " + r.str);
+  }
+  const std::string id = node_id(port);
+  const std::string address = "127.0.0.1:" + std::to_string(client_port ? client_port : port) +
+                              "@" + std::to_string(bus_port ? bus_port : node.bus_port());
+  settle("cluster_topology", "the cluster did not learn the announced ports", limit,
+         [&]() -> std::string {
+           for (const auto& n : nodes_) {
+             if (n->pid() <= 0 || n->port() == port) continue;
+             raw_client other(n->port());
+             const auto nodes = other.command({"CLUSTER", "NODES"}).str;
+             // The node's own line starts with its id (a replica's line names it later).
+             auto line = nodes.rfind(id + " ", 0) == 0 ? 0 : nodes.find("\n" + id + " ");
+             if (line == std::string::npos)
+               return "node " + std::to_string(n->port()) + " lost " + id;
+             if (line != 0) ++line;
+             const auto from = line + id.size() + 1;
+             const auto seen = nodes.substr(from, nodes.find_first_of(", ", from) - from);
+             if (seen != address) {
+               return "node " + std::to_string(n->port()) + " sees " + seen + ", not " + address;
+             }
+           }
+           return {};
+         });
 }
 
 void cluster_topology::begin_migration(std::uint16_t slot, std::uint16_t from, std::uint16_t to) {

@@ -41,6 +41,9 @@ class cluster_topology {
   std::uint16_t owner_of(std::uint16_t slot, std::uint16_t ask = 0) const;
   /// The ports of the masters that serve slots, sorted.
   std::vector<std::uint16_t> master_ports() const;
+  /// The port of a replica of the master on `port` (its first, as `INFO replication` lists
+  /// them); throws if it has none.
+  std::uint16_t replica_of(std::uint16_t port) const;
   /// The node's cluster id.
   std::string node_id(std::uint16_t port) const;
 
@@ -52,6 +55,14 @@ class cluster_topology {
   /// names another master for `slot` (its replica, promoted); returns that master's port.
   std::uint16_t wait_failover(std::uint16_t slot, std::uint16_t old,
                               std::chrono::seconds limit = std::chrono::seconds(60));
+
+  /// Makes the node on `port` announce `client_port` for clients and replicas and `bus_port`
+  /// for the other nodes' bus links (`CONFIG SET cluster-announce-port / -bus-port`; 0: its own
+  /// ports), e.g. a fault proxy's, and waits until every other live node's `CLUSTER NODES`
+  /// shows both. The other nodes then open their bus links to it on `bus_port`; its own links
+  /// to them, and connections opened before, are not moved.
+  void announce(std::uint16_t port, std::uint16_t client_port, std::uint16_t bus_port,
+                std::chrono::seconds limit = std::chrono::seconds(30));
 
   /// Resharding of one slot, in the three steps of the cluster spec's "live resharding":
   /// begin_migration sets `to` IMPORTING and `from` MIGRATING; move_keys MIGRATEs every key of
