@@ -324,6 +324,7 @@ client_stats client::stats() const noexcept {
   s.reconnects = link.reconnects;
   s.health_check_failures = link.health_check_failures;
   s.retried_commands = link.retried_commands;
+  s.writes = link.writes;
   s.reconciled_acquires = impl_->counters.reconciled_acquires.load(std::memory_order_relaxed);
   s.given_back = impl_->counters.given_back.load(std::memory_order_relaxed);
   return s;

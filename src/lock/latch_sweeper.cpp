@@ -1,7 +1,5 @@
 #include "lock/latch_sweeper.hpp"
 
-#include "resp3/request.hpp"
-
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
@@ -38,18 +36,15 @@ void latch_sweeper::sweep() {
   }
   request_options opts;
   opts.deadline = std::chrono::steady_clock::now() + timeout_;
-  std::vector<std::string_view> args;
+  std::vector<std::string_view> keys;
   for (std::size_t i = 0; i < grouped.size();) {
-    args.assign({"DEL"});
+    keys.clear();
     const std::uint16_t group = grouped[i].first;
-    const std::string_view route = grouped[i].second;
-    for (; i < grouped.size() && grouped[i].first == group; ++i) args.push_back(grouped[i].second);
-    std::string command;
-    resp3::append_command(command, std::span<const std::string_view>(args));
+    for (; i < grouped.size() && grouped[i].first == group; ++i) keys.push_back(grouped[i].second);
     ++in_flight_;
     // Weak: the answer may come while the client is being destroyed (the session fails what it
     // still holds), when this object is gone.
-    session_.exec(route, std::move(command), opts,
+    session_.exec(command(command_kind::cleanup, "DEL", keys), opts,
                   [owner = owner_, this](std::error_code, resp3::value) {
                     if (const auto keep = owner.lock()) answered();
                   });

@@ -12,11 +12,13 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <array>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -25,39 +27,37 @@ namespace rlock::detail {
 
 namespace asio = boost::asio;
 
-/// The options of a single round trip: idempotent (written again after a reconnect), bounded by
-/// config::command_timeout.
+/// The options of a single round trip, bounded by config::command_timeout.
 inline request_options round_trip(const lock_state& s) {
   request_options opts;
-  opts.unknown = if_unknown::retry;
   opts.deadline = std::chrono::steady_clock::now() + s.client->cfg.command_timeout;
   return opts;
 }
 
 /// One command, a single round trip on the lock key's connection; error replies become
 /// server_error (or their own code), with Redis's text; `what` names it in other errors.
-inline asio::awaitable<resp3::value> command(std::shared_ptr<lock_state> s, std::string cmd,
-                                             std::string_view what) {
+inline asio::awaitable<resp3::value> run(std::shared_ptr<lock_state> s, command c,
+                                         std::string_view what) {
   auto [ec, reply] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
                                                    void(std::error_code, resp3::value)>(
       [&](auto completion) {
-        s->client->session.exec(s->key, std::move(cmd), round_trip(*s), std::move(completion));
+        s->client->session.exec(std::move(c), round_trip(*s), std::move(completion));
       },
       asio::use_awaitable);
   if (ec || reply.is_error()) std::rethrow_exception(failure_of(*s->client, ec, reply, what));
   co_return reply;
 }
 
-/// A query of the lock key (`command key [field]`).
+/// A query of the lock key (`name key [field]`).
 inline asio::awaitable<resp3::value> query(std::shared_ptr<lock_state> s, std::string_view name,
                                            bool with_field) {
-  std::string cmd;
-  if (with_field) {
-    resp3::append_command(cmd, {name, s->key, s->field});
-  } else {
-    resp3::append_command(cmd, {name, s->key});
-  }
-  co_return co_await command(std::move(s), std::move(cmd), name);
+  // Spans over arrays, not braced lists: g++ 12 miscompiles those inside coroutines.
+  const std::array<std::string_view, 1> key{s->key};
+  const std::array<std::string_view, 1> field{s->field};
+  command c(
+      command_kind::query, name, key,
+      with_field ? std::span<const std::string_view>(field) : std::span<const std::string_view>());
+  co_return co_await run(std::move(s), std::move(c), name);
 }
 
 inline std::int64_t as_integer(const resp3::value& v) {

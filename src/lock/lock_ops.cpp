@@ -152,8 +152,7 @@ struct release_operation {
     op->keys = {s.key, op->channel, op->latch};
     op->args = {"0", op->lease_arg.view(), s.field, c.session.publish_command(),
                 op->latch_ttl_arg.view()};
-    request_options opts;
-    opts.unknown = if_unknown::retry;  // the latch makes a retry return the first answer
+    request_options opts;  // a release: retried (the latch makes a retry return the first answer)
     opts.deadline = clock_type::now() + c.cfg.command_timeout;
     opts.on_deadline = &release_operation::on_deadline;
     opts.context = op.get();
@@ -295,8 +294,7 @@ struct acquire_operation {
     ++c.counters.acquire_attempts;
     op->attempt_started = clock_type::now();
     op->written = {};
-    request_options opts;
-    opts.unknown = if_unknown::fail;  // not idempotent: reconciled instead
+    request_options opts;  // an acquire: never written twice, reconciled instead
     opts.deadline = op->attempt_deadline();
     opts.on_deadline = &acquire_operation::on_deadline;
     opts.context = op.get();
@@ -407,16 +405,15 @@ struct acquire_operation {
   static void reconcile(owner op) {
     client_impl& c = op->client();
     if (op->cancelled) op->detach(cancelled_error());
-    std::string hget;
-    resp3::append_command(hget, {"HGET", op->s->key, op->s->field});
+    command hget(command_kind::query, "HGET", {std::string_view(op->s->key)},
+                 {std::string_view(op->s->field)});
     request_options opts;
-    opts.unknown = if_unknown::retry;
     // The question stays open as long as the attempt's own bound (max once detached).
     opts.deadline = op->attempt_deadline();
     auto* p = op.get();
     p->in_flight = true;
     p->request =
-        c.session.exec(p->s->key, std::move(hget), opts,
+        c.session.exec(std::move(hget), opts,
                        [op = std::move(op)](std::error_code ec, resp3::value reply) mutable {
                          op->in_flight = false;
                          on_reconciled(std::move(op), ec, reply);
@@ -468,16 +465,13 @@ struct acquire_operation {
   /// an earlier holder got, which is what a fenced resource checks.
   static void fetch_token(owner op) {
     client_impl& c = op->client();
-    std::string get;
-    resp3::append_command(get, {"GET", op->token_key});
+    command get(command_kind::query, "GET", {std::string_view(op->token_key)});
     request_options opts;
-    opts.unknown = if_unknown::retry;
     opts.deadline = op->attempt_deadline();
     auto* p = op.get();
     p->in_flight = true;
     p->request = c.session.exec(
-        p->s->key, std::move(get), opts,
-        [op = std::move(op)](std::error_code ec, resp3::value reply) mutable {
+        std::move(get), opts, [op = std::move(op)](std::error_code ec, resp3::value reply) mutable {
           op->in_flight = false;
           std::int64_t token = 0;
           if (!ec && !reply.is_null()) {

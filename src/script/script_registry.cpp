@@ -16,10 +16,26 @@ namespace {
 
 bool is_noscript(const resp3::value& v) { return v.is_error() && v.str.starts_with("NOSCRIPT"); }
 
-std::string load_command(script s) {
-  std::string cmd;
-  resp3::append_command(cmd, {"SCRIPT", "LOAD", script_sources[static_cast<std::size_t>(s)]});
-  return cmd;
+/// What each script does to a lock: its command kind (retry policy after a lost answer).
+constexpr command_kind kind_of(script s) noexcept {
+  switch (s) {
+    case script::acquire:
+    case script::acquire_fenced:
+      return command_kind::acquire;
+    case script::release:
+      return command_kind::release;
+    case script::renew:
+      return command_kind::renew;
+    case script::force_unlock:
+      return command_kind::force_release;
+  }
+  return command_kind::acquire;  // unreachable; the strictest policy
+}
+
+/// `SCRIPT LOAD source`, for the node of `route`.
+command load_command(script s, std::string_view route = {}) {
+  return command::about(command_kind::load, route, "SCRIPT",
+                        {"LOAD", script_sources[static_cast<std::size_t>(s)]});
 }
 
 /// A SCRIPT LOAD reply checked: the SHA1, or why not.
@@ -42,34 +58,17 @@ script_registry::script_registry(session& s) : session_(s) {
   const auto& sync = session_.cfg().sync_replicas;
   if (sync.replicas > 0) {
     replicas_ = sync.replicas;
-    resp3::append_command(wait_command_, {"WAIT", std::to_string(sync.replicas),
-                                          std::to_string(sync.timeout.count())});
+    wait_command_ =
+        command::about(command_kind::query, {}, "WAIT",
+                       {std::to_string(sync.replicas), std::to_string(sync.timeout.count())})
+            .take_payload();
   }
   for (std::size_t i = 0; i < script_count; ++i) {
-    session_.add_handshake_step({load_command(static_cast<script>(i)),
+    session_.add_handshake_step({load_command(static_cast<script>(i)).take_payload(),
                                  [this, i](resp3::value& reply, std::string& diagnostic) {
                                    return sha_of(reply, sha_[i], diagnostic);
                                  }});
   }
-}
-
-std::string script_registry::evalsha(script s, std::span<const std::string_view> keys,
-                                     std::span<const std::string_view> args) const {
-  std::string out;
-  std::size_t bytes = 64 + sha_[static_cast<std::size_t>(s)].size();
-  for (auto k : keys) bytes += k.size() + 16;
-  for (auto a : args) bytes += a.size() + 16;
-  out.reserve(bytes);
-  resp3::append_array_header(out, 3 + keys.size() + args.size());
-  resp3::append_bulk(out, "EVALSHA");
-  resp3::append_bulk(out, sha_[static_cast<std::size_t>(s)]);
-  char digits[24];
-  const auto [end, ec] = std::to_chars(std::begin(digits), std::end(digits), keys.size());
-  static_cast<void>(ec);  // cannot fail: the buffer fits every size_t
-  resp3::append_bulk(out, std::string_view(digits, static_cast<std::size_t>(end - digits)));
-  for (auto k : keys) resp3::append_bulk(out, k);
-  for (auto a : args) resp3::append_bulk(out, a);
-  return out;
 }
 
 multiplexer::id_type script_registry::async_run(script s, std::span<const std::string_view> keys,
@@ -92,15 +91,11 @@ multiplexer::id_type script_registry::send(script s, std::span<const std::string
                                            std::span<const std::string_view> args,
                                            request_options opts, reply_handler handler,
                                            bool may_reload) {
-  const std::string_view key = keys.empty() ? std::string_view{} : keys.front();
-  std::string payload = evalsha(s, keys, args);
+  command c = command::script(kind_of(s), sha_[static_cast<std::size_t>(s)], keys, args);
   const bool with_wait = synced(s);
-  if (with_wait) {
-    payload += wait_command_;
-    opts.answers = 2;
-  }
+  if (with_wait) c.then(wait_command_);  // one request: both run on one connection, in order
   return session_.exec(
-      key, std::move(payload), opts,
+      std::move(c), opts,
       [this, s, keys, args, opts, may_reload, with_wait, h = std::move(handler)](
           std::error_code ec, resp3::value answer) mutable {
         // A router's error (cluster_down, too_many_redirects) carries Redis's text as a value.
@@ -119,7 +114,6 @@ multiplexer::id_type script_registry::send(script s, std::span<const std::string
           reply = std::move(answer);
         }
         if (may_reload && is_noscript(reply)) {
-          opts.answers = 1;
           return reload_and_send(s, keys, args, opts, std::move(h));
         }
         if (reply.is_error()) {
@@ -139,8 +133,7 @@ void script_registry::reload_and_send(script s, std::span<const std::string_view
   const std::string_view key = keys.empty() ? std::string_view{} : keys.front();
   request_options load_opts;
   load_opts.deadline = opts.deadline;
-  load_opts.unknown = if_unknown::retry;  // loading a script is idempotent
-  session_.exec(key, load_command(s), load_opts,
+  session_.exec(load_command(s, key), load_opts,
                 [this, s, keys, args, opts, h = std::move(handler)](std::error_code ec,
                                                                     resp3::value reply) mutable {
                   if (ec) return std::move(h)(ec, resp3::value{});

@@ -48,15 +48,13 @@ class script_registry {
   void reload_and_send(script s, std::span<const std::string_view> keys,
                        std::span<const std::string_view> args, request_options opts,
                        reply_handler handler);
-  std::string evalsha(script s, std::span<const std::string_view> keys,
-                      std::span<const std::string_view> args) const;
 
   /// Whether `s` is followed by WAIT (config::sync_replicas).
   bool synced(script s) const noexcept;
 
   session& session_;
   std::array<std::string, script_count> sha_;
-  std::string wait_command_;  // `WAIT replicas timeout`, or empty
+  std::string wait_command_;  // `WAIT replicas timeout` encoded, or empty
   std::int64_t replicas_ = 0;
 };
 

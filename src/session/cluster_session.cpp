@@ -147,7 +147,7 @@ cluster_session::link& cluster_session::link_for(const std::string& host, std::u
     // Its first connection failed (or it was lost with reconnection off): a new attempt gets a
     // new connection, and the channels placed on the node go with it.
     resubscribe = channels_.channels_on(address);
-    retired_reconnects_ += it->second->conn->stats().reconnects.load(std::memory_order_relaxed);
+    retire_counters(*it->second->conn);
     it->second->conn->set_listener(nullptr);
     links_.erase(it);
   }
@@ -187,7 +187,7 @@ void cluster_session::prune_links() {
     link& l = *it->second;
     if (!map_.serves(l.address) && l.conn->outstanding() == 0 &&
         channels_.placed_on(l.address) == 0) {
-      retired_reconnects_ += l.conn->stats().reconnects.load(std::memory_order_relaxed);
+      retire_counters(*l.conn);
       l.conn->set_listener(nullptr);
       l.conn->close(make_error_code(errc::connection_lost));
       it = links_.erase(it);
@@ -247,13 +247,14 @@ void cluster_session::close(std::error_code reason) {
 
 // --- requests ---------------------------------------------------------------------------------
 
-multiplexer::id_type cluster_session::exec(std::string_view key, std::string payload,
-                                           request_options opts, reply_handler handler) {
+multiplexer::id_type cluster_session::exec(command c, request_options opts, reply_handler handler) {
   auto op = std::make_unique<routed>(std::move(handler));
   op->id = next_id_++;
-  op->payload = std::move(payload);
+  op->slot = key_slot(c.route());  // before the payload (holding the route) is taken
+  opts.unknown = unknown_policy(c.kind());
+  opts.answers = c.answers();
+  op->payload = c.take_payload();
   op->opts = opts;
-  op->slot = key_slot(key);
   op->bound = opts.deadline != clock_type::time_point::max()
                   ? opts.deadline
                   : clock_type::now() + cfg().command_timeout;
@@ -723,6 +724,7 @@ std::vector<std::string> cluster_session::masters() const { return map_.master_a
 
 multiplexer::id_type cluster_session::exec_on(std::string_view node, std::string payload,
                                               request_options opts, reply_handler handler) {
+  opts.unknown = unknown_policy(command_kind::query);  // node commands are queries (SCAN)
   link* l = closed_ ? nullptr : link_at(node);
   if (l == nullptr) {
     asio::post(executor_, [h = std::move(handler)]() mutable {
@@ -733,14 +735,22 @@ multiplexer::id_type cluster_session::exec_on(std::string_view node, std::string
   return l->conn->exec(std::move(payload), opts, std::move(handler));
 }
 
+void cluster_session::retire_counters(const connection& c) {
+  const auto& n = c.stats();
+  retired_.reconnects += n.reconnects.load(std::memory_order_relaxed);
+  retired_.health_check_failures += n.health_check_failures.load(std::memory_order_relaxed);
+  retired_.retried_commands += n.retried_commands.load(std::memory_order_relaxed);
+  retired_.writes += n.writes.load(std::memory_order_relaxed);
+}
+
 session_stats cluster_session::stats() const noexcept {
-  session_stats s;
-  s.reconnects = retired_reconnects_;
+  session_stats s = retired_;
   for (const auto& [address, l] : links_) {
     const auto& c = l->conn->stats();
     s.reconnects += c.reconnects.load(std::memory_order_relaxed);
     s.health_check_failures += c.health_check_failures.load(std::memory_order_relaxed);
     s.retried_commands += c.retried_commands.load(std::memory_order_relaxed);
+    s.writes += c.writes.load(std::memory_order_relaxed);
   }
   return s;
 }

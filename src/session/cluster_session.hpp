@@ -47,8 +47,7 @@ class cluster_session final : public session {
   void async_connect(connection::connect_handler h) override;
   void close(std::error_code reason) override;
 
-  multiplexer::id_type exec(std::string_view key, std::string payload, request_options opts,
-                            reply_handler handler) override;
+  multiplexer::id_type exec(command c, request_options opts, reply_handler handler) override;
   bool withdraw(std::string_view key, multiplexer::id_type id, std::error_code reason) override;
   void subscribe(std::string_view key, std::string_view channel) override;
   void unsubscribe(std::string_view key, std::string_view channel) override;
@@ -77,6 +76,8 @@ class cluster_session final : public session {
   link& link_for(const std::string& host, std::uint16_t port);
   /// link_for an address "host:port" (the registry's and the map's); nullptr if it is not one.
   link* link_at(std::string_view address);
+  /// Adds a connection about to be dropped to retired_.
+  void retire_counters(const connection& c);
   void submit(routed_ptr op);
   void on_reply(routed_ptr op, std::error_code ec, resp3::value v);
   void deliver(routed_ptr op, std::error_code ec, resp3::value v);
@@ -136,7 +137,7 @@ class cluster_session final : public session {
   bool refresh_timer_armed_ = false;
   boost::asio::steady_timer periodic_timer_;
   backoff refresh_backoff_;
-  std::uint64_t retired_reconnects_ = 0;
+  session_stats retired_;  // the counters of connections closed since (stats() stays monotonic)
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for completions that outlive us
 };
 

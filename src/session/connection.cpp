@@ -452,6 +452,7 @@ void connection::start_write() {
   if (mux_.prepare_write(writing_, state_ == connection_state::connected, clock_type::now()) == 0)
     return;
   write_in_flight_ = true;
+  counters_.writes.fetch_add(1, std::memory_order_relaxed);
   transport_.async_write(asio::buffer(writing_), [this, self = shared_from_this(), gen = gen_,
                                                   keep = transport_.keep_alive()](
                                                      boost::system::error_code ec, std::size_t) {

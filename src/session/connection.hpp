@@ -132,6 +132,7 @@ class connection : public std::enable_shared_from_this<connection> {
     std::atomic<std::uint64_t> reconnects{0};
     std::atomic<std::uint64_t> health_check_failures{0};
     std::atomic<std::uint64_t> retried_commands{0};
+    std::atomic<std::uint64_t> writes{0};
   };
   const counters& stats() const noexcept { return counters_; }
 

@@ -14,7 +14,8 @@ session_stats node_session::stats() const noexcept {
   const auto& c = node_->stats();
   return {c.reconnects.load(std::memory_order_relaxed),
           c.health_check_failures.load(std::memory_order_relaxed),
-          c.retried_commands.load(std::memory_order_relaxed)};
+          c.retried_commands.load(std::memory_order_relaxed),
+          c.writes.load(std::memory_order_relaxed)};
 }
 
 std::unique_ptr<session> make_session(boost::asio::any_io_executor ex, const config& cfg) {

@@ -28,9 +28,10 @@ class node_session : public session {
   void async_connect(connection::connect_handler h) override { node_->async_connect(std::move(h)); }
   void close(std::error_code reason) override { node_->close(reason); }
 
-  multiplexer::id_type exec(std::string_view /*key*/, std::string payload, request_options opts,
-                            reply_handler handler) override {
-    return node_->exec(std::move(payload), opts, std::move(handler));
+  multiplexer::id_type exec(command c, request_options opts, reply_handler handler) override {
+    opts.unknown = unknown_policy(c.kind());
+    opts.answers = c.answers();
+    return node_->exec(c.take_payload(), opts, std::move(handler));
   }
   bool withdraw(std::string_view /*key*/, multiplexer::id_type id,
                 std::error_code reason) override {

@@ -2,6 +2,7 @@
 
 #include "rlock/config.hpp"
 #include "rlock/connection_state.hpp"
+#include "session/command.hpp"
 #include "session/connection.hpp"
 #include "session/multiplexer.hpp"
 
@@ -22,6 +23,7 @@ struct session_stats {
   std::uint64_t reconnects = 0;
   std::uint64_t health_check_failures = 0;
   std::uint64_t retried_commands = 0;
+  std::uint64_t writes = 0;
 };
 
 /// What the services (scripts, wait hub, watchdog, queries) talk to: they run a request or
@@ -45,11 +47,11 @@ class session {
   /// Fails everything pending with `reason` and closes for good.
   virtual void close(std::error_code reason) = 0;
 
-  /// Runs `payload` (the request's commands, RESP-encoded) where `key` lives; see multiplexer
-  /// and request_options for what the handler gets. Returns an id for withdraw() (0: failed at
-  /// once).
-  virtual multiplexer::id_type exec(std::string_view key, std::string payload, request_options opts,
-                                    reply_handler handler) = 0;
+  /// Runs `c` where its route key lives; see multiplexer and request_options for what the
+  /// handler gets. The command's kind decides whether it may be written again after its answer
+  /// was lost (`opts.unknown`) and its answers count (`opts.answers`); `opts` brings the deadline
+  /// and the caller's hooks. Returns an id for withdraw() (0: failed at once).
+  virtual multiplexer::id_type exec(command c, request_options opts, reply_handler handler) = 0;
   virtual bool withdraw(std::string_view key, multiplexer::id_type id, std::error_code reason) = 0;
   /// Wants / no longer wants `channel` (reference counting is the caller's); `key` is the lock
   /// key the channel belongs to.
@@ -78,7 +80,8 @@ class session {
   /// redirects: for commands that are about a node, not a key (SCAN).
   virtual multiplexer::id_type exec_on(std::string_view node, std::string payload,
                                        request_options opts, reply_handler handler) {
-    return exec(node, std::move(payload), opts, std::move(handler));
+    return exec(command::encoded(command_kind::query, node, std::move(payload)), opts,
+                std::move(handler));
   }
 
   /// Keys of one group may share a script call (renewals, latch deletes): one server needs no

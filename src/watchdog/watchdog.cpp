@@ -167,8 +167,7 @@ void watchdog::start_round() {
     }
     // Idempotent, so written again after a reconnect; useful until the earliest holder in the
     // batch stops believing, and no longer.
-    request_options opts;
-    opts.unknown = if_unknown::retry;
+    request_options opts;  // a renewal: written again after a reconnect (its kind)
     opts.deadline = deadline;
     opts.written_at = &b->sent;
     renew_calls_.fetch_add(1, std::memory_order_relaxed);

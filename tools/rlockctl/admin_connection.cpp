@@ -102,10 +102,9 @@ asio::awaitable<std::vector<reply>> admin_connection::send(std::vector<command> 
         b->replies.resize(cmds.size());
         b->left = cmds.size();
         for (std::size_t i = 0; i < cmds.size(); ++i) {
+          // Read-only queries (command_kind::query): written again after a reconnect.
           detail::request_options opts;
           opts.deadline = deadline;
-          // Read-only queries: safe to write again after a reconnect.
-          opts.unknown = detail::if_unknown::retry;
           auto done = [b, i](std::error_code e, reply r) {
             if (e && !b->ec) b->ec = e;
             b->replies[i] = std::move(r);
@@ -117,7 +116,8 @@ asio::awaitable<std::vector<reply>> admin_connection::send(std::vector<command> 
             const std::string_view key = !route.empty()       ? std::string_view(route)
                                          : cmds[i].size() > 1 ? std::string_view(cmds[i][1])
                                                               : std::string_view{};
-            conn_->exec(key, encode(cmds[i]), opts, std::move(done));
+            conn_->exec(detail::command::encoded(detail::command_kind::query, key, encode(cmds[i])),
+                        opts, std::move(done));
           }
         }
       },
