@@ -44,6 +44,7 @@ SCENARIOS = {
     "S6": "S6: waiter scale, N waiters on K names (rlock)",
     "S7": "S7: blocking facade vs coroutines (rlock-blocking)",
     "S8": "S8: recovery after faults, and the holder's lost() margin (rlock)",
+    "S9": "S9: Redis Cluster, 3 masters against one node in the same run (rlock)",
 }
 PLOT_P = 4  # handoff_latency.png shows S3 at this P (or the nearest one that ran)
 CDF_POINTS = 400
@@ -875,6 +876,98 @@ class Report:
         return (md1 + "\n\nS3 through `s3-worker-blocking`, each P right after its coroutine twin (`rlock`):\n\n"
                 + md3, data)
 
+    def s9_cpu(self, entry):
+        """CPU seconds the run's servers spent during it (scripts/bench's ID.cpu), or None."""
+        text = read_text(os.path.join(self.raw, entry.get("id", "") + ".cpu"))
+        try:
+            return float(text.strip()) if text else None
+        except ValueError:
+            return None
+
+    def section_s9(self):
+        """Each S9 measurement on one node and on the cluster, run back to back: the ratio is
+        reported, with the servers' CPU; no limits (a 2-core machine cannot show a cluster's
+        scaling, the issue asks for the ratio and the CPU use, honestly)."""
+        runs = {}
+        for run in self.runs["S9"]:
+            e = run["entry"]
+            key = (e.get("mode"), e.get("params", {}).get("concurrency"), e.get("params", {}).get("locks"))
+            runs.setdefault(key, {})[e.get("library")] = run
+        rows, data = [], {}
+
+        def both(key):
+            pair = runs.get(key, {})
+            return pair.get("rlock"), pair.get("rlock-cluster")
+
+        def metric(run, field):
+            if not run or run["failure"] or not run["output"]:
+                return None
+            return run["output"]["metrics"].get(field)
+
+        def row(label, one, cluster, field, goal_name=None):
+            a, b = metric(one, field), metric(cluster, field)
+            rows.append([label, num(a), num(b), num(b / a) if a and b is not None else "—"])
+            data[label] = {"one": a, "cluster": b}
+            if goal_name:
+                self.goals.append(reported("S9", goal_name, "cluster " + field, b, "one node " + field, a))
+
+        one, cl = both(("s1", None, None))
+        row("S1 p50 µs", one, cl, "p50_us", "S1 p50, cluster / one node")
+        row("S1 p99 µs", one, cl, "p99_us")
+        for c in sorted({k[1] for k in runs if k[0] == "s2" and isinstance(k[1], int)}):
+            one, cl = both(("s2", c, None))
+            row("S2 C=%d pairs/s" % c, one, cl, "pairs_per_s", "S2 C=%d pairs/s, cluster / one node" % c)
+            cpu_one = self.s9_cpu(one["entry"]) if one else None
+            cpu_cl = self.s9_cpu(cl["entry"]) if cl else None
+            # Busy share of the servers' CPU over each driver's whole run (its elapsed time).
+            pct = [100.0 * v / r["entry"]["elapsed_s"] if v is not None and r and r["entry"].get("elapsed_s")
+                   else None for v, r in ((cpu_one, one), (cpu_cl, cl))]
+            rows.append(["S2 C=%d servers' CPU %% (all nodes, whole run)" % c, num(pct[0]), num(pct[1]),
+                         num(pct[1] / pct[0]) if pct[0] and pct[1] is not None else "—"])
+            data["S2 C=%d server CPU %%" % c] = {"one": pct[0], "cluster": pct[1]}
+        for p in sorted(p for (s, l, p) in self.s3 if s == "S9" and l == "rlock-cluster"):
+            g = self.s3[("S9", "rlock-cluster", p)]
+            ref = self.s3.get(("S3", "rlock", p))
+            a = ref["stats"]["gap_p50_us"] if ref and not ref["failure"] else None
+            b = g["stats"]["gap_p50_us"] if not g["failure"] else None
+            rows.append(["S3 P=%d handoff p50 µs (one node: S3's row)" % p, num(a), num(b),
+                         num(b / a) if a and b is not None else "—"])
+            data["S3 P=%d gap p50 µs" % p] = {"one": a, "cluster": b,
+                                               "overlaps": g["stats"]["overlaps"]}
+            self.goals.append(goal("S9", "S3 on the cluster P=%d: zero overlaps" % p, "overlaps",
+                                   g["stats"]["overlaps"], None, None, "==", 0))
+        for n in sorted({k[2] for k in runs if k[0] == "s5" and isinstance(k[2], int)}):
+            one, cl = both(("s5", None, n))
+            row("S5 N=%d renewal calls per period" % n, one, cl, "calls_per_period")
+            row("S5 N=%d socket writes per period" % n, one, cl, "writes_per_period")
+            w = metric(cl, "writes_per_period")
+            nodes = read_text(os.path.join(self.raw, cl["entry"]["id"] + ".nodes")) if cl else None
+            calls = {}
+            for line in (nodes or "").splitlines():
+                parts = line.split()
+                if len(parts) == 2 and parts[1].isdigit():
+                    calls[parts[0]] = int(parts[1])
+            if w is not None and calls:
+                per_node = w / len(calls)
+                rows.append(["S5 N=%d writes per node per period" % n, num(metric(one, "writes_per_period")),
+                             num(per_node), "—"])
+                data["S5 N=%d writes per node per period" % n] = per_node
+                self.goals.append(goal("S9", "S5 N=%d: about one write per node per renewal round "
+                                       "(health-check PINGs included)" % n, "writes/node/period",
+                                       per_node, None, None, "<=", 2.0))
+            if calls:
+                data["S5 N=%d EVALSHA calls per master" % n] = calls
+            row("S5 N=%d client CPU %%" % n, one, cl, "cpu_percent")
+        per_key = read_text(os.path.join(self.raw, "s9-bytes-per-key.txt"))
+        if per_key and per_key.strip().isdigit():
+            rows.append(["server bytes per lock key (used_memory, 10 000 keys)", per_key.strip(), "same", "—"])
+            data["server bytes per lock key"] = int(per_key.strip())
+        md = table(["measurement", "one node", "cluster (3 masters)", "cluster / one"], rows)
+        md += ("\nEvery cluster measurement runs right after its one-node twin (`--cluster 1`: the "
+               "driver's port is a seed). The three masters share the server CPU the one node has, "
+               "so a ratio near 1 is what routing costs, not a lack of scaling.\n")
+        return md, data
+
     def section_s8(self):
         rows, data = [], {}
         rtt_ms = (self.ping_p50_us() or 0) / 1000.0
@@ -968,9 +1061,11 @@ class Report:
         s6_md, s6 = self.section_s6()
         s7_md, s7 = self.section_s7(s1, s3)
         s8_md, s8 = self.section_s8()
+        s9_md, s9 = self.section_s9()
         bodies = {"S1": s1_md, "S2": s2_md, "S3": s3_md, "S4": s4_md, "S5": s5_md, "S6": s6_md, "S7": s7_md,
-                  "S8": s8_md}
-        data.update({"S1": s1, "S2": s2, "S3": s3, "S4": s4, "S5": s5, "S6": s6, "S7": s7, "S8": s8})
+                  "S8": s8_md, "S9": s9_md}
+        data.update({"S1": s1, "S2": s2, "S3": s3, "S4": s4, "S5": s5, "S6": s6, "S7": s7, "S8": s8,
+                     "S9": s9})
         plot_p = self.write_plot_data(out)
         for (s, l, p), g in self.s3.items():
             if g["stats"]["overlaps"]:

@@ -579,7 +579,7 @@ void run_s5(const options& o) {
   auto cfg = config_for(o);
   cfg.watchdog_timeout = 3s;
   long rss_before = 0, rss_held = 0;
-  std::uint64_t calls = 0;
+  std::uint64_t calls = 0, writes = 0;
   double periods = 0, cpu = 0, wall = 0;
   with_client(
       o,
@@ -607,12 +607,14 @@ void run_s5(const options& o) {
         rss_held = rss_kib();
         progress(fmt::format("s5: holding {} watchdog locks", n));
         const auto calls0 = redis.stats().renewal_calls;
+        const auto writes0 = redis.stats().writes;
         const auto cpu0 = cpu_seconds();
         const auto t0 = clock_type::now();
         co_await sleep_for(3 * (cfg.watchdog_timeout / 3) + 100ms);
         wall = std::chrono::duration<double>(clock_type::now() - t0).count();
         cpu = cpu_seconds() - cpu0;
         calls = redis.stats().renewal_calls - calls0;
+        writes = redis.stats().writes - writes0;  // renewal rounds and health-check PINGs
         periods = wall / std::chrono::duration<double>(cfg.watchdog_timeout / 3).count();
         if (redis.stats().lost_locks != 0) progress("s5: LOST LOCKS during the run");
         for (auto& l : locks) co_await l.unlock();
@@ -622,10 +624,12 @@ void run_s5(const options& o) {
   fmt::print(
       R"({{"library": "rlock", "mode": "s5", "params": {{"locks": {}, "watchdog_timeout_ms": 3000}}, )"
       R"("metrics": {{"renewal_calls": {}, "periods": {:.2f}, "calls_per_period": {:.1f}, )"
-      R"("calls_per_period_goal": {:.1f}, "cpu_percent": {:.2f}, "rss_bytes_per_lock": {:.0f}}}}})"
+      R"("calls_per_period_goal": {:.1f}, "writes_per_period": {:.1f}, "cpu_percent": {:.2f}, )"
+      R"("rss_bytes_per_lock": {:.0f}}}}})"
       "\n",
       n, calls, periods, static_cast<double>(calls) / std::max(1.0, std::floor(periods)), n / 100.0,
-      100.0 * cpu / wall, per_lock);
+      static_cast<double>(writes) / std::max(1.0, std::floor(periods)), 100.0 * cpu / wall,
+      per_lock);
 }
 
 // --- s6: waiter scale -------------------------------------------------------------------------
