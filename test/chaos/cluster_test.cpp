@@ -242,7 +242,7 @@ TEST(cluster_chaos, a_master_cut_from_the_majority_keeps_acknowledging_until_it_
       // The contender never waits for replicas: it takes the lock the moment the new master's
       // copy allows, so the synced holder's belief is tested against that.
       cfg.sync_replicas.replicas = name == "holder" ? replicas : 0;
-      cfg.sync_replicas.timeout = 100ms;
+      cfg.sync_replicas.timeout = 200ms;  // below command_timeout (300 ms) and the renewal period
       return cfg;
     };
   };

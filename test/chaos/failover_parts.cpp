@@ -62,9 +62,14 @@ asio::awaitable<void> held_lock::hold() {
   co_await l.lock();
   const auto a = rec_.acquired(name_, "holder", asked);
   holding_ = true;
-  auto [ec] = co_await l.async_lost(
-      asio::bind_cancellation_slot(stop_holding_.slot(), asio::as_tuple(asio::use_awaitable)));
-  if (!ec) {
+  // finish() may have come while the lock was being taken: its signal found nobody to cancel.
+  bool lost = false;
+  if (!stopping_) {
+    auto [ec] = co_await l.async_lost(
+        asio::bind_cancellation_slot(stop_holding_.slot(), asio::as_tuple(asio::use_awaitable)));
+    lost = !ec;
+  }
+  if (lost) {
     rec_.end(a, end_kind::lost);
     lost_ = true;
   } else {

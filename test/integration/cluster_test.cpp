@@ -17,10 +17,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <random>
 #include <set>
 #include <string>
+#include <system_error>
 #include <vector>
 
 namespace {
@@ -308,16 +310,66 @@ TEST(cluster, after_a_master_is_killed_its_keys_are_locked_on_the_promoted_repli
     co_await lock.lock(2s);
     co_await lock.unlock();
   });
+  // Map refreshes are counted on every node that stays up: however many requests fail while
+  // the master is dead, one refresh runs at a time, at most one per 100 ms.
+  std::vector<std::uint16_t> alive;
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    if (cluster.node(i).port() != old_master) alive.push_back(cluster.node(i).port());
+  }
+  for (const auto port : alive) raw_client(port).command({"CONFIG", "RESETSTAT"});
+  const auto killed_at = std::chrono::steady_clock::now();
   cluster.node_on(old_master).kill_hard();
   run(
       io,
       [&]() -> asio::awaitable<void> {
+        // 50 more contenders on the dead master's slot (its name as their hash tag) keep
+        // failing and retrying meanwhile: a storm of link losses, none of refreshes.
+        const std::string tag = "{" + lock.key() + "}";
+        int running = 50;
+        for (int i = 0; i < 50; ++i) {
+          asio::co_spawn(
+              io,
+              [&, i]() -> asio::awaitable<void> {
+                auto other = redis.get_lock(tag + std::to_string(i));
+                for (int round = 0; round < 1000; ++round) {
+                  bool got = false;
+                  try {
+                    got = co_await other.try_lock(100ms, 1s);
+                  } catch (const std::system_error&) {
+                    // timeout, connection_lost, cluster_down while the master is dead: again
+                  }
+                  if (got) {
+                    co_await other.unlock();
+                    break;
+                  }
+                }
+                --running;
+              },
+              asio::detached);
+        }
         // lock() waits through the failover: its requests follow the slot to the new master.
         co_await lock.lock(2s);
         EXPECT_TRUE(co_await lock.is_held());
         co_await lock.unlock();
+        co_await poll_until([&] { return running == 0; }, 30s);
       },
       60s);
+  const auto window = std::chrono::steady_clock::now() - killed_at;
+  std::int64_t refreshes = 0;
+  for (const auto port : alive) {
+    const auto stats = raw_client(port).command({"INFO", "commandstats"}).str;
+    const auto at = stats.find("cmdstat_cluster|shards:calls=");
+    if (at != std::string::npos) refreshes += std::stoll(stats.substr(at + 29));
+  }
+  const auto limit =
+      std::chrono::duration_cast<std::chrono::milliseconds>(window).count() / 100 + 2;
+  std::printf(
+      "map refreshes during the failover: %lld in %lld ms (limit %lld)\n",
+      static_cast<long long>(refreshes),
+      static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(window).count()),
+      static_cast<long long>(limit));
+  EXPECT_GE(refreshes, 1);  // the map was read again: that is how the replica was found
+  EXPECT_LE(refreshes, limit);
   const auto new_master = cluster.wait_failover(slot, old_master);
   EXPECT_NE(new_master, old_master);
 }

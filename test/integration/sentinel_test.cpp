@@ -317,7 +317,9 @@ struct replicated {
 TEST(sync_replicas, an_acquire_no_replica_acknowledged_fails_and_leaves_the_lock_free) {
   replicated nodes;
   asio::io_context io;
-  rlock::client redis(io.get_executor(), nodes.synced_config(200ms));
+  // WAIT's timeout is what a paused replica costs each call here; long enough that a healthy
+  // replica on a loaded CI machine always makes it (200 ms did not, once).
+  rlock::client redis(io.get_executor(), nodes.synced_config(1s));
   raw_client raw(nodes.master.port());
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
     co_await redis.connect();
@@ -352,13 +354,13 @@ TEST(sync_replicas, an_acquire_no_replica_acknowledged_fails_and_leaves_the_lock
 TEST(sync_replicas, a_renewal_no_replica_acknowledges_ends_in_lost) {
   replicated nodes;
   asio::io_context io;
-  auto cfg = nodes.synced_config(100ms);
-  cfg.watchdog_timeout = 900ms;
+  auto cfg = nodes.synced_config(300ms);  // below the renewal period, and not tight under load
+  cfg.watchdog_timeout = 3s;
   rlock::client redis(io.get_executor(), cfg);
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
     co_await redis.connect();
     auto lock = redis.get_lock("renewed");
-    co_await lock.lock();  // watchdog: renewed every 300 ms
+    co_await lock.lock();  // watchdog: renewed every second
     nodes.pause_replica();
     // Every renewal now runs on the master but is not acknowledged: the holder must stop
     // believing at its lease's end, though the master keeps extending the key.
