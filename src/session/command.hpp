@@ -78,7 +78,7 @@ class command {
   }
 
  private:
-  command(command_kind kind) : kind_(kind) {}
+  explicit command(command_kind kind) : kind_(kind) {}
   void append_route_key(std::string_view key);
 
   command_kind kind_;
