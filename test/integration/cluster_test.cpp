@@ -10,6 +10,7 @@
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
 #include "support/run.hpp"
+#include "support/tls_files.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -21,7 +22,10 @@
 #include <map>
 #include <random>
 #include <set>
+#include <span>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -372,6 +376,81 @@ TEST(cluster, after_a_master_is_killed_its_keys_are_locked_on_the_promoted_repli
   EXPECT_LE(refreshes, limit);
   const auto new_master = cluster.wait_failover(slot, old_master);
   EXPECT_NE(new_master, old_master);
+}
+
+TEST(cluster, over_tls_with_a_least_privilege_user_locks_and_wakes_on_every_shard) {
+  // Every node with a TLS port beside its plaintext one and a TLS bus (tls-cluster: without it
+  // Redis 7.0 does not announce TLS ports); the clients know only the TLS ports (rediss://
+  // seeds) and learn the masters' TLS ports from CLUSTER SHARDS. Their user has README's
+  // least-privilege line plus what Cluster mode sends.
+  auto node_options = cluster_topology::cluster_options();
+  node_options.with_tls(rlock::test::tls_files::shared());
+  node_options.tls_cluster = true;
+  cluster_topology cluster(3, 0, node_options);
+  const std::string prefix = "svc:" + rlock::test::unique_prefix() + ":";
+  const std::string rules =
+      "resetkeys ~" + prefix + "* ~redisson_lock__channel:{" + prefix +
+      "*} ~redisson_unlock_latch:{" + prefix + "*}:* resetchannels &redisson_lock__channel:{" +
+      prefix +
+      "*} -@all +hello +ping +client|setname +client|kill +script|load +evalsha +exists +hexists "
+      "+hget +get +pttl +del +hincrby +pexpire +set +publish +cluster|shards +asking +ssubscribe "
+      "+sunsubscribe +spublish";
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    std::vector<std::string> words{"ACL", "SETUSER", "svc", "reset", "on", ">pw"};
+    std::istringstream in(rules);
+    for (std::string w; in >> w;) words.push_back(w);
+    const std::vector<std::string_view> views(words.begin(), words.end());
+    const auto r = raw_client(cluster.node(i).port()).command(std::span(views));
+    ASSERT_FALSE(r.is_error()) << r.str;
+  }
+  rlock::config cfg;
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    cfg.cluster.nodes.push_back("rediss://svc:pw@127.0.0.1:" +
+                                std::to_string(cluster.node(i).tls_port()));
+  }
+  cfg.tls.ca_file = rlock::test::tls_files::shared().path("ca.crt");
+  cfg.key_prefix = prefix;
+  asio::io_context io;
+  rlock::client holder(io.get_executor(), cfg);
+  rlock::client waiter(io.get_executor(), cfg);
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await holder.connect();
+    co_await waiter.connect();
+    // Names until every master owns one, each contended once: the waiter is woken by the
+    // holder's SPUBLISH on that shard, over TLS.
+    std::set<std::uint16_t> shards;
+    for (int i = 0; i < 64 && shards.size() < 3; ++i) {
+      const std::string name = "tls-" + std::to_string(i);
+      const auto owner = cluster.owner_of(key_slot(prefix + name));
+      if (!shards.insert(owner).second) continue;
+      auto held = holder.get_lock(name);
+      co_await held.lock(30s);
+      bool woken = false;
+      asio::co_spawn(
+          io,
+          [&]() -> asio::awaitable<void> {
+            auto l = waiter.get_lock(name);
+            woken = co_await l.try_lock(20s, 30s);
+            co_await l.unlock();
+          },
+          asio::detached);
+      co_await poll_until([&] { return waiter.activity().waiter_channels == 1; });
+      co_await held.unlock();
+      EXPECT_TRUE(co_await poll_until([&] { return woken; }, 10s)) << name;
+    }
+    EXPECT_EQ(shards.size(), 3u);
+    EXPECT_EQ(waiter.stats().expiry_wakeups, 0u);
+    EXPECT_GE(waiter.stats().notified_wakeups, 3u);
+    // Outside the user's key patterns: refused with Redis's words, not hidden.
+    rlock::config other = cfg;
+    other.key_prefix = "other:";
+    rlock::client outsider(io.get_executor(), other);
+    co_await outsider.connect();
+    EXPECT_EQ(co_await error_of(outsider.get_lock("x").try_lock()), rlock::errc::key_not_permitted);
+    co_await outsider.close();
+    co_await holder.close();
+    co_await waiter.close();
+  });
 }
 
 /// A node that says it serves every slot and then answers every lock command with a MOVED to

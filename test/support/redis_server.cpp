@@ -296,6 +296,9 @@ bool redis_server::try_start(std::uint16_t port) {
     args.insert(args.end(), {"--tls-port", std::to_string(tls_port_), "--tls-cert-file",
                              opts_.tls_cert, "--tls-key-file", opts_.tls_key, "--tls-ca-cert-file",
                              opts_.tls_ca, "--tls-auth-clients", opts_.tls_auth_clients});
+    if (opts_.tls_cluster) {
+      args.insert(args.end(), {"--tls-cluster", "yes", "--tls-replication", "yes"});
+    }
   }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());

@@ -44,6 +44,9 @@ class redis_server {
     /// (cluster_topology.hpp).
     bool cluster = false;
     int cluster_node_timeout_ms = 2000;
+    /// With TLS and cluster: `--tls-cluster yes --tls-replication yes`, which is what makes
+    /// Redis 7.0 announce the TLS port to clients (CLUSTER SHARDS' `tls-port`).
+    bool tls_cluster = false;
 
     /// TLS beside the plaintext port with `files`' server certificate (tls_files.hpp).
     template <typename Files>
