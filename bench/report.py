@@ -888,6 +888,8 @@ class Report:
         """Each S9 measurement on one node and on the cluster, run back to back: the ratio is
         reported, with the servers' CPU; no limits (a 2-core machine cannot show a cluster's
         scaling, the issue asks for the ratio and the CPU use, honestly)."""
+        if not self.runs["S9"] and not any(s == "S9" for (s, _, _) in self.s3):
+            return "", {}  # not run: no rows, no goals
         runs = {}
         for run in self.runs["S9"]:
             e = run["entry"]
