@@ -38,6 +38,7 @@ using rlock::test::error_of;
 using rlock::test::poll_until;
 using rlock::test::raw_client;
 using rlock::test::run;
+using rlock::test::until_asleep;
 using namespace std::chrono_literals;
 
 /// The cluster of this test binary, started on first use.
@@ -425,6 +426,7 @@ TEST(cluster, over_tls_with_a_least_privilege_user_locks_and_wakes_on_every_shar
       if (!shards.insert(owner).second) continue;
       auto held = holder.get_lock(name);
       co_await held.lock(30s);
+      const auto attempts = waiter.stats().acquire_attempts;
       bool woken = false;
       asio::co_spawn(
           io,
@@ -434,7 +436,10 @@ TEST(cluster, over_tls_with_a_least_privilege_user_locks_and_wakes_on_every_shar
             co_await l.unlock();
           },
           asio::detached);
-      co_await poll_until([&] { return waiter.activity().waiter_channels == 1; });
+      // Asleep on its channel (its first attempt and the retry once subscribed were refused)
+      // before the unlock, so it can only get the lock from the unlock message.
+      auto probe = waiter.get_lock(name);
+      EXPECT_TRUE(co_await until_asleep(waiter, probe, attempts + 2)) << name;
       co_await held.unlock();
       EXPECT_TRUE(co_await poll_until([&] { return woken; }, 10s)) << name;
     }

@@ -39,9 +39,11 @@ class sentinel_topology {
   /// wait_ready() for whichever node the sentinels name (they may fail over again on their own
   /// after a node comes back); returns its port.
   std::uint16_t wait_settled(std::chrono::seconds limit = std::chrono::seconds(60));
-  /// Waits until every sentinel names a master other than `old`; returns its port.
+  /// Waits until every sentinel names a master other than `old`; returns its port. The default
+  /// limit outlasts a TILT period (30 s: a sentinel whose timer ran late, as on a loaded CI
+  /// machine, acts on nothing for that long) plus a failover.
   std::uint16_t wait_switched(std::uint16_t old,
-                              std::chrono::seconds limit = std::chrono::seconds(30));
+                              std::chrono::seconds limit = std::chrono::seconds(60));
   /// Waits until the node on `port` says it is a replica (ROLE), or is down.
   void wait_demoted(std::uint16_t port, std::chrono::seconds limit = std::chrono::seconds(30));
 
