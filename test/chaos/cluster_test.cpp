@@ -23,7 +23,6 @@
 #include <cstdio>
 #include <future>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -172,13 +171,6 @@ TEST(cluster_chaos, a_master_cut_from_its_clients_tells_the_holder_before_its_le
   EXPECT_TRUE(v.leftovers.empty()) << v.report();
 }
 
-/// Sets `name` to `value` on the node on `port`; throws with Redis's text if refused.
-void config_set(std::uint16_t port, const std::string& name, const std::string& value) {
-  raw_client raw(port);
-  const auto r = raw.command({"CONFIG", "SET", name, value});
-  if (r.is_error()) throw std::runtime_error("CONFIG SET " + name + ": " + r.str);
-}
-
 TEST(cluster_chaos, a_master_cut_from_the_majority_keeps_acknowledging_until_it_steps_down) {
   // A symmetric partition of one master from the rest of the cluster while every client still
   // reaches it. Every node's bus port is behind a proxy it announces; the master's outgoing
@@ -203,10 +195,10 @@ TEST(cluster_chaos, a_master_cut_from_the_majority_keeps_acknowledging_until_it_
   const auto old_master = t.owner_of(slot);
   const auto replica = t.replica_of(old_master);
 
-  config_set(old_master, "cluster-announce-ip", "127.0.0.1");
-  config_set(old_master, "bind-source-addr", "127.0.0.2");
-  config_set(replica, "cluster-announce-ip", "127.0.0.1");
-  config_set(replica, "bind-source-addr", "127.0.0.3");
+  t.config_set(old_master, "cluster-announce-ip", "127.0.0.1");
+  t.config_set(old_master, "bind-source-addr", "127.0.0.2");
+  t.config_set(replica, "cluster-announce-ip", "127.0.0.1");
+  t.config_set(replica, "bind-source-addr", "127.0.0.3");
   std::vector<std::unique_ptr<fault_proxy>> bus;
   fault_proxy master_clients(old_master);
   for (std::size_t i = 0; i < t.size(); ++i) {

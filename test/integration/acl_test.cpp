@@ -2,6 +2,7 @@
 // that locks under a key prefix lets rlock do everything it does, and nothing outside the
 // prefix; each missing right fails with its own error and Redis's words.
 #include "rlock/rlock.hpp"
+#include "support/acl_users.hpp"
 #include "support/lock_env.hpp"
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
@@ -15,8 +16,6 @@
 
 #include <chrono>
 #include <initializer_list>
-#include <span>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,28 +26,8 @@ namespace asio = boost::asio;
 using rlock::test::error_of;
 using namespace std::chrono_literals;
 
-/// README's least-privilege ACL line for a service whose locks live under `prefix` (README
-/// shows it for `svc:`): the lock keys and the names Redisson derives from them (the scripts
-/// take the channel, latch and token counter as keys), the unlock channels, and the commands
-/// rlock sends, directly or from its scripts.
-std::string least_privilege_rules(const std::string& prefix) {
-  return "resetkeys ~" + prefix + "* ~redisson_lock__channel:{" + prefix +
-         "*} ~redisson_unlock_latch:{" + prefix + "*}:* ~redisson_lock_token:{" + prefix +
-         "*} resetchannels &redisson_lock__channel:{" + prefix +
-         "*} -@all +hello +ping +select +client|setname +client|kill +script|load +evalsha "
-         "+exists +hexists +hget +get +pttl +del +subscribe +unsubscribe +hincrby +pexpire +set "
-         "+incr +publish";
-}
-
-/// ACL SETUSER `user` on >pw with `rules` (split on spaces).
-void set_user(rlock::test::raw_client& raw, const std::string& user, const std::string& rules) {
-  std::vector<std::string> words{"ACL", "SETUSER", user, "reset", "on", ">pw"};
-  std::istringstream in(rules);
-  for (std::string w; in >> w;) words.push_back(w);
-  const std::vector<std::string_view> views(words.begin(), words.end());
-  const auto reply = raw.command(std::span<const std::string_view>(views));
-  ASSERT_FALSE(reply.is_error()) << reply.str;
-}
+using rlock::test::least_privilege_rules;
+using rlock::test::set_user;
 
 rlock::config as_user(const std::string& user, const std::string& prefix) {
   auto cfg = rlock::test::make_config();

@@ -4,6 +4,7 @@
 #include "resp3/parser.hpp"
 #include "rlock/rlock.hpp"
 #include "session/key_slot.hpp"
+#include "support/acl_users.hpp"
 #include "support/cluster_topology.hpp"
 #include "support/fake_server.hpp"
 #include "support/lock_env.hpp"
@@ -22,8 +23,6 @@
 #include <map>
 #include <random>
 #include <set>
-#include <span>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -390,19 +389,11 @@ TEST(cluster, over_tls_with_a_least_privilege_user_locks_and_wakes_on_every_shar
   cluster_topology cluster(3, 0, node_options);
   const std::string prefix = "svc:" + rlock::test::unique_prefix() + ":";
   const std::string rules =
-      "resetkeys ~" + prefix + "* ~redisson_lock__channel:{" + prefix +
-      "*} ~redisson_unlock_latch:{" + prefix + "*}:* resetchannels &redisson_lock__channel:{" +
-      prefix +
-      "*} -@all +hello +ping +client|setname +client|kill +script|load +evalsha +exists +hexists "
-      "+hget +get +pttl +del +hincrby +pexpire +set +publish +cluster|shards +asking +ssubscribe "
-      "+sunsubscribe +spublish";
+      rlock::test::least_privilege_rules(prefix) + std::string(rlock::test::cluster_rules);
   for (std::size_t i = 0; i < cluster.size(); ++i) {
-    std::vector<std::string> words{"ACL", "SETUSER", "svc", "reset", "on", ">pw"};
-    std::istringstream in(rules);
-    for (std::string w; in >> w;) words.push_back(w);
-    const std::vector<std::string_view> views(words.begin(), words.end());
-    const auto r = raw_client(cluster.node(i).port()).command(std::span(views));
-    ASSERT_FALSE(r.is_error()) << r.str;
+    raw_client admin(cluster.node(i).port());
+    rlock::test::set_user(admin, "svc", rules);
+    if (::testing::Test::HasFatalFailure()) return;
   }
   rlock::config cfg;
   for (std::size_t i = 0; i < cluster.size(); ++i) {

@@ -182,15 +182,17 @@ std::uint16_t cluster_topology::wait_failover(std::uint16_t slot, std::uint16_t 
   return now_at;
 }
 
+void cluster_topology::config_set(std::uint16_t port, const std::string& name,
+                                  const std::string& value) {
+  const auto r = raw_client(port).command({"CONFIG", "SET", name, value});
+  if (r.is_error()) throw std::runtime_error("CONFIG SET " + name + ": " + r.str);
+}
+
 void cluster_topology::announce(std::uint16_t port, std::uint16_t client_port,
                                 std::uint16_t bus_port, std::chrono::seconds limit) {
   auto& node = node_on(port);
-  raw_client raw(port);
-  for (const auto& [name, value] : {std::pair{"cluster-announce-port", client_port},
-                                    std::pair{"cluster-announce-bus-port", bus_port}}) {
-    const auto r = raw.command({"CONFIG", "SET", name, std::to_string(value)});
-    if (r.is_error()) throw std::runtime_error(std::string("CONFIG SET ") + name + ": " + r.str);
-  }
+  config_set(port, "cluster-announce-port", std::to_string(client_port));
+  config_set(port, "cluster-announce-bus-port", std::to_string(bus_port));
   const std::string id = node_id(port);
   const std::string address = "127.0.0.1:" + std::to_string(client_port ? client_port : port) +
                               "@" + std::to_string(bus_port ? bus_port : node.bus_port());

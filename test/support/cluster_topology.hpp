@@ -56,6 +56,9 @@ class cluster_topology {
   std::uint16_t wait_failover(std::uint16_t slot, std::uint16_t old,
                               std::chrono::seconds limit = std::chrono::seconds(60));
 
+  /// `CONFIG SET name value` on the node on `port`; throws with Redis's text if refused.
+  static void config_set(std::uint16_t port, const std::string& name, const std::string& value);
+
   /// Makes the node on `port` announce `client_port` for clients and replicas and `bus_port`
   /// for the other nodes' bus links (`CONFIG SET cluster-announce-port / -bus-port`; 0: its own
   /// ports), e.g. a fault proxy's, and waits until every other live node's `CLUSTER NODES`

@@ -1,0 +1,43 @@
+#pragma once
+
+// ACL users for tests: README's least-privilege line, and ACL SETUSER with it.
+#include "support/raw_client.hpp"
+
+#include <gtest/gtest.h>
+
+#include <span>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rlock::test {
+
+/// README's least-privilege ACL line for a service whose locks live under `prefix` (README
+/// shows it for `svc:`): the lock keys and the names Redisson derives from them (the scripts
+/// take the channel, latch and token counter as keys), the unlock channels, and the commands
+/// rlock sends, directly or from its scripts.
+inline std::string least_privilege_rules(const std::string& prefix) {
+  return "resetkeys ~" + prefix + "* ~redisson_lock__channel:{" + prefix +
+         "*} ~redisson_unlock_latch:{" + prefix + "*}:* ~redisson_lock_token:{" + prefix +
+         "*} resetchannels &redisson_lock__channel:{" + prefix +
+         "*} -@all +hello +ping +select +client|setname +client|kill +script|load +evalsha "
+         "+exists +hexists +hget +get +pttl +del +subscribe +unsubscribe +hincrby +pexpire +set "
+         "+incr +publish";
+}
+
+/// What Cluster mode sends beyond that line (README "Redis Cluster": TLS and ACL).
+inline constexpr std::string_view cluster_rules =
+    " +cluster|shards +asking +ssubscribe +sunsubscribe +spublish";
+
+/// ACL SETUSER `user` on >pw with `rules` (split on spaces).
+inline void set_user(raw_client& raw, const std::string& user, const std::string& rules) {
+  std::vector<std::string> words{"ACL", "SETUSER", user, "reset", "on", ">pw"};
+  std::istringstream in(rules);
+  for (std::string w; in >> w;) words.push_back(w);
+  const std::vector<std::string_view> views(words.begin(), words.end());
+  const auto reply = raw.command(std::span<const std::string_view>(views));
+  ASSERT_FALSE(reply.is_error()) << reply.str;
+}
+
+}  // namespace rlock::test
