@@ -75,10 +75,10 @@ const config& validated(const config& cfg) {
   return cfg;
 }
 
-std::string state_key(std::string_view name, std::uint64_t owner, lock_kind kind) {
+std::string state_key(std::string_view name, std::uint64_t owner, const lock_kind& kind) {
   // A fenced and a reentrant handle of one owner and name are two states: their acquisitions
   // differ (tokens), their holds on the server are one hash field.
-  return fmt::format("{}:{}:{}", static_cast<int>(kind), owner, name);
+  return fmt::format("{}:{}:{}", kind.name, owner, name);
 }
 
 }  // namespace
@@ -249,7 +249,7 @@ void client_impl::on_state(connection_state state, std::error_code reason,
 }
 
 std::shared_ptr<lock_state> client_impl::state_for(std::string_view name, std::uint64_t owner,
-                                                   lock_kind kind) {
+                                                   const lock_kind& kind) {
   validate_name(name);
   const std::string k = state_key(name, owner, kind);
   std::lock_guard guard(states_mutex_);
@@ -260,7 +260,7 @@ std::shared_ptr<lock_state> client_impl::state_for(std::string_view name, std::u
   return state;
 }
 
-std::shared_ptr<lock_state> client_impl::new_owner(std::string_view name, lock_kind kind) {
+std::shared_ptr<lock_state> client_impl::new_owner(std::string_view name, const lock_kind& kind) {
   validate_name(name);
   // A fresh id nobody else can name: no entry in the owner table, which saves memory per lock.
   return std::make_shared<lock_state>(shared_from_this(), name, next_owner_id(), kind, false);
@@ -420,11 +420,11 @@ reentrant_lock client::get_lock(std::string_view name, std::uint64_t owner_id) {
 }
 
 fenced_lock client::get_fenced_lock(std::string_view name) {
-  return fenced_lock(impl_->new_owner(name, detail::lock_kind::fenced));
+  return fenced_lock(impl_->new_owner(name, detail::fenced_kind));
 }
 
 fenced_lock client::get_fenced_lock(std::string_view name, std::uint64_t owner_id) {
-  return fenced_lock(impl_->state_for(name, owner_id, detail::lock_kind::fenced));
+  return fenced_lock(impl_->state_for(name, owner_id, detail::fenced_kind));
 }
 
 config config::from_url(const std::string& url) {

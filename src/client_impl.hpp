@@ -1,7 +1,7 @@
 #pragma once
 
-#include "lock/acquire_reply.hpp"
 #include "lock/latch_sweeper.hpp"
+#include "lock/lock_kind.hpp"
 #include "metrics/log_histogram.hpp"
 #include "notify/notify_hub.hpp"
 #include "rlock/client.hpp"
@@ -47,10 +47,10 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
 
   /// The state of (name, owner), shared by every handle of that owner. Thread-safe.
   std::shared_ptr<lock_state> state_for(std::string_view name, std::uint64_t owner,
-                                        lock_kind kind = lock_kind::reentrant);
+                                        const lock_kind& kind = reentrant_kind);
   /// The state of a new owner of `name`, with a fresh id. Thread-safe.
   std::shared_ptr<lock_state> new_owner(std::string_view name,
-                                        lock_kind kind = lock_kind::reentrant);
+                                        const lock_kind& kind = reentrant_kind);
   void forget(const lock_state& s);
 
   /// 16 random bytes in lowercase hex: the request id of an unlock (Redisson's latch).

@@ -39,7 +39,7 @@ std::exception_ptr failure_of(const client_impl& c, std::error_code ec, const re
 }
 
 lock_state::lock_state(std::shared_ptr<client_impl> c, std::string_view n, std::uint64_t o,
-                       lock_kind k, bool in_table)
+                       const lock_kind& k, bool in_table)
     : client(std::move(c)),
       key(client->cfg.key_prefix + std::string(n)),
       field(fmt::format("{}:{}", client->uuid, o)),

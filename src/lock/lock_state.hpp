@@ -1,6 +1,6 @@
 #pragma once
 
-#include "lock/acquire_reply.hpp"
+#include "lock/lock_kind.hpp"
 #include "lock/names.hpp"
 #include "resp3/value.hpp"
 #include "rlock/reentrant_lock.hpp"
@@ -35,7 +35,7 @@ std::exception_ptr failure_of(const client_impl& c, std::error_code ec, const re
 /// client's executor only.
 struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::lease {
   lock_state(std::shared_ptr<client_impl> c, std::string_view name, std::uint64_t owner,
-             lock_kind kind, bool registered);
+             const lock_kind& kind, bool registered);
   ~lock_state();
 
   /// Bookkeeping after the acquire script, sent at `sent`, took (or re-entered) the lock.
@@ -66,7 +66,7 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   void reset(bool lost);
 
   std::string_view name() const noexcept { return std::string_view(key).substr(prefix_size); }
-  std::string channel() const { return unlock_channel(key); }
+  std::string channel() const { return kind.channel(key); }
 
   std::string_view lease_key() const noexcept override { return key; }
   std::string_view lease_field() const noexcept override { return field; }
@@ -78,7 +78,7 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   const std::string field;  // <client uuid>:<owner>
   const std::uint64_t owner;
   const std::uint32_t prefix_size;
-  const lock_kind kind;
+  const lock_kind& kind;  // what the engine runs (lock_kind.hpp)
   const bool registered;  // listed in the client's owner table (explicit owner ids)
   /// The fencing token of this owner's latest acquisition (fenced locks; 0 before the first).
   /// Read from any thread.

@@ -19,13 +19,15 @@ void notify_hub::wake_one(channel_state& c, bool by_message) {
   }
 }
 
-void notify_hub::add(std::string_view key, std::string_view channel, waiter& w) {
+void notify_hub::add(std::string_view key, std::string_view channel, message_policy policy,
+                     waiter& w) {
   auto it = channels_.find(channel);
   if (it == channels_.end()) it = channels_.emplace(std::string(channel), channel_state{}).first;
   channel_state& c = it->second;
   if (c.size == 0) {
     c.name = it->first;
     c.key = std::string(key);
+    c.policy = policy;
   }
   w.channel = &c;
   w.prev = c.tail;
@@ -61,11 +63,15 @@ std::string notify_hub::refusal_of(const waiter& w) const {
 void notify_hub::on_message(std::string_view channel, std::string_view payload) {
   auto it = channels_.find(channel);
   if (it == channels_.end()) return;
-  // Redisson publishes "0" (wake one per process) or "1" (wake all).
-  if (payload == "1") {
-    for (waiter* w = it->second.head; w != nullptr; w = w->next) wake(*w, true);
-  } else {
-    wake_one(it->second, true);
+  switch (it->second.policy(payload)) {
+    case wake_policy::all:
+      for (waiter* w = it->second.head; w != nullptr; w = w->next) wake(*w, true);
+      break;
+    case wake_policy::one:
+      wake_one(it->second, true);
+      break;
+    case wake_policy::none:
+      break;
   }
 }
 

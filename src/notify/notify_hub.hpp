@@ -1,5 +1,6 @@
 #pragma once
 
+#include "notify/wake_policy.hpp"
 #include "session/session.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -15,8 +16,9 @@ namespace rlock::detail {
 
 /// Channel → FIFO of local waiters. The session is asked to subscribe with a channel's first
 /// waiter and to unsubscribe after its last, so a client holds one subscription per name however
-/// many of its coroutines wait. An unlock message "0" wakes the oldest waiter not yet woken, "1"
-/// wakes all: one unlock costs one retry per client, not one per waiter.
+/// many of its coroutines wait. What a message wakes is the channel owner's policy (the lock
+/// kind's): the oldest waiter not yet woken, or all; for a lock's unlock message, one: one
+/// unlock costs one retry per client, not one per waiter.
 ///
 /// Waking is a flag plus a cancelled timer (the waiter sleeps on its timer until its retry
 /// time), so a wake-up that arrives while the waiter is busy is kept, not lost. Waiters survive
@@ -45,6 +47,7 @@ class notify_hub {
   struct channel_state {
     std::string name;
     std::string key;  // routes the subscription (Cluster: the lock key's slot)
+    message_policy policy = nullptr;
     waiter* head = nullptr;
     waiter* tail = nullptr;
     std::size_t size = 0;
@@ -58,7 +61,7 @@ class notify_hub {
   /// Links `w` at the tail of `channel`'s FIFO, subscribing if it is the first. If the
   /// subscription is already active, `w` is woken at once: it registered after its failed
   /// attempt, so it must try again to close the window in which an unlock went unheard.
-  void add(std::string_view key, std::string_view channel, waiter& w);
+  void add(std::string_view key, std::string_view channel, message_policy policy, waiter& w);
 
   /// Unlinks `w` in O(1). An unconsumed wake-up passes to the next waiter; the last waiter out
   /// unsubscribes.

@@ -1,0 +1,464 @@
+// The I/O shell of an acquisition: acquire_fsm decides, this file only starts what it says (an
+// attempt or a reconcile question through the script registry and the session, a sleep on the
+// waiter's timer, a give-back) and feeds the completions back. The lock kind (lock_kind.hpp)
+// builds the commands and reads the replies; nothing here branches on the kind.
+//
+// One heap object per acquisition, owned by whichever completion it waits for; no coroutine
+// frame, co_spawn or awaitable thread per operation: S1 (instructions per lock+unlock) and S6
+// (bytes per sleeping waiter) are dominated by exactly those. The caller and the protocol state
+// are separate: the operation can complete its caller (its bound passed, or it was cancelled)
+// and stay alive, owned by its request, until Redis's answer settles what happened.
+
+#include "client_impl.hpp"
+#include "lock/acquire_fsm.hpp"
+#include "lock/lock_kind.hpp"
+#include "lock/lock_ops.hpp"
+#include "lock/lock_state.hpp"
+#include "lock/op_support.hpp"
+#include "notify/notify_hub.hpp"
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+
+namespace rlock::detail {
+
+namespace {
+
+using namespace ops;
+using action = acquire_fsm::action;
+using answer = acquire_fsm::answer;
+using verdict = acquire_fsm::verdict;
+
+struct acquire_operation {
+  using owner = std::unique_ptr<acquire_operation>;
+
+  // The handlers are constructed in place, never move-assigned: Boost 1.81's
+  // any_completion_handler move assignment recurses into its converting constructor.
+  acquire_operation(std::shared_ptr<lock_state> st, std::optional<milliseconds> w,
+                    std::optional<milliseconds> l, bool_handler r, void_handler d,
+                    token_handler t = {})
+      : s(std::move(st)),
+        lease(l),
+        wait(w),
+        started(clock_type::now()),
+        fsm(started, wait ? &*wait : nullptr, s->client->cfg.command_timeout,
+            s->client->cfg.watchdog_timeout),
+        report(std::move(r)),
+        done(std::move(d)),
+        report_token(std::move(t)) {}
+
+  ~acquire_operation() {
+    if (link) link->op = nullptr;
+    if (waiter) s->client->hub.remove(*waiter);
+  }
+
+  client_impl& client() const noexcept { return *s->client; }
+
+  static void start(owner op) {
+    if (op->link) op->link->op = op.get();
+    const auto lease_ms = op->lease.value_or(op->client().cfg.watchdog_timeout);
+    op->lease_arg.assign(lease_ms.count());
+    op->s->kind.acquire_call(*op->s, op->lease_arg.view(), op->call);
+    const auto next = op->fsm.start(op->link && op->link->requested.load());
+    run(std::move(op), next, true);
+  }
+
+  /// Does what the machine says, in a context that owns the operation, until the operation
+  /// waits for a completion (which then owns it) or is over.
+  static void run(owner op, action next, bool inside_initiation = false) {
+    for (;;) {
+      switch (next) {
+        case action::attempt:
+          return attempt(std::move(op));
+        case action::reconcile:
+          return reconcile(std::move(op));
+        case action::join:
+          op->join();
+          next = op->fsm.on_joined();
+          break;
+        case action::sleep:
+          return sleep(std::move(op));
+        case action::give_back:
+          return give_back(std::move(op));
+        case action::complete:
+          op->tell(inside_initiation);
+          next = op->fsm.resume();
+          break;
+        case action::interrupt:
+        case action::withdraw:
+        case action::wait:  // only events from hooks yield these
+        case action::done:
+          return;
+      }
+    }
+  }
+
+  /// Does what the machine says in a hook (a cancellation, the caller's bound), where the
+  /// operation is owned by a pending completion: at most tell the caller and nudge that
+  /// completion. Nothing may touch `this` after a withdraw (it completes the request at once).
+  void act(action next) {
+    if (next == action::complete) {
+      tell(true);
+      next = fsm.resume();
+    }
+    if (next == action::interrupt && waiter) {
+      waiter->timer.cancel();
+    } else if (next == action::withdraw) {
+      client().session.withdraw(s->key, request,
+                                std::make_error_code(std::errc::operation_canceled));
+    }
+  }
+
+  // --- attempts -------------------------------------------------------------------------------
+
+  static void attempt(owner op) {
+    client_impl& c = op->client();
+    ++c.counters.acquire_attempts;
+    op->written = {};
+    request_options opts;  // an acquire: never written twice, reconciled instead
+    opts.deadline = op->fsm.request_deadline();
+    if (opts.deadline != clock_type::time_point::max()) {
+      opts.on_deadline = &acquire_operation::on_bound;
+      opts.context = op.get();
+    }
+    opts.written_at = &op->written;
+    auto* p = op.get();
+    p->request =
+        c.scripts.async_run(p->call.which, p->call.key_span(), p->call.arg_span(), opts,
+                            [op = std::move(op)](std::error_code ec, resp3::value reply) mutable {
+                              on_attempt(std::move(op), ec, reply);
+                            });
+  }
+
+  /// The caller's bound passed with the attempt written and unanswered (a stalled server or a
+  /// black-holed connection): the caller is told now; the answer, when it comes, is still
+  /// processed (and an acquisition given back).
+  static void on_bound(void* context) {
+    auto* op = static_cast<acquire_operation*>(context);
+    op->act(op->fsm.on_bound_passed());
+  }
+
+  /// Cancellation, on the client's executor.
+  void on_cancel() {
+    act(fsm.on_cancel(written != clock_type::time_point{}, client().session.connected()));
+  }
+
+  static void on_attempt(owner op, std::error_code ec, const resp3::value& reply) {
+    // Unsynced (config::sync_replicas) matters only for an attempt that took the lock: a busy
+    // one wrote nothing.
+    const bool unsynced = ec == errc::replicas_not_synced;
+    answer a = answer::failed;
+    milliseconds ttl{-1};
+    if (!ec || unsynced) {
+      const auto decoded = op->s->kind.decode(reply);
+      switch (decoded.what) {
+        case acquire_reply::outcome::acquired:
+          op->record_hold(decoded.token);
+          a = unsynced ? answer::unsynced : answer::acquired;
+          if (unsynced) op->fail_unsynced();
+          break;
+        case acquire_reply::outcome::busy:
+          a = answer::busy;
+          ttl = decoded.ttl;
+          break;
+        case acquire_reply::outcome::malformed:
+          op->failure = error_with(errc::protocol_error,
+                                   fmt::format("lock '{}': {} acquire script: unexpected reply",
+                                               op->s->name(), op->s->kind.name));
+          break;
+      }
+    } else if (op->written != clock_type::time_point{}) {
+      // Written, and no answer: the server may have run it. Ask it (counted once).
+      if (ec == errc::connection_lost || ec == errc::timeout) {
+        ++op->client().counters.reconciled_acquires;
+        a = answer::unknown;
+      } else {
+        op->failure = op->failure_from(ec, reply);
+      }
+    } else {
+      // Never reached the server: it did not run.
+      if (op->fsm.retry_after_wake() && op->waiter) {
+        // The retry a wake-up started was never written: leaving passes the wake-up on.
+        op->waiter->woken = true;
+        op->waiter->by_message = op->wake_by_message;
+      }
+      if (ec == errc::timeout) {
+        a = answer::not_written;
+      } else {
+        op->failure = op->failure_from(ec, reply);
+      }
+    }
+    const auto next = op->fsm.on_attempt(a, ttl, clock_type::now());
+    run(std::move(op), next);
+  }
+
+  // --- reconciliation -------------------------------------------------------------------------
+
+  /// After an attempt's answer was lost: the kind's question says whether it ran. A query, so
+  /// the session asks again after a reconnect; bounded by the caller's bound until the caller
+  /// is told, then open until answered.
+  static void reconcile(owner op) {
+    client_impl& c = op->client();
+    request_options opts;
+    opts.deadline = op->fsm.request_deadline();
+    auto* p = op.get();
+    p->request =
+        c.session.exec(p->s->kind.reconcile_question(*p->s), opts,
+                       [op = std::move(op)](std::error_code ec, resp3::value reply) mutable {
+                         on_reconciled(std::move(op), ec, reply);
+                       });
+  }
+
+  static void on_reconciled(owner op, std::error_code ec, const resp3::value& reply) {
+    answer a = answer::failed;
+    if (ec == errc::timeout) {
+      a = answer::unknown;
+    } else if (ec || reply.is_error()) {
+      op->failure = op->failure_from(ec, reply);
+    } else {
+      const auto judged = op->s->kind.judge(op->s->server_holds, reply);
+      switch (judged.what) {
+        case reconcile_result::outcome::ran:
+          op->record_hold(judged.token);
+          a = answer::acquired;
+          break;
+        case reconcile_result::outcome::ran_no_token:
+          // The hold is ours but its token cannot be told: given back rather than handed out.
+          op->record_hold(0);
+          op->failure = error_with(
+              errc::protocol_error,
+              fmt::format("lock '{}': acquired, but its token could not be read back; given back",
+                          op->s->name()));
+          a = answer::ran_no_token;
+          break;
+        case reconcile_result::outcome::not_run:
+          // It should not run any more, but bytes of a connection we gave up can still reach
+          // the server (a stalled flow that heals): such a late run adds a hold nobody has,
+          // which this owner's final unlock then gives back (lock_state::on_released).
+          op->s->maybe_orphaned = true;
+          a = answer::busy;
+          break;
+      }
+    }
+    const auto next = op->fsm.on_reconciled(a, clock_type::now());
+    run(std::move(op), next);
+  }
+
+  // --- waiting --------------------------------------------------------------------------------
+
+  /// Joins the lock's channel: the hub subscribes with a channel's first waiter, and wakes this
+  /// one at once if the subscription is already confirmed (an unlock may have gone unheard
+  /// between the failed attempt and now).
+  void join() {
+    client_impl& c = client();
+    waiter.emplace(c.executor);
+    c.hub.add(s->key, s->channel(), s->kind.on_message, *waiter);
+  }
+
+  static void sleep(owner op) {
+    notify_hub::waiter& w = *op->waiter;
+    if (w.woken || w.failed) return woken(std::move(op));
+    w.timer.expires_at(op->fsm.sleep_until());
+    op->sleeping = true;
+    w.timer.async_wait([op = std::move(op)](boost::system::error_code) mutable {
+      op->sleeping = false;
+      woken(std::move(op));
+    });
+  }
+
+  static void woken(owner op) {
+    notify_hub::waiter& w = *op->waiter;
+    client_impl& c = op->client();
+    acquire_fsm::wake why = acquire_fsm::wake::timer;
+    if (w.failed) {
+      std::string text = c.hub.refusal_of(w);
+      if (text.empty()) text = fmt::format("lock '{}': {}", op->s->name(), w.failed.message());
+      op->failure = std::make_exception_ptr(std::system_error(w.failed, text));
+      why = acquire_fsm::wake::failed;
+    } else if (w.woken) {
+      why = w.by_message ? acquire_fsm::wake::message : acquire_fsm::wake::subscribed;
+    }
+    const auto next = op->fsm.on_woken(why, clock_type::now());
+    if (next == action::attempt) {
+      op->reason = why == acquire_fsm::wake::timer     ? wake_reason::expiry
+                   : why == acquire_fsm::wake::message ? wake_reason::notification
+                                                       : wake_reason::immediate;
+      if (op->reason == wake_reason::expiry) ++c.counters.expiry_wakeups;
+      if (op->reason == wake_reason::notification) ++c.counters.notified_wakeups;
+      op->wake_by_message = w.by_message;
+      w.woken = false;
+    }
+    run(std::move(op), next);
+  }
+
+  // --- holds ----------------------------------------------------------------------------------
+
+  /// Bookkeeping of a hold an answer took for this operation (kept even if it is given back).
+  void record_hold(std::int64_t t) {
+    s->on_acquired(lease.value_or(client().cfg.watchdog_timeout), !lease, written);
+    if (t > 0) {
+      token = t;
+      s->token.store(t, std::memory_order_relaxed);
+    }
+  }
+
+  /// Taken on the master, but fewer replicas than config::sync_replicas asks acknowledged it in
+  /// time: a failover now could hand the lock to a second owner, so the acquisition is given
+  /// back (a re-entry's hold only; the owner's earlier holds stay) and the caller fails.
+  void fail_unsynced() {
+    const auto& sync = client().cfg.sync_replicas;
+    failure = error_with(
+        errc::replicas_not_synced,
+        fmt::format("lock '{}': acquired, but fewer than {} replica(s) acknowledged it within "
+                    "{} ms (sync_replicas); given back",
+                    s->name(), sync.replicas, sync.timeout.count()));
+  }
+
+  /// Undoes an acquisition no caller will get (cancelled, told otherwise, unsynced).
+  static void give_back(owner op) {
+    ++op->client().counters.given_back;
+    auto s = op->s;
+    async_release(std::move(s), [op = std::move(op)](std::exception_ptr e) mutable {
+      if (e) op->failure = std::move(e);
+      const auto next = op->fsm.on_given_back(op->failure != nullptr);
+      run(std::move(op), next);
+    });
+  }
+
+  // --- the caller -----------------------------------------------------------------------------
+
+  std::exception_ptr failure_from(std::error_code ec, const resp3::value& reply) const {
+    return failure_of(client(), ec, reply, fmt::format("lock '{}'", s->name()));
+  }
+
+  std::exception_ptr verdict_error() const {
+    switch (fsm.outcome()) {
+      case verdict::cancelled:
+        return cancelled_error();
+      case verdict::timed_out: {
+        const auto& c = client();
+        const auto bound =
+            wait && wait->count() > 0
+                ? fmt::format("the wait ({} ms)", wait->count())
+                : fmt::format("{} ms (command_timeout)", c.cfg.command_timeout.count());
+        const auto last = c.session.connected() ? std::string() : c.session.last_error();
+        return error_with(
+            errc::timeout,
+            fmt::format("lock '{}': no answer from Redis within {}{}{}; an "
+                        "acquisition that happens after all is given back",
+                        s->name(), bound, last.empty() ? "" : "; last error: ", last));
+      }
+      case verdict::failed:
+        return failure ? failure : error_with(errc::protocol_error, "acquire failed");
+      default:
+        return nullptr;
+    }
+  }
+
+  /// Tells the caller the machine's verdict (once). Leaves the hub first: a waiter that will not
+  /// retry must not hold on to wake-ups (its unused one passes to the next waiter).
+  void tell(bool inside_initiation) {
+    if (waiter) {
+      client().hub.remove(*waiter);
+      waiter.reset();
+    }
+    const bool acquired = fsm.outcome() == verdict::acquired;
+    if (acquired) {
+      s->last_wake = reason;
+      account();
+    }
+    auto e = verdict_error();
+    const auto& ex = client().executor;
+    if (e && (report || done || report_token)) s->set_last_error(e);
+    if (report) {
+      bool_handler h(std::move(report));
+      deliver(ex, std::move(h), slot, inside_initiation, std::move(e), acquired);
+    } else if (report_token) {
+      token_handler h(std::move(report_token));
+      const auto result = acquired ? std::optional<std::int64_t>(token) : std::nullopt;
+      deliver(ex, std::move(h), slot, inside_initiation, std::move(e), result);
+    } else if (done) {
+      void_handler h(std::move(done));
+      deliver(ex, std::move(h), slot, inside_initiation, std::move(e));
+    }
+  }
+
+  /// Metrics and the slow-acquire log line of an acquisition its caller gets.
+  void account() const {
+    client_impl& c = client();
+    const auto waited = clock_type::now() - started;
+    c.wait_times.observe(waited);
+    auto& by_reason = reason == wake_reason::immediate      ? c.counters.acquired_immediate
+                      : reason == wake_reason::notification ? c.counters.acquired_notification
+                                                            : c.counters.acquired_expiry;
+    by_reason.fetch_add(1, std::memory_order_relaxed);
+    const auto threshold = c.cfg.slow_acquire_threshold;
+    if (threshold.count() > 0 && waited >= threshold) {
+      c.log(log_level::warning, "lock '{}' (owner {}) acquired after {} ms (threshold {} ms)",
+            s->name(), c.short_owner(s->owner),
+            std::chrono::duration_cast<milliseconds>(waited).count(), threshold.count());
+    }
+  }
+
+  std::shared_ptr<lock_state> s;
+  std::optional<milliseconds> lease;
+  std::optional<milliseconds> wait;
+  clock_type::time_point started;  // when the caller asked
+  acquire_fsm fsm;
+  // One of the three is set: lock() has no result to report, a fenced lock reports its token.
+  bool_handler report;
+  void_handler done;
+  token_handler report_token;
+  asio::cancellation_slot slot;
+  // Only for a caller with a cancellation slot: it outlives the operation in the slot handler.
+  std::shared_ptr<cancel_link<acquire_operation>> link;
+  clock_type::time_point written{};  // when the current attempt was written; epoch: not (yet)
+  decimal lease_arg;
+  script_call call;                          // the attempt, built once by the kind
+  std::int64_t token = 0;                    // this acquisition's token (kinds with tokens)
+  std::exception_ptr failure;                // the shell's failure, for verdict::failed
+  std::optional<notify_hub::waiter> waiter;  // from the first busy answer on
+  multiplexer::id_type request = 0;          // the attempt or question in flight
+  wake_reason reason = wake_reason::immediate;
+  bool wake_by_message = false;  // the wake-up the attempt in flight used was an unlock message
+  bool sleeping = false;         // owned by the waiter's timer
+};
+
+void start_acquire(std::unique_ptr<acquire_operation> op) {
+  const auto ex = op->s->client->executor;
+  op->slot = op->report         ? asio::get_associated_cancellation_slot(op->report)
+             : op->report_token ? asio::get_associated_cancellation_slot(op->report_token)
+                                : asio::get_associated_cancellation_slot(op->done);
+  if (auto invalid = validate(op->wait, op->lease)) {
+    op->failure = std::move(invalid);
+    op->fsm.reject();
+    op->tell(true);
+    return;
+  }
+  if (op->slot.is_connected()) {
+    op->link = std::make_shared<cancel_link<acquire_operation>>();
+    install_cancellation(op->slot, op->link, ex);
+  }
+  asio::dispatch(ex, [op = std::move(op)]() mutable { acquire_operation::start(std::move(op)); });
+}
+
+}  // namespace
+
+void async_acquire(std::shared_ptr<lock_state> s, std::optional<milliseconds> wait,
+                   std::optional<milliseconds> lease, bool_handler handler) {
+  start_acquire(std::make_unique<acquire_operation>(std::move(s), wait, lease, std::move(handler),
+                                                    void_handler{}));
+}
+
+void async_lock(std::shared_ptr<lock_state> s, std::optional<milliseconds> lease,
+                void_handler handler) {
+  start_acquire(std::make_unique<acquire_operation>(std::move(s), std::nullopt, lease,
+                                                    bool_handler{}, std::move(handler)));
+}
+
+void async_acquire_token(std::shared_ptr<lock_state> s, std::optional<milliseconds> wait,
+                         std::optional<milliseconds> lease, token_handler handler) {
+  start_acquire(std::make_unique<acquire_operation>(std::move(s), wait, lease, bool_handler{},
+                                                    void_handler{}, std::move(handler)));
+}
+
+}  // namespace rlock::detail

@@ -1,0 +1,88 @@
+#pragma once
+
+// A lock kind as data: everything the acquire engine (acquire_fsm, the acquire and release
+// operations), the wait hub and the watchdog need to know about one kind of Redisson lock. The
+// engine branches on nothing else, so a new kind is a new descriptor, its scripts and its API
+// header (README, "Adding a lock kind").
+#include "lock/acquire_reply.hpp"
+#include "notify/wake_policy.hpp"
+#include "resp3/value.hpp"
+#include "script/scripts.hpp"
+#include "session/command.hpp"
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace rlock::detail {
+
+struct lock_state;
+
+/// The keys and arguments of one script call, viewing the lock's state and `scratch` (a key the
+/// kind derives, such as the fenced lock's token counter): filled in place, no allocation for a
+/// kind that derives nothing.
+struct script_call {
+  script which{};
+  std::array<std::string_view, 4> keys{};
+  std::array<std::string_view, 6> args{};
+  std::uint8_t key_count = 0;
+  std::uint8_t arg_count = 0;
+  std::string scratch;
+
+  std::span<const std::string_view> key_span() const noexcept { return {keys.data(), key_count}; }
+  std::span<const std::string_view> arg_span() const noexcept { return {args.data(), arg_count}; }
+};
+
+/// What a release script call needs beyond the state: views the release operation owns.
+struct release_inputs {
+  std::string_view channel;
+  std::string_view latch;      // the unlock latch key (one per unlock, reused by retries)
+  std::string_view lease_ms;   // what a nested release sets the TTL to
+  std::string_view latch_ttl;  // how long the latch keeps the first answer
+  std::string_view publish;    // `publish` or `spublish`
+};
+
+/// What the answer to a reconcile question says about a lost attempt.
+struct reconcile_result {
+  enum class outcome : std::uint8_t {
+    ran,           // the attempt took a hold
+    not_run,       // it did not (and should not any more)
+    ran_no_token,  // it ran, but its result (the fenced token) cannot be recovered
+  };
+  outcome what = outcome::not_run;
+  std::int64_t token = 0;
+};
+
+struct lock_kind {
+  /// For logs and the owner table ("reentrant", "fenced").
+  std::string_view name;
+
+  /// The acquire attempt with lease `lease_ms`: KEYS and ARGV of the kind's acquire script.
+  void (*acquire_call)(const lock_state& s, std::string_view lease_ms, script_call& call);
+  /// Its reply: acquired (with a token, if the kind has them) or busy (with the holder's TTL).
+  acquire_reply (*decode)(const resp3::value& reply) noexcept;
+
+  /// After an attempt's answer was lost: one round trip whose answer, judged against the holds
+  /// the server counted for this owner as answers in order tell it (lock_state::server_holds),
+  /// says whether the attempt ran. Queries only: they may be asked again after a reconnect.
+  command (*reconcile_question)(const lock_state& s);
+  reconcile_result (*judge)(std::uint64_t server_holds, const resp3::value& answer) noexcept;
+
+  /// The release of one hold (Redisson's latched unlock): KEYS and ARGV of its script; the reply
+  /// is nil (not the owner), 0 (still held) or 1 (released and published).
+  void (*release_call)(const lock_state& s, const release_inputs& in, script_call& call);
+
+  /// The channel its unlocks publish on, and whom a message there wakes.
+  std::string (*channel)(std::string_view key);
+  message_policy on_message;
+};
+
+/// Redisson's RLock: nil when acquired, the holder's PTTL when busy.
+extern const lock_kind reentrant_kind;
+/// Redisson's RFencedLock: {-1, token} when acquired, {pttl, -1} when busy; every acquisition
+/// increments the token counter `redisson_lock_token:{<key>}`.
+extern const lock_kind fenced_kind;
+
+}  // namespace rlock::detail

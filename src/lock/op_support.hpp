@@ -1,0 +1,117 @@
+#pragma once
+
+// What the lock operations (acquire_op.cpp, release_op.cpp) share: errors as exceptions, argument
+// checks, numbers as script arguments without allocating, and delivery to the caller's handler
+// with its cancellation slot.
+#include "rlock/error.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace rlock::detail::ops {
+
+namespace asio = boost::asio;
+using std::chrono::milliseconds;
+
+inline std::exception_ptr cancelled_error() {
+  return std::make_exception_ptr(
+      std::system_error(std::make_error_code(std::errc::operation_canceled)));
+}
+
+inline std::exception_ptr error_with(errc e, const std::string& what) {
+  return std::make_exception_ptr(std::system_error(make_error_code(e), what));
+}
+
+/// Why the arguments are invalid, or nothing.
+inline std::exception_ptr validate(std::optional<milliseconds> wait,
+                                   std::optional<milliseconds> lease) {
+  if (lease && lease->count() <= 0) {
+    return error_with(errc::invalid_argument,
+                      fmt::format("lease must be positive, got {} ms", lease->count()));
+  }
+  if (wait && wait->count() < 0) {
+    return error_with(errc::invalid_argument,
+                      fmt::format("wait must not be negative, got {} ms", wait->count()));
+  }
+  return nullptr;
+}
+
+/// A millisecond count as a script argument, stored in the operation: no allocation per command.
+class decimal {
+ public:
+  void assign(std::int64_t v) noexcept {
+    const auto [end, ec] = std::to_chars(std::begin(digits_), std::end(digits_), v);
+    static_cast<void>(ec);  // cannot fail: the buffer fits every int64
+    size_ = static_cast<std::size_t>(end - digits_);
+  }
+  std::string_view view() const noexcept { return {digits_, size_}; }
+
+ private:
+  char digits_[24];
+  std::size_t size_ = 0;
+};
+
+/// Runs `h` with the completion on the handler's executor, after clearing the handler's
+/// cancellation slot there: the slot belongs to the caller's executor, which is also where a
+/// cancellation is emitted, so the two never race. `inside_initiation` posts instead of
+/// dispatching, so a handler never runs inside the call that started the operation.
+template <typename Handler, typename... Result>
+void deliver(const asio::any_io_executor& client_ex, Handler h, asio::cancellation_slot slot,
+             bool inside_initiation, std::exception_ptr e, Result... result) {
+  auto ex = asio::get_associated_executor(h, client_ex);
+  auto run = [h = std::move(h), slot, e = std::move(e), result...]() mutable {
+    if (slot.is_connected()) slot.clear();
+    std::move(h)(std::move(e), result...);
+  };
+  if (inside_initiation) {
+    // Through the client's executor first: the handler's may be this very thread's.
+    asio::post(client_ex,
+               [ex, run = std::move(run)]() mutable { asio::dispatch(ex, std::move(run)); });
+  } else {
+    asio::dispatch(ex, std::move(run));
+  }
+}
+
+/// Shared by an operation and the cancellation handler installed in its caller's slot. The slot
+/// handler runs on whatever thread emits the cancellation: it only records the request and posts
+/// it to the client's executor, where the operation (if it still exists) acts on it.
+template <typename Op>
+struct cancel_link {
+  std::atomic<bool> requested{false};
+  Op* op = nullptr;  // touched on the client's executor only
+};
+
+template <typename Op>
+void install_cancellation(asio::cancellation_slot& slot,
+                          const std::shared_ptr<cancel_link<Op>>& link,
+                          const asio::any_io_executor& client_ex) {
+  if (!slot.is_connected()) return;
+  // Installed in the initiating call, on the caller's side: a cancellation emitted before the
+  // operation has started on the client's executor is recorded, not lost.
+  slot.assign([link, client_ex](asio::cancellation_type type) {
+    if (type == asio::cancellation_type::none) return;
+    if (link->requested.exchange(true)) return;
+    asio::post(client_ex, [link] {
+      if (link->op != nullptr) link->op->on_cancel();
+    });
+  });
+}
+
+}  // namespace rlock::detail::ops

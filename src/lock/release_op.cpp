@@ -1,0 +1,203 @@
+// The release of one hold, and the wait for a lost lock, as plain asynchronous operations: one
+// heap object each, driven by the completions of their round trips (see acquire_op.cpp for the
+// acquisition).
+//
+// A release is made idempotent by Redisson's unlock latch (one request id per unlock, reused by
+// every retry): written and unanswered when the connection dies, it is written again on the next
+// one (FAULTS.md). The kind builds its script call (lock_kind::release_call).
+
+#include "client_impl.hpp"
+#include "lock/lock_kind.hpp"
+#include "lock/lock_ops.hpp"
+#include "lock/lock_state.hpp"
+#include "lock/names.hpp"
+#include "lock/op_support.hpp"
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+namespace rlock::detail {
+
+namespace {
+
+using namespace ops;
+
+// --- release ----------------------------------------------------------------------------------
+
+struct release_operation {
+  using owner = std::unique_ptr<release_operation>;
+
+  release_operation(std::shared_ptr<lock_state> st, void_handler h)
+      : s(std::move(st)), handler(std::move(h)) {}
+
+  static void start(owner op) {
+    lock_state& s = *op->s;
+    client_impl& c = *s.client;
+    op->undo = s.before_release();
+    const auto lease = s.lease.count() > 0 ? s.lease : c.cfg.watchdog_timeout;
+    op->lease_arg.assign(lease.count());
+    // A retry may come until the operation's bound and one reconnect later.
+    op->latch_ttl_arg.assign(std::max<std::int64_t>(1, 2 * c.cfg.command_timeout.count()));
+    op->channel = s.channel();
+    op->latch = unlock_latch(s.key, c.next_request_id());
+    s.kind.release_call(s,
+                        {op->channel, op->latch, op->lease_arg.view(), op->latch_ttl_arg.view(),
+                         c.session.publish_command()},
+                        op->call);
+    request_options opts;  // a release: retried (the latch makes a retry return the first answer)
+    opts.deadline = clock_type::now() + c.cfg.command_timeout;
+    opts.on_deadline = &release_operation::on_deadline;
+    opts.context = op.get();
+    opts.written_at = &op->written;
+    auto* p = op.get();
+    c.scripts.async_run(p->call.which, p->call.key_span(), p->call.arg_span(), opts,
+                        [op = std::move(op)](std::error_code ec, resp3::value reply) mutable {
+                          on_reply(std::move(op), ec, reply);
+                        });
+  }
+
+  /// The bound passed with the release written and unanswered: the caller learns that its
+  /// outcome is unknown; the answer, when it comes, still updates the owner's state.
+  static void on_deadline(void* context) {
+    auto* op = static_cast<release_operation*>(context);
+    op->tell(error_with(errc::timeout,
+                        fmt::format("unlock of '{}': no answer within {} ms; the release may "
+                                    "still happen",
+                                    op->s->name(), op->s->client->cfg.command_timeout.count())),
+             true);
+  }
+
+  static void on_reply(owner op, std::error_code ec, const resp3::value& reply) {
+    client_impl& c = *op->s->client;
+    if (ec == errc::replicas_not_synced) {
+      // Released on the master: that is what unlock means. A failover before a replica has it
+      // would bring the hold back until its lease ends, which delays the next owner and
+      // endangers nobody: logged, not failed.
+      c.log(log_level::warning,
+            "unlock of '{}' (owner {}): released, but fewer than {} replica(s) acknowledged it "
+            "within {} ms (sync_replicas)",
+            op->s->name(), c.short_owner(op->s->owner), c.cfg.sync_replicas.replicas,
+            c.cfg.sync_replicas.timeout.count());
+      ec = {};
+    }
+    if (!ec) {
+      auto outcome = op->s->on_released(reply, op->written);
+      // Bookkeeping before the caller runs (it may resume inline): the answer is in, so the
+      // latch has done its work; holds nobody has go back before anything the caller does next.
+      c.latches.add(std::move(op->latch));
+      if (outcome.orphaned) give_back_orphans(op->s);
+      op->tell(std::move(outcome.error));
+      return;
+    }
+    if (op->written == clock_type::time_point{}) op->s->release_not_sent(op->undo);
+    op->tell(failure_of(c, ec, reply, fmt::format("unlock of '{}'", op->s->name())));
+  }
+
+  /// Releases holds the server counts for this owner that no caller has, one per round trip
+  /// (each release takes one); bounded, in case something else keeps adding them.
+  static void give_back_orphans(const std::shared_ptr<lock_state>& s) {
+    if (++s->orphan_releases > max_orphan_releases) return;
+    ++s->client->counters.given_back;
+    async_release(s, [](std::exception_ptr) {});
+  }
+  static constexpr std::uint32_t max_orphan_releases = 16;
+
+  /// Tells the caller (once). Posted when called from the deadline hook, which runs inside the
+  /// session's bookkeeping.
+  void tell(std::exception_ptr e, bool from_hook = false) {
+    if (!handler) return;
+    s->set_last_error(e);
+    void_handler h(std::move(handler));
+    // unlock() ignores cancellation: no slot handler was installed, none is cleared.
+    deliver(s->client->executor, std::move(h), asio::cancellation_slot(), from_hook, std::move(e));
+  }
+
+  std::shared_ptr<lock_state> s;
+  void_handler handler;
+  std::string channel;
+  std::string latch;
+  decimal lease_arg;
+  decimal latch_ttl_arg;
+  script_call call;
+  clock_type::time_point written{};
+  lock_state::release_undo undo;
+};
+
+// --- lost -------------------------------------------------------------------------------------
+
+/// A wait for the watchdog to report the lock lost: one waiter on the state's lost_signal timer,
+/// which reset() cancels for every waiter. Its own cancellation ends only this wait, through a
+/// signal bound to its timer wait.
+struct lost_operation {
+  using owner = std::unique_ptr<lost_operation>;
+
+  lost_operation(std::shared_ptr<lock_state> st, void_handler h)
+      : s(std::move(st)), handler(std::move(h)) {}
+  ~lost_operation() {
+    if (link) link->op = nullptr;
+  }
+
+  static void start(owner op) {
+    if (op->link) {
+      op->link->op = op.get();
+      if (op->link->requested.load()) return finish(std::move(op), cancelled_error(), true);
+    }
+    lock_state& s = *op->s;
+    if (s.lost) return finish(std::move(op), nullptr, true);
+    if (!s.renewing()) {
+      auto e = error_with(
+          errc::not_owner,
+          fmt::format("lock '{}' is not held through the watchdog by {}", s.name(), s.field));
+      return finish(std::move(op), std::move(e), true);
+    }
+    if (!s.lost_signal) {
+      s.lost_signal = std::make_unique<asio::steady_timer>(s.client->executor,
+                                                           asio::steady_timer::time_point::max());
+    }
+    auto* p = op.get();
+    s.lost_signal->async_wait(asio::bind_cancellation_slot(
+        p->stop.slot(), [op = std::move(op)](boost::system::error_code) mutable {
+          const bool lost = op->s->lost;
+          finish(std::move(op), lost ? nullptr : cancelled_error(), false);
+        }));
+  }
+
+  /// Cancellation, on the client's executor.
+  void on_cancel() { stop.emit(asio::cancellation_type::all); }
+
+  static void finish(owner op, std::exception_ptr e, bool inside_initiation) {
+    void_handler h(std::move(op->handler));
+    const auto ex = op->s->client->executor;
+    const auto slot = op->slot;
+    op.reset();  // unlinked before the caller runs
+    deliver(ex, std::move(h), slot, inside_initiation, std::move(e));
+  }
+
+  std::shared_ptr<lock_state> s;
+  void_handler handler;
+  asio::cancellation_slot slot;
+  std::shared_ptr<cancel_link<lost_operation>> link;
+  asio::cancellation_signal stop;  // bound to the timer wait
+};
+
+}  // namespace
+
+void async_lost(std::shared_ptr<lock_state> s, void_handler handler) {
+  auto op = std::make_unique<lost_operation>(std::move(s), std::move(handler));
+  const auto ex = op->s->client->executor;
+  op->slot = asio::get_associated_cancellation_slot(op->handler);
+  if (op->slot.is_connected()) {
+    op->link = std::make_shared<cancel_link<lost_operation>>();
+    install_cancellation(op->slot, op->link, ex);
+  }
+  asio::dispatch(ex, [op = std::move(op)]() mutable { lost_operation::start(std::move(op)); });
+}
+
+void async_release(std::shared_ptr<lock_state> s, void_handler handler) {
+  auto op = std::make_unique<release_operation>(std::move(s), std::move(handler));
+  const auto ex = op->s->client->executor;
+  asio::dispatch(ex, [op = std::move(op)]() mutable { release_operation::start(std::move(op)); });
+}
+
+}  // namespace rlock::detail

@@ -1,0 +1,96 @@
+// The lock kinds' descriptors without a server: the decoding of their acquire replies and the
+// judgement of their reconcile answers.
+#include "lock/lock_kind.hpp"
+
+#include "support/resp3_values.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <initializer_list>
+
+namespace {
+
+using rlock::detail::acquire_reply;
+using rlock::detail::fenced_kind;
+using rlock::detail::reconcile_result;
+using rlock::detail::reentrant_kind;
+namespace resp3 = rlock::detail::resp3;
+using outcome = acquire_reply::outcome;
+using rlock::test::array;
+using rlock::test::number;
+using namespace std::chrono_literals;
+
+resp3::value null() { return {}; }
+
+TEST(lock_kind, reentrant_nil_is_acquired_a_number_is_busy) {
+  EXPECT_EQ(reentrant_kind.decode(null()).what, outcome::acquired);
+  EXPECT_EQ(reentrant_kind.decode(null()).token, 0);
+  const auto busy = reentrant_kind.decode(number(2500));
+  EXPECT_EQ(busy.what, outcome::busy);
+  EXPECT_EQ(busy.ttl, 2500ms);
+  EXPECT_EQ(reentrant_kind.decode(number(-1)).ttl, -1ms);
+  // The fenced shape is not a reentrant reply.
+  EXPECT_EQ(reentrant_kind.decode(array({number(-1), number(3)})).what, outcome::malformed);
+}
+
+TEST(lock_kind, fenced_pairs) {
+  const auto got = fenced_kind.decode(array({number(-1), number(42)}));
+  EXPECT_EQ(got.what, outcome::acquired);
+  EXPECT_EQ(got.token, 42);
+  const auto busy = fenced_kind.decode(array({number(900), number(-1)}));
+  EXPECT_EQ(busy.what, outcome::busy);
+  EXPECT_EQ(busy.ttl, 900ms);
+  EXPECT_EQ(busy.token, 0);
+  // A holder's key without a TTL: {-1, -1} is busy (PTTL -1), not a token.
+  const auto no_ttl = fenced_kind.decode(array({number(-1), number(-1)}));
+  EXPECT_EQ(no_ttl.what, outcome::busy);
+  EXPECT_EQ(no_ttl.ttl, -1ms);
+  const auto zero_ttl = fenced_kind.decode(array({number(0), number(-1)}));
+  EXPECT_EQ(zero_ttl.what, outcome::busy);
+  EXPECT_EQ(zero_ttl.ttl, 0ms);
+}
+
+TEST(lock_kind, fenced_rejects_every_other_shape) {
+  resp3::value text;
+  text.type = resp3::type::blob_string;
+  text.str = "-1";
+  for (const auto& bad :
+       {null(), number(-1), array({}), array({number(-1)}),
+        array({number(-1), number(1), number(2)}), array({number(-1), number(0)}),
+        array({number(-1), number(-7)}), array({number(5), number(6)}),
+        array({number(-2), number(-1)}), array({text, number(3)}), array({number(-1), text})}) {
+    EXPECT_EQ(fenced_kind.decode(bad).what, outcome::malformed);
+  }
+}
+
+TEST(lock_kind, a_reconciled_attempt_ran_when_the_server_counts_more_holds_than_answers_did) {
+  using ran = reconcile_result::outcome;
+  resp3::value count2;
+  count2.type = resp3::type::blob_string;  // HGET answers a string
+  count2.str = "2";
+  EXPECT_EQ(reentrant_kind.judge(1, count2).what, ran::ran);
+  EXPECT_EQ(reentrant_kind.judge(2, count2).what, ran::not_run);
+  EXPECT_EQ(reentrant_kind.judge(0, null()).what, ran::not_run);
+  EXPECT_EQ(reentrant_kind.judge(0, number(1)).what, ran::ran);
+  // Fenced: the hold count and the token counter in one answer.
+  const auto got = fenced_kind.judge(0, array({number(1), number(17)}));
+  EXPECT_EQ(got.what, ran::ran);
+  EXPECT_EQ(got.token, 17);
+  EXPECT_EQ(fenced_kind.judge(1, array({number(1), number(17)})).what, ran::not_run);
+  // It ran, but the counter is gone: the hold cannot be handed out with a token.
+  EXPECT_EQ(fenced_kind.judge(0, array({number(1), null()})).what, ran::ran_no_token);
+  // A malformed answer is not taken for a run.
+  EXPECT_EQ(fenced_kind.judge(0, number(1)).what, ran::not_run);
+}
+
+TEST(lock_kind, unlock_messages_wake_one_and_forced_ones_all) {
+  using rlock::detail::wake_policy;
+  EXPECT_EQ(reentrant_kind.on_message("0"), wake_policy::one);
+  EXPECT_EQ(reentrant_kind.on_message("1"), wake_policy::all);
+  EXPECT_EQ(fenced_kind.on_message("0"), wake_policy::one);
+  EXPECT_EQ(reentrant_kind.channel("a"), "redisson_lock__channel:{a}");
+}
+
+}  // namespace
