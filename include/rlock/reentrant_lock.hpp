@@ -165,10 +165,12 @@ class RLOCK_EXPORT reentrant_lock {
   // --- try_lock ---------------------------------------------------------------------------
   /// Acquires if it can within `wait` (absent: one attempt, no waiting; 0: the same); true if
   /// acquired or re-entered. Lease as for lock(). Completion: `void(error_code, bool)`; errors as
-  /// lock(), plus invalid_argument (wait < 0) and timeout: completes within wait +
-  /// config::command_timeout (an attempt in flight at the end of the wait gets a full round
-  /// trip); a timeout means the outcome is unknown to the caller, and an acquisition that
-  /// happens after all is given back.
+  /// lock(), plus invalid_argument (wait < 0) and timeout. **The wait is the bound**: it
+  /// completes by `wait` whatever the server does (one attempt, `wait` 0, within
+  /// config::command_timeout). An attempt still unanswered then is settled in the background,
+  /// and an acquisition it makes is given back: the caller gets `false` if the server answered
+  /// this acquisition at least once (the lock was busy), timeout if it never did (a stopped or
+  /// unreachable server).
   ///
   /// Per-operation cancellation: terminal, partial and total, as for lock(); completes with
   /// operation_aborted, never with `true`.
