@@ -1,40 +1,49 @@
 #include "resp3/request.hpp"
 
-#include <algorithm>
 #include <charconv>
 #include <cstddef>
+#include <cstring>
 #include <iterator>
 #include <limits>
 
 namespace rlock::detail::resp3 {
-namespace {
 
-// Room for a type byte, the digits of any std::size_t and "\r\n".
-constexpr std::size_t max_header = 1 + std::numeric_limits<std::size_t>::digits10 + 1 + 2;
-
-void append_header(std::string& out, char kind, std::size_t n) {
-  char digits[std::numeric_limits<std::size_t>::digits10 + 1];
-  const auto [end, ec] = std::to_chars(std::begin(digits), std::end(digits), n);
-  static_cast<void>(ec);  // cannot fail: the buffer fits every std::size_t
-  out.push_back(kind);
-  out.append(digits, end);
-  out.append("\r\n");
+std::size_t header_size(std::size_t n) noexcept {
+  std::size_t digits = 1;
+  for (; n >= 10; n /= 10) ++digits;
+  return 1 + digits + 2;  // type byte, digits, CRLF
 }
+
+char* put_header(char* p, char kind, std::size_t n) noexcept {
+  *p++ = kind;
+  // Cannot fail: the caller sized the buffer with header_size.
+  p = std::to_chars(p, p + std::numeric_limits<std::size_t>::digits10 + 1, n).ptr;
+  *p++ = '\r';
+  *p++ = '\n';
+  return p;
+}
+
+char* put_bulk(char* p, std::string_view arg) noexcept {
+  p = put_header(p, '$', arg.size());
+  if (!arg.empty()) std::memcpy(p, arg.data(), arg.size());
+  p += arg.size();
+  *p++ = '\r';
+  *p++ = '\n';
+  return p;
+}
+
+namespace {
 
 template <typename Range>
 void append_all(std::string& out, const Range& args) {
-  std::size_t bytes = max_header;
-  for (const auto& arg : args) bytes += max_header + arg.size() + 2;
-  // One allocation per command, but never below geometric growth when pipelining many.
-  if (out.capacity() - out.size() < bytes) {
-    out.reserve(std::max(out.size() + bytes, 2 * out.capacity()));
-  }
-  append_header(out, '*', std::size(args));
-  for (const std::string_view arg : args) {
-    append_header(out, '$', arg.size());
-    out.append(arg);
-    out.append("\r\n");
-  }
+  std::size_t bytes = header_size(std::size(args));
+  for (const std::string_view arg : args) bytes += bulk_size(arg);
+  const std::size_t at = out.size();
+  // Never below geometric growth when pipelining many.
+  if (out.capacity() < at + bytes) out.reserve(std::max(at + bytes, 2 * out.capacity()));
+  out.resize(at + bytes);
+  char* p = put_header(out.data() + at, '*', std::size(args));
+  for (const std::string_view arg : args) p = put_bulk(p, arg);
 }
 
 }  // namespace
@@ -49,12 +58,16 @@ void append_command(std::string& out, std::span<const std::string_view> args) {
 
 void append_command(std::string& out, std::span<const std::string> args) { append_all(out, args); }
 
-void append_array_header(std::string& out, std::size_t n) { append_header(out, '*', n); }
+void append_array_header(std::string& out, std::size_t n) {
+  const std::size_t at = out.size();
+  out.resize(at + header_size(n));
+  put_header(out.data() + at, '*', n);
+}
 
 void append_bulk(std::string& out, std::string_view arg) {
-  append_header(out, '$', arg.size());
-  out.append(arg);
-  out.append("\r\n");
+  const std::size_t at = out.size();
+  out.resize(at + bulk_size(arg));
+  put_bulk(out.data() + at, arg);
 }
 
 }  // namespace rlock::detail::resp3

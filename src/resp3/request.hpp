@@ -19,4 +19,14 @@ void append_command(std::string& out, std::span<const std::string> args);
 void append_array_header(std::string& out, std::size_t n);
 void append_bulk(std::string& out, std::string_view arg);
 
+/// One-pass encoding into a buffer sized once: the exact sizes of the pieces, then writers that
+/// put them at `p` and return the end. The hot path (every lock command) measures, resizes its
+/// buffer once and writes with no capacity check per piece.
+std::size_t header_size(std::size_t n) noexcept;
+inline std::size_t bulk_size(std::string_view arg) noexcept {
+  return header_size(arg.size()) + arg.size() + 2;
+}
+char* put_header(char* p, char kind, std::size_t n) noexcept;
+char* put_bulk(char* p, std::string_view arg) noexcept;
+
 }  // namespace rlock::detail::resp3

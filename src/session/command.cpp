@@ -6,54 +6,59 @@
 
 namespace rlock::detail {
 
-void command::append_route_key(std::string_view key) {
-  // The key's bytes inside the encoding are the route: no copy.
-  resp3::append_bulk(payload_, key);
-  route_at_ = payload_.size() - 2 - key.size();
-  route_size_ = key.size();
+namespace {
+
+/// The bytes of `keys` and `args` as bulk strings.
+std::size_t bulks_size(std::span<const std::string_view> keys,
+                       std::span<const std::string_view> args) noexcept {
+  std::size_t n = 0;
+  for (auto k : keys) n += resp3::bulk_size(k);
+  for (auto a : args) n += resp3::bulk_size(a);
+  return n;
+}
+
+}  // namespace
+
+char* command::put_keys_and_args(char* p, std::span<const std::string_view> keys,
+                                 std::span<const std::string_view> args) noexcept {
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (i == 0) {
+      // The key's bytes inside the encoding are the route: no copy.
+      route_at_ =
+          static_cast<std::size_t>(p - payload_.data()) + resp3::header_size(keys[0].size());
+      route_size_ = keys[0].size();
+    }
+    p = resp3::put_bulk(p, keys[i]);
+  }
+  for (auto a : args) p = resp3::put_bulk(p, a);
+  return p;
 }
 
 command::command(command_kind kind, std::string_view name, std::span<const std::string_view> keys,
                  std::span<const std::string_view> args)
     : kind_(kind) {
-  std::size_t size = 16 + name.size();
-  for (auto k : keys) size += 16 + k.size();
-  for (auto a : args) size += 16 + a.size();
-  payload_.reserve(size);
-  resp3::append_array_header(payload_, 1 + keys.size() + args.size());
-  resp3::append_bulk(payload_, name);
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    if (i == 0) {
-      append_route_key(keys[i]);
-    } else {
-      resp3::append_bulk(payload_, keys[i]);
-    }
-  }
-  for (auto a : args) resp3::append_bulk(payload_, a);
+  const std::size_t count = 1 + keys.size() + args.size();
+  payload_.resize(resp3::header_size(count) + resp3::bulk_size(name) + bulks_size(keys, args));
+  char* p = resp3::put_header(payload_.data(), '*', count);
+  p = resp3::put_bulk(p, name);
+  put_keys_and_args(p, keys, args);
 }
 
 command command::script(command_kind kind, std::string_view sha,
                         std::span<const std::string_view> keys,
                         std::span<const std::string_view> args) {
   command c(kind);
-  std::size_t size = 64 + sha.size();
-  for (auto k : keys) size += 16 + k.size();
-  for (auto a : args) size += 16 + a.size();
-  c.payload_.reserve(size);
-  resp3::append_array_header(c.payload_, 3 + keys.size() + args.size());
-  resp3::append_bulk(c.payload_, "EVALSHA");
-  resp3::append_bulk(c.payload_, sha);
   char digits[24];
   const auto end = std::to_chars(digits, digits + sizeof digits, keys.size()).ptr;
-  resp3::append_bulk(c.payload_, std::string_view(digits, static_cast<std::size_t>(end - digits)));
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    if (i == 0) {
-      c.append_route_key(keys[i]);
-    } else {
-      resp3::append_bulk(c.payload_, keys[i]);
-    }
-  }
-  for (auto a : args) resp3::append_bulk(c.payload_, a);
+  const std::string_view numkeys(digits, static_cast<std::size_t>(end - digits));
+  const std::size_t count = 3 + keys.size() + args.size();
+  c.payload_.resize(resp3::header_size(count) + resp3::bulk_size("EVALSHA") +
+                    resp3::bulk_size(sha) + resp3::bulk_size(numkeys) + bulks_size(keys, args));
+  char* p = resp3::put_header(c.payload_.data(), '*', count);
+  p = resp3::put_bulk(p, "EVALSHA");
+  p = resp3::put_bulk(p, sha);
+  p = resp3::put_bulk(p, numkeys);
+  c.put_keys_and_args(p, keys, args);
   return c;
 }
 

@@ -81,7 +81,9 @@ class command {
 
  private:
   explicit command(command_kind kind) : kind_(kind) {}
-  void append_route_key(std::string_view key);
+  /// Writes the keys (the first is the route) and arguments at `p`, inside payload_.
+  char* put_keys_and_args(char* p, std::span<const std::string_view> keys,
+                          std::span<const std::string_view> args) noexcept;
 
   command_kind kind_;
   std::uint8_t answers_ = 1;
