@@ -74,6 +74,10 @@ struct lock_kind {
   /// is nil (not the owner), 0 (still held) or 1 (released and published).
   void (*release_call)(const lock_state& s, const release_inputs& in, script_call& call);
 
+  /// The watchdog's batched renewal: KEYS = lock keys, ARGV[1] = lease ms, ARGV[i + 1] = the
+  /// owner field of KEYS[i]; one 1 (renewed) or 0 (no longer ours) per key.
+  script renew;
+
   /// The channel its unlocks publish on, and whom a message there wakes.
   std::string (*channel)(std::string_view key);
   message_policy on_message;

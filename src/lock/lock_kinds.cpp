@@ -133,6 +133,7 @@ const lock_kind reentrant_kind{
     .reconcile_question = &reentrant_question,
     .judge = &reentrant_judge,
     .release_call = &release_call,
+    .renew = script::renew,
     .channel = &unlock_channel,
     .on_message = &on_unlock_message,
 };
@@ -144,6 +145,7 @@ const lock_kind fenced_kind{
     .reconcile_question = &fenced_question,
     .judge = &fenced_judge,
     .release_call = &release_call,
+    .renew = script::renew,
     .channel = &unlock_channel,
     .on_message = &on_unlock_message,
 };

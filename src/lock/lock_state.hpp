@@ -70,6 +70,7 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
 
   std::string_view lease_key() const noexcept override { return key; }
   std::string_view lease_field() const noexcept override { return field; }
+  script renewal_script() const noexcept override { return kind.renew; }
   void on_lease_lost(std::string_view why) override;
   void on_watchdog_stopped() override { reset(false); }
 

@@ -16,22 +16,6 @@ namespace {
 
 bool is_noscript(const resp3::value& v) { return v.is_error() && v.str.starts_with("NOSCRIPT"); }
 
-/// What each script does to a lock: its command kind (retry policy after a lost answer).
-constexpr command_kind kind_of(script s) noexcept {
-  switch (s) {
-    case script::acquire:
-    case script::acquire_fenced:
-      return command_kind::acquire;
-    case script::release:
-      return command_kind::release;
-    case script::renew:
-      return command_kind::renew;
-    case script::force_unlock:
-      return command_kind::force_release;
-  }
-  return command_kind::acquire;  // unreachable; the strictest policy
-}
-
 /// `SCRIPT LOAD source`, for the node of `route`.
 command load_command(script s, std::string_view route = {}) {
   return command::about(command_kind::load, route, "SCRIPT",
@@ -83,15 +67,15 @@ multiplexer::id_type script_registry::async_run(script s, std::span<const std::s
 }
 
 bool script_registry::synced(script s) const noexcept {
-  return !wait_command_.empty() && (s == script::acquire || s == script::acquire_fenced ||
-                                    s == script::renew || s == script::release);
+  return !wait_command_.empty() && script_effects[static_cast<std::size_t>(s)].changes_lock;
 }
 
 multiplexer::id_type script_registry::send(script s, std::span<const std::string_view> keys,
                                            std::span<const std::string_view> args,
                                            request_options opts, reply_handler handler,
                                            bool may_reload) {
-  command c = command::script(kind_of(s), sha_[static_cast<std::size_t>(s)], keys, args);
+  command c = command::script(script_effects[static_cast<std::size_t>(s)].kind,
+                              sha_[static_cast<std::size_t>(s)], keys, args);
   const bool with_wait = synced(s);
   if (with_wait) c.then(wait_command_);  // one request: both run on one connection, in order
   return session_.exec(

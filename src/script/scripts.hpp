@@ -3,6 +3,8 @@
 // All Lua rlock sends, in one place. The lock scripts are Redisson's own, byte for byte in
 // meaning, so that a Java service using Redisson and a C++ service using rlock share one lock.
 
+#include "session/command.hpp"
+
 #include <array>
 #include <cstddef>
 #include <string_view>
@@ -17,6 +19,23 @@ enum class script : std::size_t {
   acquire_fenced,
 };
 inline constexpr std::size_t script_count = 5;
+
+/// What running a script means, for the registry's policies (it knows no lock semantics): the
+/// command kind (what a lost answer becomes, command.hpp) and whether it changes a lock (then
+/// followed by `WAIT` under config::sync_replicas).
+struct script_effect {
+  command_kind kind;
+  bool changes_lock;
+};
+
+/// The effect of each script, indexed by `script`.
+inline constexpr std::array<script_effect, script_count> script_effects{{
+    {command_kind::acquire, true},         // acquire
+    {command_kind::release, true},         // release
+    {command_kind::renew, true},           // renew
+    {command_kind::force_release, false},  // force_unlock: nobody's lease to protect
+    {command_kind::acquire, true},         // acquire_fenced
+}};
 
 /// The source of each script, indexed by `script`.
 inline constexpr std::array<std::string_view, script_count> script_sources{

@@ -40,6 +40,7 @@ void watchdog::add(lease& l, std::shared_ptr<void> keep_alive, clock::time_point
   l.keep_alive_ = std::move(keep_alive);
   l.generation_ = next_generation_++;
   l.group_ = scripts_.group_of(l.lease_key());
+  l.renew_ = l.renewal_script();
   l.failing_ = false;
   l.confirmed_ = sent;
   l.prev_ = tail_;
@@ -134,17 +135,19 @@ void watchdog::on_timer() {
 void watchdog::start_round() {
   auto owner = owner_.lock();
   const std::string lease_ms = std::to_string(lease_.count());
-  // In acquisition order, grouped (stably) by script group when there is more than one.
+  // In acquisition order, grouped (stably) by renewal script and script group when there is
+  // more than one of either.
   std::vector<lease*> order;
   order.reserve(size_);
   bool grouped = false;
   for (lease* l = head_; l != nullptr; l = l->next_) {
-    grouped = grouped || l->group_ != head_->group_;
+    grouped = grouped || l->group_ != head_->group_ || l->renew_ != head_->renew_;
     order.push_back(l);
   }
   if (grouped) {
-    std::stable_sort(order.begin(), order.end(),
-                     [](const lease* a, const lease* b) { return a->group_ < b->group_; });
+    std::stable_sort(order.begin(), order.end(), [](const lease* a, const lease* b) {
+      return a->renew_ != b->renew_ ? a->renew_ < b->renew_ : a->group_ < b->group_;
+    });
   }
   for (std::size_t next = 0; next < order.size();) {
     auto b = std::make_unique<batch>();
@@ -152,7 +155,9 @@ void watchdog::start_round() {
     b->items.reserve(std::min(batch_size, order.size() - next));
     auto deadline = clock::time_point::max();
     const std::uint16_t group = order[next]->group_;
-    for (; next < order.size() && b->items.size() < batch_size && order[next]->group_ == group;
+    const script renew = order[next]->renew_;
+    for (; next < order.size() && b->items.size() < batch_size && order[next]->group_ == group &&
+           order[next]->renew_ == renew;
          ++next) {
       lease* l = order[next];
       b->items.push_back({l->keep_alive_, l, l->generation_});
@@ -173,7 +178,7 @@ void watchdog::start_round() {
     renew_calls_.fetch_add(1, std::memory_order_relaxed);
     ++batches_in_flight_;
     batch& ref = *b;
-    scripts_.async_run(script::renew, ref.keys, ref.args, opts,
+    scripts_.async_run(renew, ref.keys, ref.args, opts,
                        [this, b = std::move(b), owner](std::error_code ec, resp3::value reply) {
                          --batches_in_flight_;
                          on_batch(*b, ec, reply);

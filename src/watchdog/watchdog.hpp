@@ -17,8 +17,9 @@
 namespace rlock::detail {
 
 /// Keeps leases alive and tells holders the moment they may no longer hold: one timer per client
-/// renews every registered lease each `lease / 3`, up to 100 locks per script call (Redisson's
-/// batch size) and never keys of two groups in one call (on a cluster a group is a hash slot: a
+/// renews every registered lease each `lease / 3` with the lease's own renewal script (its lock
+/// kind's), up to 100 locks per script call (Redisson's batch size), never two scripts and never
+/// keys of two groups in one call (on a cluster a group is a hash slot: a
 /// script over several is refused, CROSSSLOT); the calls of one round are made in one turn, so
 /// each node gets them in one write. It fires at the earliest *belief deadline*:
 ///
@@ -49,6 +50,9 @@ class watchdog {
 
     virtual std::string_view lease_key() const noexcept = 0;
     virtual std::string_view lease_field() const noexcept = 0;
+    /// The script that renews it, batched with the others of the same script and group: KEYS =
+    /// lock keys, ARGV[1] = lease ms, ARGV[i + 1] = the field of KEYS[i]; one 1 or 0 per key.
+    virtual script renewal_script() const noexcept = 0;
     /// Called once when the lease is lost; it is unregistered by then.
     virtual void on_lease_lost(std::string_view why) = 0;
     /// Called when the watchdog stops (the client closes) while the lease is registered.
@@ -65,6 +69,7 @@ class watchdog {
     lease* next_ = nullptr;
     std::uint64_t generation_ = 0;      // bumped at every add: tells a stale batch reply apart
     std::uint16_t group_ = 0;           // its key's script group (a cluster's hash slot)
+    script renew_{};                    // its renewal script
     clock::time_point confirmed_{};     // send time of the last acquire/renewal known to have run
     std::shared_ptr<void> keep_alive_;  // the owner stays alive while renewed
     bool failing_ = false;              // its last renewal call failed (reported once)
