@@ -158,17 +158,16 @@ void client_impl::shutdown(std::error_code reason) {
   hub.fail_all(reason);
 }
 
-std::string client_impl::next_request_id() {
+void client_impl::append_request_id(std::string& out) {
   // Uniqueness, not secrecy, is what a latch id needs: a seeded 64-bit generator per client.
   // Hex by hand: every unlock makes one, and fmt's formatting showed up in S1's profile.
   static constexpr char digits[] = "0123456789abcdef";
-  std::string id(32, '0');
-  for (int half = 0; half < 2; ++half) {
+  const std::size_t at = out.size();
+  out.resize(at + 32);
+  for (std::size_t half = 0; half < 2; ++half) {
     std::uint64_t v = ids_();
-    for (int i = 15; i >= 0; --i, v >>= 4)
-      id[static_cast<std::size_t>(half * 16 + i)] = digits[v & 15];
+    for (std::size_t i = 16; i-- > 0; v >>= 4) out[at + half * 16 + i] = digits[v & 15];
   }
-  return id;
 }
 
 void client_impl::set_last_error(const lock_state* owner, std::string text) {

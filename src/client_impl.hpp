@@ -53,8 +53,9 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
                                         const lock_kind& kind = reentrant_kind);
   void forget(const lock_state& s);
 
-  /// 16 random bytes in lowercase hex: the request id of an unlock (Redisson's latch).
-  std::string next_request_id();
+  /// Appends 16 random bytes in lowercase hex to `out`: the request id of an unlock (Redisson's
+  /// latch), written into the latch key itself.
+  void append_request_id(std::string& out);
 
   /// The text of an owner's latest failed operation (empty: none; setting empty forgets).
   /// Thread-safe.

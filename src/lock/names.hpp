@@ -12,7 +12,8 @@ namespace rlock::detail {
 std::string unlock_channel(std::string_view key);
 
 /// The unlock latch (3.24.1+): `redisson_unlock_latch:{<key>}:<request id>`. It keeps a
-/// release's first answer, so a retried release returns it.
+/// release's first answer, so a retried release returns it. With an empty id: the prefix, with
+/// room for a 32-digit id appended in place.
 std::string unlock_latch(std::string_view key, std::string_view request_id);
 
 /// The fenced lock's token counter (RFencedLock): `redisson_lock_token:{<key>}`, an integer with

@@ -40,7 +40,8 @@ struct release_operation {
     // A retry may come until the operation's bound and one reconnect later.
     op->latch_ttl_arg.assign(std::max<std::int64_t>(1, 2 * c.cfg.command_timeout.count()));
     op->channel = s.channel();
-    op->latch = unlock_latch(s.key, c.next_request_id());
+    op->latch = unlock_latch(s.key, {});
+    c.append_request_id(op->latch);
     s.kind.release_call(s,
                         {op->channel, op->latch, op->lease_arg.view(), op->latch_ttl_arg.view(),
                          c.session.publish_command()},

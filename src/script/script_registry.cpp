@@ -55,60 +55,42 @@ script_registry::script_registry(session& s) : session_(s) {
   }
 }
 
-multiplexer::id_type script_registry::async_run(script s, std::span<const std::string_view> keys,
-                                                std::span<const std::string_view> args,
-                                                request_options opts, reply_handler handler) {
-  if (sha_[static_cast<std::size_t>(s)].empty()) {
-    // Not connected yet (the handshake loads every script): load it with the request.
-    reload_and_send(s, keys, args, opts, std::move(handler));
-    return 0;
-  }
-  return send(s, keys, args, opts, std::move(handler), true);
-}
-
 bool script_registry::synced(script s) const noexcept {
   return !wait_command_.empty() && script_effects[static_cast<std::size_t>(s)].changes_lock;
 }
 
-multiplexer::id_type script_registry::send(script s, std::span<const std::string_view> keys,
-                                           std::span<const std::string_view> args,
-                                           request_options opts, reply_handler handler,
-                                           bool may_reload) {
+command script_registry::call_of(script s, std::span<const std::string_view> keys,
+                                 std::span<const std::string_view> args) const {
   command c = command::script(script_effects[static_cast<std::size_t>(s)].kind,
                               sha_[static_cast<std::size_t>(s)], keys, args);
-  const bool with_wait = synced(s);
-  if (with_wait) c.then(wait_command_);  // one request: both run on one connection, in order
-  return session_.exec(
-      std::move(c), opts,
-      [this, s, keys, args, opts, may_reload, with_wait, h = std::move(handler)](
-          std::error_code ec, resp3::value answer) mutable {
-        // A router's error (cluster_down, too_many_redirects) carries Redis's text as a value.
-        if (ec) return std::move(h)(ec, std::move(answer));
-        resp3::value reply;
-        bool acknowledged = true;
-        if (with_wait) {
-          if (answer.elements.size() != 2) {
-            return std::move(h)(make_error_code(errc::protocol_error), resp3::value{});
-          }
-          reply = std::move(answer.elements[0]);
-          // A WAIT refused (an ACL user without +wait) acknowledges nothing either.
-          const auto& acks = answer.elements[1];
-          acknowledged = acks.type == resp3::type::number && acks.integer >= replicas_;
-        } else {
-          reply = std::move(answer);
-        }
-        if (may_reload && is_noscript(reply)) {
-          return reload_and_send(s, keys, args, opts, std::move(h));
-        }
-        if (reply.is_error()) {
-          const auto code = make_error_code(errc_of_reply(reply.str));
-          return std::move(h)(code, std::move(reply));
-        }
-        if (!acknowledged) {
-          return std::move(h)(make_error_code(errc::replicas_not_synced), std::move(reply));
-        }
-        std::move(h)(std::error_code{}, std::move(reply));
-      });
+  if (synced(s)) c.then(wait_command_);  // one request: both run on one connection, in order
+  return c;
+}
+
+script_registry::settled script_registry::settle(bool with_wait, bool may_reload,
+                                                 std::error_code& ec, resp3::value& answer) const {
+  // A router's error (cluster_down, too_many_redirects) carries Redis's text as a value.
+  if (ec) return settled::deliver;
+  bool acknowledged = true;
+  if (with_wait) {
+    if (answer.elements.size() != 2) {
+      ec = make_error_code(errc::protocol_error);
+      answer = resp3::value{};
+      return settled::deliver;
+    }
+    // A WAIT refused (an ACL user without +wait) acknowledges nothing either.
+    const auto& acks = answer.elements[1];
+    acknowledged = acks.type == resp3::type::number && acks.integer >= replicas_;
+    resp3::value reply = std::move(answer.elements[0]);
+    answer = std::move(reply);
+  }
+  if (may_reload && is_noscript(answer)) return settled::reload;
+  if (answer.is_error()) {
+    ec = make_error_code(errc_of_reply(answer.str));
+  } else if (!acknowledged) {
+    ec = make_error_code(errc::replicas_not_synced);
+  }
+  return settled::deliver;
 }
 
 void script_registry::reload_and_send(script s, std::span<const std::string_view> keys,

@@ -32,19 +32,50 @@ class script_registry {
   /// operation_aborted) with an empty reply; errc::replicas_not_synced with the script's reply
   /// when the script ran but fewer replicas than asked acknowledged it. `keys` and `args`, and the
   /// bytes they view, must stay valid until then: a NOSCRIPT retry serializes them again. This is
-  /// the hot path of every lock operation, so it is a plain callback: no coroutine frame per
-  /// command.
+  /// the hot path of every lock operation, so it is a plain callback (no coroutine frame per
+  /// command) taken as it is: the caller's handler and the registry's reading of the answer are
+  /// type-erased once, together, not once each.
+  template <typename Handler>
   multiplexer::id_type async_run(script s, std::span<const std::string_view> keys,
                                  std::span<const std::string_view> args, request_options opts,
-                                 reply_handler handler);
+                                 Handler&& handler) {
+    if (sha_[static_cast<std::size_t>(s)].empty()) {
+      // Not connected yet (the handshake loads every script): load it with the request.
+      reload_and_send(s, keys, args, opts, reply_handler(std::forward<Handler>(handler)));
+      return 0;
+    }
+    return send(s, keys, args, opts, std::forward<Handler>(handler), true);
+  }
 
   /// Keys of one group may go into one script call (session::group_of: a cluster's hash slot).
   std::uint16_t group_of(std::string_view key) const noexcept { return session_.group_of(key); }
 
  private:
+  /// What the session's answer to a script call means for its caller.
+  enum class settled : std::uint8_t { deliver, reload };
+  /// Reads the answer in place: the script's reply unwrapped from its WAIT's, an error reply as
+  /// its code (with Redis's text), too few acknowledgements as replicas_not_synced; or NOSCRIPT
+  /// (a SCRIPT FLUSH meanwhile): load it and send again, once.
+  settled settle(bool with_wait, bool may_reload, std::error_code& ec, resp3::value& answer) const;
+  /// `EVALSHA`, followed by `WAIT` when `s` changes a lock under config::sync_replicas.
+  command call_of(script s, std::span<const std::string_view> keys,
+                  std::span<const std::string_view> args) const;
+
+  template <typename Handler>
   multiplexer::id_type send(script s, std::span<const std::string_view> keys,
                             std::span<const std::string_view> args, request_options opts,
-                            reply_handler handler, bool may_reload);
+                            Handler&& handler, bool may_reload) {
+    const bool with_wait = synced(s);
+    return session_.exec(
+        call_of(s, keys, args), opts,
+        [this, s, keys, args, opts, may_reload, with_wait, h = std::forward<Handler>(handler)](
+            std::error_code ec, resp3::value answer) mutable {
+          if (settle(with_wait, may_reload, ec, answer) == settled::reload) {
+            return reload_and_send(s, keys, args, opts, reply_handler(std::move(h)));
+          }
+          std::move(h)(ec, std::move(answer));
+        });
+  }
   void reload_and_send(script s, std::span<const std::string_view> keys,
                        std::span<const std::string_view> args, request_options opts,
                        reply_handler handler);

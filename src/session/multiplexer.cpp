@@ -30,10 +30,24 @@ bool is_confirmation_kind(std::string_view kind) {
 
 }  // namespace
 
-void multiplexer::complete(record& r, std::error_code ec, resp3::value v) {
-  if (!r.handler) return;
+multiplexer::slot multiplexer::take_slot() {
+  if (!free_.empty()) {
+    const slot s = free_.back();
+    free_.pop_back();
+    return s;
+  }
+  slots_.emplace_back();
+  return static_cast<slot>(slots_.size() - 1);
+}
+
+void multiplexer::finish(slot s, std::error_code ec, resp3::value v) {
+  record& r = slots_[s];
   reply_handler h(std::move(r.handler.h));
-  std::move(h)(ec, std::move(v));
+  // What add() does not overwrite: a kept payload's memory, and replies collected so far.
+  if (!r.payload.empty()) std::string().swap(r.payload);
+  if (!r.collected.elements.empty()) r.collected = resp3::value{};
+  free_.push_back(s);
+  if (h) std::move(h)(ec, std::move(v));
 }
 
 void multiplexer::note_deadline(clock_type::time_point d) noexcept {
@@ -44,34 +58,40 @@ multiplexer::id_type multiplexer::add(std::string payload, answer_kind kind, std
                                       request_options opts, reply_handler handler) {
   const id_type id = next_id_++;
   note_deadline(opts.deadline);
-  auto& queue = opts.handshake ? handshake_ : queued_;
-  queue.push_back(
-      record{id, std::move(payload), std::move(channel), kind, opts, std::move(handler), {}});
+  const slot s = take_slot();
+  record& r = slots_[s];
+  r.id = id;
+  r.payload = std::move(payload);
+  r.channel = std::move(channel);
+  r.kind = kind;
+  r.opts = opts;
+  r.handler = handler_box(std::move(handler));
+  (opts.handshake ? handshake_ : queued_).push_back(s);
   return id;
 }
 
 std::size_t multiplexer::prepare_write(std::string& out, bool ready, clock_type::time_point now) {
   std::size_t n = 0;
-  auto take = [&](std::deque<record>& from) {
-    std::vector<record> late;  // a vector: a deque would allocate on every write
+  auto take = [&](slot_queue& from) {
+    std::vector<slot> late;  // empty (no allocation) unless a request is past its deadline
     while (!from.empty()) {
-      record& r = from.front();
+      const slot s = from.front();
+      from.pop_front();
+      record& r = slots_[s];
       if (r.opts.deadline <= now) {
         // Never write a request past its deadline (a renewal sent after its holder stopped
         // believing would extend a lease nobody holds): it stays queued for expire() to fail.
-        late.push_back(std::move(r));
-        from.pop_front();
+        late.push_back(s);
         continue;
       }
       out.append(r.payload);
       if (r.opts.written_at != nullptr) *r.opts.written_at = now;
       // Only an idempotent request is ever written again; the others need not keep their bytes.
-      if (r.opts.unknown != if_unknown::retry || r.opts.handshake) std::string().swap(r.payload);
-      written_.push_back(std::move(r));
-      from.pop_front();
+      if (r.opts.unknown != if_unknown::retry || r.opts.handshake) r.payload = std::string();
+      written_.push_back(s);
       ++n;
     }
-    for (auto it = late.rbegin(); it != late.rend(); ++it) from.push_front(std::move(*it));
+    for (auto it = late.rbegin(); it != late.rend(); ++it) from.push_front(*it);
   };
   take(handshake_);
   if (ready) take(queued_);
@@ -88,8 +108,9 @@ multiplexer::verdict multiplexer::on_value(resp3::value& v) {
     }
     // Redis answers commands in order, and a confirmation is the answer to one: it must match
     // the oldest written request exactly.
-    const bool matches = !written_.empty() && is_confirmation(kind, written_.front().kind) &&
-                         v.elements.size() >= 2 && v.elements[1].str == written_.front().channel;
+    const bool matches =
+        !written_.empty() && is_confirmation(kind, slots_[written_.front()].kind) &&
+        v.elements.size() >= 2 && v.elements[1].str == slots_[written_.front()].channel;
     if (!matches && kind == "sunsubscribe") {
       // Not an answer: Redis 7 unsubscribes a sharded channel by itself when its slot moves to
       // another node (or the node loses it in a failover). The connection re-places it.
@@ -97,79 +118,86 @@ multiplexer::verdict multiplexer::on_value(resp3::value& v) {
       return verdict::ok;
     }
     if (!matches) return verdict::out_of_step;
-  } else if (written_.empty() || (written_.front().kind != answer_kind::reply && !v.is_error())) {
+  } else if (written_.empty() ||
+             (slots_[written_.front()].kind != answer_kind::reply && !v.is_error())) {
     // A reply nobody asked for, or a plain reply where a confirmation (or a refusal) was due.
     return verdict::out_of_step;
   }
-  if (auto& front = written_.front(); front.opts.answers > 1) {
+  const slot s = written_.front();
+  if (record& front = slots_[s]; front.opts.answers > 1) {
     // One of several replies: the request is answered by the last one.
     front.collected.type = resp3::type::array;
     front.collected.elements.push_back(std::move(v));
     if (front.collected.elements.size() < front.opts.answers) return verdict::ok;
-    record r = std::move(front);
     written_.pop_front();
-    complete(r, {}, std::move(r.collected));
+    resp3::value all = std::move(front.collected);
+    finish(s, {}, std::move(all));
     return verdict::ok;
   }
-  record r = std::move(written_.front());
   written_.pop_front();
-  complete(r, {}, std::move(v));
+  finish(s, {}, std::move(v));
   return verdict::ok;
 }
 
 void multiplexer::on_connection_lost(std::error_code reason) {
-  std::vector<record> failed;
-  std::deque<record> again;
-  for (auto& r : written_) {
-    if (!r.handler) continue;  // the caller was told already; nothing to do with its answer
-    if (r.opts.unknown == if_unknown::retry && !r.opts.handshake) {
+  std::vector<slot> failed;
+  std::vector<slot> again;
+  for (const slot s : written_) {
+    record& r = slots_[s];
+    if (!r.handler) {
+      // The caller was told already; nothing to do with its answer.
+      failed.push_back(s);
+    } else if (r.opts.unknown == if_unknown::retry && !r.opts.handshake) {
       r.collected = {};  // written again: all its replies come again
-      again.push_back(std::move(r));
+      again.push_back(s);
     } else {
-      failed.push_back(std::move(r));
+      failed.push_back(s);
     }
   }
   written_.clear();
-  for (auto& r : handshake_) failed.push_back(std::move(r));
+  for (const slot s : handshake_) failed.push_back(s);
   handshake_.clear();
   retried_ += again.size();
   // Written requests are older than queued ones: they go first, in their order.
-  for (auto it = again.rbegin(); it != again.rend(); ++it) queued_.push_front(std::move(*it));
-  for (auto& r : failed) complete(r, reason, {});
+  for (auto it = again.rbegin(); it != again.rend(); ++it) queued_.push_front(*it);
+  for (const slot s : failed) finish(s, reason, {});
 }
 
 void multiplexer::fail_queued(std::error_code reason) {
-  auto failed = std::exchange(queued_, {});
-  for (auto& r : failed) complete(r, reason, {});
+  std::vector<slot> failed(queued_.begin(), queued_.end());
+  queued_.clear();
+  for (const slot s : failed) finish(s, reason, {});
 }
 
 void multiplexer::fail_all(std::error_code reason) {
-  std::vector<record> failed;
+  std::vector<slot> failed;
   for (auto* q : {&written_, &handshake_, &queued_}) {
-    for (auto& r : *q) failed.push_back(std::move(r));
+    failed.insert(failed.end(), q->begin(), q->end());
     q->clear();
   }
-  for (auto& r : failed) complete(r, reason, {});
+  for (const slot s : failed) finish(s, reason, {});
 }
 
 void multiplexer::expire(clock_type::time_point now) {
-  std::vector<record> timed_out;
+  std::vector<slot> timed_out;
   std::vector<reply_handler> unknown;  // written, deadline passed: the answer will be dropped
   std::vector<std::pair<void (*)(void*), void*>> hooks;
   next_deadline_ = clock_type::time_point::max();
   for (auto* q : {&handshake_, &queued_}) {
     // Never written: they certainly did not run, so they simply fail.
     for (auto it = q->begin(); it != q->end();) {
-      if (it->opts.deadline <= now) {
-        timed_out.push_back(std::move(*it));
+      const auto& opts = slots_[*it].opts;
+      if (opts.deadline <= now) {
+        timed_out.push_back(*it);
         it = q->erase(it);
       } else {
-        note_deadline(it->opts.deadline);
+        note_deadline(opts.deadline);
         ++it;
       }
     }
   }
-  for (auto& r : written_) {
+  for (const slot s : written_) {
+    record& r = slots_[s];
     if (!r.handler) continue;
     if (r.opts.deadline > now) {
       note_deadline(r.opts.deadline);
@@ -182,7 +210,7 @@ void multiplexer::expire(clock_type::time_point now) {
     }
   }
   // Handlers last: they may add requests, or close everything.
-  for (auto& r : timed_out) complete(r, make_error_code(errc::timeout), {});
+  for (const slot s : timed_out) finish(s, make_error_code(errc::timeout), {});
   for (auto& h : unknown) std::move(h)(make_error_code(errc::timeout), resp3::value{});
   for (auto [fn, ctx] : hooks) fn(ctx);
 }
@@ -191,11 +219,11 @@ clock_type::time_point multiplexer::next_deadline() const noexcept { return next
 
 bool multiplexer::withdraw(id_type id, std::error_code reason) {
   for (auto* q : {&handshake_, &queued_}) {
-    auto it = std::find_if(q->begin(), q->end(), [id](const record& r) { return r.id == id; });
+    auto it = std::find_if(q->begin(), q->end(), [&](slot s) { return slots_[s].id == id; });
     if (it != q->end()) {
-      record r = std::move(*it);
+      const slot s = *it;
       q->erase(it);
-      complete(r, reason, {});
+      finish(s, reason, {});
       return true;
     }
   }
