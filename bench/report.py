@@ -739,7 +739,49 @@ class Report:
                 line += "; rlock at P=%d: p50 %.2f × the floor" % (ps[0],
                                                                   rl["gap_p50_us"] / floor["p50_us"])
             md += line + ".\n"
+        md += self.s3_local(data)
         return md, data
+
+    def s3_local(self, data):
+        """S3's rhythm between P coroutines of one client (`rlock_bench s3-local`), handing the
+        lock over in the unlock's round trip (config::local_handoff)."""
+        local = []
+        for run in self.runs["S3"]:
+            e = run["entry"]
+            if e.get("mode") != "s3-local":
+                continue
+            m = run["output"]["metrics"] if run["output"] and not run["failure"] else {}
+            local.append((int(e.get("params", {}).get("processes", 0)), m, run["failure"]))
+        if not local:
+            return ""
+        ev = self.ref("evalsha_c1", "p50_latency_ms")
+        ev_us = ev * 1000 if ev else None
+        rows = []
+        for p, m, failure in sorted(local, key=lambda x: x[0]):
+            gap = m.get("gap_p50_us")
+            share = m["local_handoffs"] / m["handoffs"] if m.get("handoffs") else None
+            idle = m.get("idle_round_trip_p50_us")
+            rows.append([p, num(m.get("acquisitions")), num(m.get("handoffs")),
+                         num(m.get("local_handoffs")), num(share), num(gap), num(m.get("gap_p99_us")),
+                         num(gap / ev_us) if gap and ev_us else "—", num(idle),
+                         num(gap / idle) if gap and idle else "—", num(m.get("overlaps")),
+                         ("failed: " + failure) if failure else "ok"])
+            data.setdefault("local", {})[str(p)] = m or {"failure": failure}
+            self.goals.append(goal("S3", "local P=%d: handoff gap p50 ≤ 1.2 × EVALSHA p50" % p,
+                                   "s3-local gap p50 µs", gap, "EVALSHA -c1 p50 µs", ev_us, "<=", 1.2))
+            self.goals.append(goal("S3", "local P=%d: zero overlaps" % p, "s3-local overlaps",
+                                   m.get("overlaps"), None, None, "==", 0))
+        return ("\nS3-local, the same rhythm between P coroutines of one client on one key "
+                "(`rlock_bench s3-local`): a final unlock that finds another coroutine of the client "
+                "parked on the lock hands it over in its own round trip (`config::local_handoff`; "
+                "every 8th unlock in a row publishes):\n\n"
+                + table(["P", "acquisitions", "handoffs", "local handoffs", "local share",
+                         "gap p50 µs", "gap p99 µs", "p50 / EVALSHA p50", "idle round trip p50 µs",
+                         "p50 / idle round trip", "overlaps", "status"], rows)
+                + "\nThe idle round trip is one command of the same client sent after 1 ms asleep, "
+                "measured by the same driver right after: what one round trip costs in S3's rhythm, "
+                "where both CPUs idle between handoffs (the back-to-back EVALSHA keeps them busy).\n"
+                + "\n")
 
     def section_s4(self):
         rows, data = [], {}

@@ -2,6 +2,8 @@
 //   s1, s2, s3-worker            as every peer (library "rlock"); s1 --concurrency C runs C
 //                                loops on one client, each on its own key
 //   s1-blocking, s3-worker-blocking   the blocking facade through std::unique_lock
+//   s3-local --concurrency P     S3 between P coroutines of one client (hold 1 ms, 1 ms out):
+//                                local handoffs (config::local_handoff) and the gap per handoff
 //   s4 --waiters W               fan-out: Redis commands per handoff with W local waiters
 //   s5 --locks N                 watchdog scale: renewal calls per period, CPU, RSS per lock
 //   s6 --waiters N --names K [--waiter coroutine|callback]
@@ -86,8 +88,9 @@ struct options {
   std::string waiter = "coroutine";
   int restarts = 20;
   std::string redis_server = "redis-server";
-  std::string tls_ca;    // set: TLS to --port, verified against this CA
-  bool cluster = false;  // --cluster 1: --port is a seed of a Redis Cluster (config::cluster)
+  std::string tls_ca;         // set: TLS to --port, verified against this CA
+  bool cluster = false;       // --cluster 1: --port is a seed of a Redis Cluster (config::cluster)
+  bool local_handoff = true;  // --local-handoff 0: config::local_handoff off (s3-local's twin)
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -95,7 +98,8 @@ struct options {
              "rlock_bench: {}\nusage: rlock_bench <mode> --port P [--seconds S] "
              "[--concurrency C] [--connections N] [--waiters W] [--locks N] [--names K] "
              "[--threads T] "
-             "[--key K] [--out FILE] [--prefix P] [--tls-ca CA_FILE] [--cluster 1]\n",
+             "[--key K] [--out FILE] [--prefix P] [--tls-ca CA_FILE] [--cluster 1] "
+             "[--local-handoff 0]\n",
              why);
   std::exit(2);
 }
@@ -147,6 +151,8 @@ options parse(int argc, char** argv) {
       o.tls_ca = value;
     else if (flag == "--cluster")
       o.cluster = integer() != 0;
+    else if (flag == "--local-handoff")
+      o.local_handoff = integer() != 0;
     else
       usage("unknown flag " + flag);
   }
@@ -160,6 +166,7 @@ rlock::config config_for(const options& o) {
   cfg.port = o.port;
   cfg.key_prefix = o.prefix;
   cfg.command_timeout = 30s;
+  if (!o.local_handoff) cfg.local_handoff.max_streak = 0;
   if (o.cluster) {
     cfg.cluster.nodes = {
         fmt::format("{}://127.0.0.1:{}", o.tls_ca.empty() ? "redis" : "rediss", o.port)};
@@ -401,6 +408,80 @@ void run_s3_worker(const options& o) {
              R"("metrics": {{"acquisitions": {}}}}})"
              "\n",
              o.seconds, events.size());
+}
+
+// --- s3-local: the handoff scenario between coroutines of one client ----------------------------
+
+void run_s3_local(const options& o) {
+  const int tasks = std::max(2, o.concurrency);
+  struct event {
+    std::int64_t acquired;
+    std::int64_t releasing;
+    int task;
+  };
+  std::vector<event> events;
+  events.reserve(200'000);
+  rlock::client_stats stats;
+  std::vector<double> idle_rtt;
+  with_client(
+      o,
+      [&](asio::io_context& io, rlock::client& redis) -> asio::awaitable<void> {
+        const auto end = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
+                                                 std::chrono::duration<double>(o.seconds));
+        int running = tasks;
+        asio::steady_timer all_done(io, clock_type::time_point::max());
+        for (int t = 0; t < tasks; ++t) {
+          asio::co_spawn(
+              io,
+              [&, t]() -> asio::awaitable<void> {
+                auto lock = redis.get_lock("s3-local");  // one owner per task
+                for (std::size_t i = 0; i < 1'000'000 && clock_type::now() < end; ++i) {
+                  co_await lock.lock(10s);
+                  const auto acquired = nanos_now();
+                  co_await sleep_for(1ms);
+                  const auto releasing = nanos_now();
+                  co_await lock.unlock();
+                  events.push_back({acquired, releasing, t});
+                  co_await sleep_for(1ms);
+                }
+                if (--running == 0) all_done.cancel();
+              },
+              asio::detached);
+        }
+        co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
+        stats = redis.stats();
+        // The same-rhythm reference: one round trip of this client sent after 1 ms asleep, as
+        // every handoff is (idle CPUs wake up slower than a back-to-back benchmark shows).
+        auto probe = redis.get_lock("s3-local-probe");
+        for (int i = 0; i < 300; ++i) {
+          co_await sleep_for(1ms);
+          const auto t0 = clock_type::now();
+          (void)co_await probe.is_locked();
+          idle_rtt.push_back(micros(clock_type::now() - t0));
+        }
+      },
+      config_for(o));
+  const auto idle = summarize(std::move(idle_rtt));
+  // The gap of a handoff: from the holder's release call to the next task's acquisition, as S3.
+  std::sort(events.begin(), events.end(),
+            [](const event& a, const event& b) { return a.acquired < b.acquired; });
+  std::vector<double> gaps;
+  std::size_t overlaps = 0;
+  for (std::size_t i = 1; i < events.size(); ++i) {
+    if (events[i].acquired < events[i - 1].releasing) ++overlaps;
+    if (events[i].task != events[i - 1].task) {
+      gaps.push_back(static_cast<double>(events[i].acquired - events[i - 1].releasing) / 1000.0);
+    }
+  }
+  const auto s = summarize(std::move(gaps));
+  fmt::print(
+      R"({{"library": "rlock", "mode": "s3-local", "params": {{"seconds": {}, "concurrency": {}}}, )"
+      R"("metrics": {{"acquisitions": {}, "handoffs": {}, "local_handoffs": {}, "overlaps": {}, )"
+      R"("gap_p50_us": {:.2f}, "gap_p90_us": {:.2f}, "gap_p99_us": {:.2f}, "gap_max_us": {:.2f}, )"
+      R"("idle_round_trip_p50_us": {:.2f}}}}})"
+      "\n",
+      o.seconds, tasks, events.size(), s.count, stats.local_handoffs, overlaps, s.p50, s.p90, s.p99,
+      s.max, idle.p50);
 }
 
 // --- the blocking facade ----------------------------------------------------------------------
@@ -1314,6 +1395,8 @@ int main(int argc, char** argv) {
       run_s2(o);
     else if (o.mode == "s3-worker")
       run_s3_worker(o);
+    else if (o.mode == "s3-local")
+      run_s3_local(o);
     else if (o.mode == "s1-blocking")
       run_s1_blocking(o);
     else if (o.mode == "s3-worker-blocking")

@@ -45,6 +45,8 @@ const char* describe(rlock::wake_reason r) {
       return "woken by unlock notification";
     case rlock::wake_reason::expiry:
       return "woken when the holder's lease ran out";
+    case rlock::wake_reason::handoff:
+      return "handed over by an unlock in this process";
   }
   return "?";
 }

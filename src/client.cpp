@@ -326,6 +326,8 @@ client_stats client::stats() const noexcept {
   s.writes = link.writes;
   s.reconciled_acquires = impl_->counters.reconciled_acquires.load(std::memory_order_relaxed);
   s.given_back = impl_->counters.given_back.load(std::memory_order_relaxed);
+  s.local_handoffs = impl_->counters.local_handoffs.load(std::memory_order_relaxed);
+  s.handoffs_given_back = impl_->counters.handoffs_given_back.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -347,6 +349,7 @@ client_metrics detail::client_impl::metrics() const {
   m.acquisitions_immediate = counters.acquired_immediate.load(std::memory_order_relaxed);
   m.acquisitions_notification = counters.acquired_notification.load(std::memory_order_relaxed);
   m.acquisitions_expiry = counters.acquired_expiry.load(std::memory_order_relaxed);
+  m.acquisitions_handoff = counters.acquired_handoff.load(std::memory_order_relaxed);
   m.acquire_attempts = counters.acquire_attempts.load(std::memory_order_relaxed);
   m.acquire_wait = wait_times.snapshot();
   m.hold = hold_times.snapshot();

@@ -85,6 +85,9 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
     std::atomic<std::uint64_t> acquired_immediate{0};
     std::atomic<std::uint64_t> acquired_notification{0};
     std::atomic<std::uint64_t> acquired_expiry{0};
+    std::atomic<std::uint64_t> acquired_handoff{0};
+    std::atomic<std::uint64_t> local_handoffs{0};
+    std::atomic<std::uint64_t> handoffs_given_back{0};
   } counters;
   log_histogram wait_times;
   log_histogram hold_times;

@@ -30,6 +30,8 @@ std::string_view to_string(wake_reason reason) noexcept {
       return "notification";
     case wake_reason::expiry:
       return "expiry";
+    case wake_reason::handoff:
+      return "handoff";
   }
   return "unknown";
 }

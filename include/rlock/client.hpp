@@ -53,6 +53,11 @@ struct client_stats {
   /// Socket writes, over all connections: commands queued in one turn of the event loop go out
   /// in one write (so renewals of a round cost one write per node, not one per call).
   std::uint64_t writes = 0;
+  /// Final unlocks that handed the lock to a waiting coroutine of this client in one round trip
+  /// (config::local_handoff), and of those, how many found their waiter gone (cancelled or out
+  /// of time) and gave the hold back.
+  std::uint64_t local_handoffs = 0;
+  std::uint64_t handoffs_given_back = 0;
 };
 
 /// What a client has in progress right now: every field is zero once its locks are released and

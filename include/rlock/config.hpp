@@ -146,6 +146,22 @@ struct RLOCK_EXPORT config {
   };
   replica_sync sync_replicas;
 
+  /// Handoff between coroutines of this client. When a final unlock finds a coroutine of the same
+  /// client waiting for that lock, one script hands the hold from the releasing owner to the
+  /// waiting one (the lock stays a valid Redisson lock throughout), instead of release, publish,
+  /// wake-up and a new acquire: one round trip instead of three. Other processes hear no unlock
+  /// meanwhile, so the streak is bounded: after `max_streak` consecutive local handoffs of a
+  /// lock, or `max_time` after the first of them, the next unlock releases and publishes. The
+  /// defaults keep another process's waiter from waiting more than about 20 ms (plus one hold)
+  /// longer than it would with plain unlocks, while a lock passed around inside one process
+  /// (workers of one service) goes without pub/sub 7 times out of 8. `max_streak` 0 turns it
+  /// off. Only kinds without tokens hand off (a fenced acquisition must take a new token).
+  struct handoff_bound {
+    std::uint32_t max_streak = 8;
+    std::chrono::milliseconds max_time{20};
+  };
+  handoff_bound local_handoff;
+
   /// An acquisition that waited this long or longer is logged (warning). Zero: never.
   std::chrono::milliseconds slow_acquire_threshold{1'000};
 

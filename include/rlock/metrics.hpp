@@ -30,6 +30,7 @@ struct client_metrics {
   std::uint64_t acquisitions_immediate = 0;     ///< without sleeping
   std::uint64_t acquisitions_notification = 0;  ///< woken by an unlock notification
   std::uint64_t acquisitions_expiry = 0;        ///< after the holder's lease ran out
+  std::uint64_t acquisitions_handoff = 0;       ///< handed over by an unlock of this client
   /// Acquire scripts sent (first tries and retries).
   std::uint64_t acquire_attempts = 0;
   /// From the call to the grant, for acquisitions.

@@ -26,9 +26,12 @@ enum class wake_reason {
   notification,
   /// Slept until the holder's lease ran out (key expiry publishes nothing).
   expiry,
+  /// Handed over by a final unlock of another owner of this client, in that unlock's round trip
+  /// (config::local_handoff).
+  handoff,
 };
 
-/// "immediate", "notification", "expiry".
+/// "immediate", "notification", "expiry", "handoff".
 RLOCK_EXPORT std::string_view to_string(wake_reason reason) noexcept;
 
 class client;

@@ -146,11 +146,18 @@ action acquire_fsm::on_reconciled(answer a, clock::time_point now) noexcept {
   return action::done;
 }
 
-action acquire_fsm::on_woken(wake why, clock::time_point now) noexcept {
+action acquire_fsm::on_woken(wake why, clock::time_point now, bool reserved) noexcept {
   last_now_ = now;
   if (why == wake::failed) return tell(verdict::failed);
+  if (why == wake::granted) {
+    // Handed over by an unlock of this client: the hold is this operation's (or, cancelled,
+    // given back).
+    answered_ = true;
+    return on_hold();
+  }
   if (cancelled_) return tell(verdict::cancelled);
   if (why == wake::timer && now >= deadline_) return tell(verdict::not_acquired);
+  if (reserved) return sleep_or_end(now);
   // A timer before the bound: the holder's lease ran out. Otherwise an unlock message, or the
   // subscription confirmed (an unlock may have gone unheard before it).
   wake_taken_ = why != wake::timer;

@@ -59,8 +59,10 @@ class acquire_fsm {
     ran_no_token,  // reconciled as run, but the kind could not recover its result
   };
 
-  /// Why a waiter woke.
-  enum class wake : std::uint8_t { message, subscribed, timer, failed };
+  /// Why a waiter woke: an unlock message, its channel confirmed, its timer (the holder's lease
+  /// or the bound), the hub's failure, or a local handoff that gave it the lock (the shell has
+  /// recorded the hold).
+  enum class wake : std::uint8_t { message, subscribed, timer, failed, granted };
 
   /// `wait`: none = no bound (lock()); 0 = one attempt (try_lock()); otherwise the caller's
   /// bound. `round_trip` bounds one attempt (config::command_timeout); `default_nap` is how long a
@@ -80,8 +82,10 @@ class acquire_fsm {
   action on_reconciled(answer a, clock::time_point now) noexcept;
   /// The waiter joined its channel.
   action on_joined() noexcept { return sleep_or_end(last_now_); }
-  /// The waiter's sleep ended.
-  action on_woken(wake why, clock::time_point now) noexcept;
+  /// The waiter's sleep ended. `reserved`: a local handoff to it is in flight, so it must not
+  /// retry on its own (its attempt could re-enter the lock handed to it meanwhile): it sleeps on
+  /// until the handoff's answer wakes it, unless cancelled, out of time or failed.
+  action on_woken(wake why, clock::time_point now, bool reserved = false) noexcept;
   /// The caller cancelled; `written`: the request in flight (if any) reached the server;
   /// `connected`: the session is up (a written request's answer is due).
   action on_cancel(bool written, bool connected) noexcept;

@@ -11,6 +11,7 @@
 
 #include "client_impl.hpp"
 #include "lock/acquire_fsm.hpp"
+#include "lock/handoff.hpp"
 #include "lock/lock_kind.hpp"
 #include "lock/lock_ops.hpp"
 #include "lock/lock_state.hpp"
@@ -48,7 +49,16 @@ struct acquire_operation {
 
   ~acquire_operation() {
     if (link) link->op = nullptr;
+    leave_handoff();
     if (waiter) s->client->hub.remove(*waiter);
+  }
+
+  /// Leaves a local handoff in flight to it: the unlock gives the hold back when its answer
+  /// comes.
+  void leave_handoff() {
+    if (!ticket) return;
+    ticket->waiter_op = nullptr;
+    ticket.reset();
   }
 
   client_impl& client() const noexcept { return *s->client; }
@@ -251,6 +261,7 @@ struct acquire_operation {
   void join() {
     client_impl& c = client();
     waiter.emplace(c.executor);
+    waiter->owner = this;  // for a local handoff
     c.hub.add(s->key, s->channel(), s->kind.on_message, *waiter);
   }
 
@@ -259,8 +270,10 @@ struct acquire_operation {
     if (w.woken || w.failed) return woken(std::move(op));
     w.timer.expires_at(op->fsm.sleep_until());
     op->sleeping = true;
+    w.parked = true;
     w.timer.async_wait([op = std::move(op)](boost::system::error_code) mutable {
       op->sleeping = false;
+      op->waiter->parked = false;
       woken(std::move(op));
     });
   }
@@ -269,7 +282,11 @@ struct acquire_operation {
     notify_hub::waiter& w = *op->waiter;
     client_impl& c = op->client();
     acquire_fsm::wake why = acquire_fsm::wake::timer;
-    if (w.failed) {
+    if (w.granted) {
+      why = acquire_fsm::wake::granted;  // the handoff recorded the hold
+      w.granted = false;
+      w.woken = false;
+    } else if (w.failed) {
       std::string text = c.hub.refusal_of(w);
       if (text.empty()) text = fmt::format("lock '{}': {}", op->s->name(), w.failed.message());
       op->failure = std::make_exception_ptr(std::system_error(w.failed, text));
@@ -277,8 +294,14 @@ struct acquire_operation {
     } else if (w.woken) {
       why = w.by_message ? acquire_fsm::wake::message : acquire_fsm::wake::subscribed;
     }
-    const auto next = op->fsm.on_woken(why, clock_type::now());
-    if (next == action::attempt) {
+    if (w.reserved && why != acquire_fsm::wake::failed) {
+      // A handoff to it is in flight: whatever woke it is used up; the handoff's answer wakes it.
+      w.woken = false;
+    }
+    const auto next = op->fsm.on_woken(why, clock_type::now(), w.reserved);
+    if (why == acquire_fsm::wake::granted) {
+      op->reason = wake_reason::handoff;
+    } else if (next == action::attempt) {
       op->reason = why == acquire_fsm::wake::timer     ? wake_reason::expiry
                    : why == acquire_fsm::wake::message ? wake_reason::notification
                                                        : wake_reason::immediate;
@@ -292,9 +315,11 @@ struct acquire_operation {
 
   // --- holds ----------------------------------------------------------------------------------
 
-  /// Bookkeeping of a hold an answer took for this operation (kept even if it is given back).
-  void record_hold(std::int64_t t) {
-    s->on_acquired(lease.value_or(client().cfg.watchdog_timeout), !lease, written);
+  /// Bookkeeping of a hold an answer took for this operation (kept even if it is given back),
+  /// its lease counted from `sent` (the attempt's, or a handoff's, write).
+  void record_hold(std::int64_t t) { record_hold(t, written); }
+  void record_hold(std::int64_t t, clock_type::time_point sent) {
+    s->on_acquired(lease.value_or(client().cfg.watchdog_timeout), !lease, sent);
     if (t > 0) {
       token = t;
       s->token.store(t, std::memory_order_relaxed);
@@ -357,6 +382,7 @@ struct acquire_operation {
   /// Tells the caller the machine's verdict (once). Leaves the hub first: a waiter that will not
   /// retry must not hold on to wake-ups (its unused one passes to the next waiter).
   void tell(bool inside_initiation) {
+    leave_handoff();
     if (waiter) {
       client().hub.remove(*waiter);
       waiter.reset();
@@ -389,6 +415,7 @@ struct acquire_operation {
     c.wait_times.observe(waited);
     auto& by_reason = reason == wake_reason::immediate      ? c.counters.acquired_immediate
                       : reason == wake_reason::notification ? c.counters.acquired_notification
+                      : reason == wake_reason::handoff      ? c.counters.acquired_handoff
                                                             : c.counters.acquired_expiry;
     by_reason.fetch_add(1, std::memory_order_relaxed);
     const auto threshold = c.cfg.slow_acquire_threshold;
@@ -418,10 +445,73 @@ struct acquire_operation {
   std::exception_ptr failure;                // the shell's failure, for verdict::failed
   std::optional<notify_hub::waiter> waiter;  // from the first busy answer on
   multiplexer::id_type request = 0;          // the attempt or question in flight
+  std::shared_ptr<handoff_ticket> ticket;    // a local handoff to it in flight
   wake_reason reason = wake_reason::immediate;
   bool wake_by_message = false;  // the wake-up the attempt in flight used was an unlock message
   bool sleeping = false;         // owned by the waiter's timer
 };
+
+}  // namespace
+
+std::shared_ptr<handoff_ticket> reserve_handoff(lock_state& releasing, std::string_view channel) {
+  client_impl& c = *releasing.client;
+  const auto& bound = c.cfg.local_handoff;
+  // With sync_replicas an acquisition needs its replicas' acknowledgement; a handoff would
+  // skip it.
+  if (releasing.kind.transfer_call == nullptr || c.cfg.sync_replicas.replicas > 0) return nullptr;
+  const auto now = clock_type::now();
+  // Other processes hear no unlock while the lock is handed around inside this one: after
+  // max_streak handoffs in a row, or max_time after the first, this release publishes.
+  const auto streak = releasing.handoff_streak;
+  if (streak >= bound.max_streak ||
+      (streak > 0 && now - releasing.streak_since >= bound.max_time)) {
+    return nullptr;
+  }
+  auto* w = c.hub.handoff_candidate(channel);
+  if (w == nullptr) return nullptr;
+  auto* op = static_cast<acquire_operation*>(w->owner);
+  if (&op->s->kind != &releasing.kind || op->s.get() == &releasing || op->ticket) return nullptr;
+  w->reserved = true;
+  auto t = std::make_shared<handoff_ticket>();
+  t->streak = streak + 1;
+  t->streak_since = streak == 0 ? now : releasing.streak_since;
+  t->to = op->s;
+  t->waiter_op = op;
+  t->lease = op->lease.value_or(c.cfg.watchdog_timeout);
+  t->watchdog = !op->lease;
+  t->lease_arg.assign(t->lease.count());
+  op->ticket = t;
+  return t;
+}
+
+void finish_handoff(const std::shared_ptr<handoff_ticket>& t, bool handed_over,
+                    clock_type::time_point sent) {
+  client_impl& c = *t->to->client;
+  if (handed_over) ++c.counters.local_handoffs;
+  auto* op = static_cast<acquire_operation*>(t->waiter_op);
+  if (op == nullptr) {
+    // The waiter left (cancelled, out of time) while the handoff was in flight: the hold it
+    // was given belongs to nobody, so it goes back at once.
+    if (!handed_over) return;
+    t->to->on_acquired(t->lease, t->watchdog, sent);
+    ++c.counters.given_back;
+    ++c.counters.handoffs_given_back;
+    async_release(t->to, [](std::exception_ptr) {});
+    return;
+  }
+  op->leave_handoff();
+  notify_hub::waiter& w = *op->waiter;
+  w.reserved = false;
+  if (handed_over) {
+    op->record_hold(0, sent);
+    t->to->handoff_streak = t->streak;
+    t->to->streak_since = t->streak_since;
+    w.granted = true;
+  }
+  c.hub.wake_for_handoff(w);  // it takes the hold, or retries
+}
+
+namespace {
 
 void start_acquire(std::unique_ptr<acquire_operation> op) {
   const auto ex = op->s->client->executor;

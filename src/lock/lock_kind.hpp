@@ -26,7 +26,7 @@ struct lock_state;
 struct script_call {
   script which{};
   std::array<std::string_view, 4> keys{};
-  std::array<std::string_view, 6> args{};
+  std::array<std::string_view, 7> args{};
   std::uint8_t key_count = 0;
   std::uint8_t arg_count = 0;
   std::string scratch;
@@ -42,6 +42,9 @@ struct release_inputs {
   std::string_view lease_ms;   // what a nested release sets the TTL to
   std::string_view latch_ttl;  // how long the latch keeps the first answer
   std::string_view publish;    // `publish` or `spublish`
+  /// A local handoff (lock_kind::transfer_call): the owner the lock goes to, and its lease.
+  std::string_view to_field;
+  std::string_view to_lease_ms;
 };
 
 /// What the answer to a reconcile question says about a lost attempt.
@@ -73,6 +76,11 @@ struct lock_kind {
   /// The release of one hold (Redisson's latched unlock): KEYS and ARGV of its script; the reply
   /// is nil (not the owner), 0 (still held) or 1 (released and published).
   void (*release_call)(const lock_state& s, const release_inputs& in, script_call& call);
+  /// A final release that hands the lock to another owner of this client in the same script
+  /// (config::local_handoff): the release's KEYS and ARGV plus `in.to_field` and
+  /// `in.to_lease_ms`; the reply is nil, 0, or 2 (handed over: the new owner holds it once).
+  /// Null: the kind does not hand off (a fenced acquisition must take a new token).
+  void (*transfer_call)(const lock_state& s, const release_inputs& in, script_call& call);
 
   /// The watchdog's batched renewal: KEYS = lock keys, ARGV[1] = lease ms, ARGV[i + 1] = the
   /// owner field of KEYS[i]; one 1 (renewed) or 0 (no longer ours) per key.

@@ -29,6 +29,14 @@ void release_call(const lock_state& s, const release_inputs& in, script_call& ca
   call.arg_count = 5;
 }
 
+void transfer_call(const lock_state& s, const release_inputs& in, script_call& call) {
+  release_call(s, in, call);
+  call.which = script::transfer;
+  call.args[5] = in.to_field;
+  call.args[6] = in.to_lease_ms;
+  call.arg_count = 7;
+}
+
 /// Redisson publishes "0" (an unlock: one waiter per process may take it) or "1" (a read
 /// unlock, or a forced one: everybody tries).
 wake_policy on_unlock_message(std::string_view payload) noexcept {
@@ -133,6 +141,7 @@ const lock_kind reentrant_kind{
     .reconcile_question = &reentrant_question,
     .judge = &reentrant_judge,
     .release_call = &release_call,
+    .transfer_call = &transfer_call,
     .renew = script::renew,
     .channel = &unlock_channel,
     .on_message = &on_unlock_message,
@@ -145,6 +154,7 @@ const lock_kind fenced_kind{
     .reconcile_question = &fenced_question,
     .judge = &fenced_judge,
     .release_call = &release_call,
+    .transfer_call = nullptr,  // every acquisition takes a new token: no handoff
     .renew = script::renew,
     .channel = &unlock_channel,
     .on_message = &on_unlock_message,

@@ -67,6 +67,7 @@ void lock_state::on_acquired(std::chrono::milliseconds lease_ms, bool renew,
   if (local_holds++ == 0) {
     lost = false;
     granted_at = std::chrono::steady_clock::now();
+    handoff_streak = 0;  // a new hold; a handoff that made it sets its streak after this
   }
   ++server_holds;
   orphan_releases = 0;

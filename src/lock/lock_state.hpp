@@ -101,7 +101,11 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   /// not holds of another handle of this owner.
   bool maybe_orphaned = false;
   std::chrono::milliseconds lease{0};  // of the latest acquire: a nested release re-arms it
-  bool watched = false;                // the latest acquisition is kept by the watchdog
+  /// Local handoffs in a row that led to this owner's current hold (0: acquired by an attempt),
+  /// and when the first of them was made: config::local_handoff bounds both.
+  std::uint32_t handoff_streak = 0;
+  std::chrono::steady_clock::time_point streak_since{};
+  bool watched = false;  // the latest acquisition is kept by the watchdog
   std::unique_ptr<boost::asio::steady_timer> lost_signal;  // cancelled to wake lost() waiters
 
   /// Redis's (or the transport's) text of this owner's latest failed operation: what the

@@ -7,6 +7,7 @@
 // one (FAULTS.md). The kind builds its script call (lock_kind::release_call).
 
 #include "client_impl.hpp"
+#include "lock/handoff.hpp"
 #include "lock/lock_kind.hpp"
 #include "lock/lock_ops.hpp"
 #include "lock/lock_state.hpp"
@@ -42,10 +43,22 @@ struct release_operation {
     op->channel = s.channel();
     op->latch = unlock_latch(s.key, {});
     c.append_request_id(op->latch);
-    s.kind.release_call(s,
-                        {op->channel, op->latch, op->lease_arg.view(), op->latch_ttl_arg.view(),
-                         c.session.publish_command()},
-                        op->call);
+    release_inputs in{op->channel,
+                      op->latch,
+                      op->lease_arg.view(),
+                      op->latch_ttl_arg.view(),
+                      c.session.publish_command(),
+                      {},
+                      {}};
+    // A final release with a coroutine of this client parked on the lock hands it over.
+    if (op->undo.holds == 1) op->ticket = reserve_handoff(s, op->channel);
+    if (op->ticket) {
+      in.to_field = op->ticket->to->field;
+      in.to_lease_ms = op->ticket->lease_arg.view();
+      s.kind.transfer_call(s, in, op->call);
+    } else {
+      s.kind.release_call(s, in, op->call);
+    }
     request_options opts;  // a release: retried (the latch makes a retry return the first answer)
     opts.deadline = clock_type::now() + c.cfg.command_timeout;
     opts.on_deadline = &release_operation::on_deadline;
@@ -83,7 +96,16 @@ struct release_operation {
       ec = {};
     }
     if (!ec) {
-      auto outcome = op->s->on_released(reply, op->written);
+      // A handoff's 2 is a release for this owner; the waiter it went to is told next.
+      const bool handed_over =
+          op->ticket && reply.type == resp3::type::number && reply.integer == 2;
+      resp3::value released;
+      if (handed_over) {
+        released.type = resp3::type::number;
+        released.integer = 1;
+      }
+      auto outcome = op->s->on_released(handed_over ? released : reply, op->written);
+      if (op->ticket) finish_handoff(std::exchange(op->ticket, nullptr), handed_over, op->written);
       // Bookkeeping before the caller runs (it may resume inline): the answer is in, so the
       // latch has done its work; holds nobody has go back before anything the caller does next.
       c.latches.add(std::move(op->latch));
@@ -92,6 +114,9 @@ struct release_operation {
       return;
     }
     if (op->written == clock_type::time_point{}) op->s->release_not_sent(op->undo);
+    // The transfer did not run (an error reply) or nobody can know (the client closed): the
+    // waiter retries on its own.
+    if (op->ticket) finish_handoff(std::exchange(op->ticket, nullptr), false, {});
     op->tell(failure_of(c, ec, reply, fmt::format("unlock of '{}'", op->s->name())));
   }
 
@@ -121,6 +146,7 @@ struct release_operation {
   decimal lease_arg;
   decimal latch_ttl_arg;
   script_call call;
+  std::shared_ptr<handoff_ticket> ticket;  // a local handoff (config::local_handoff)
   clock_type::time_point written{};
   lock_state::release_undo undo;
 };

@@ -112,6 +112,7 @@ std::string to_prometheus(const client_metrics& m, std::string_view prefix,
   w.sample("acquisitions_total", "wake=\"immediate\"", m.acquisitions_immediate);
   w.sample("acquisitions_total", "wake=\"notification\"", m.acquisitions_notification);
   w.sample("acquisitions_total", "wake=\"expiry\"", m.acquisitions_expiry);
+  w.sample("acquisitions_total", "wake=\"handoff\"", m.acquisitions_handoff);
   w.counter("acquire_attempts", "Acquire scripts sent, first tries and retries.",
             m.acquire_attempts);
   w.histogram_family("acquire_wait_seconds", "Time from a lock call to its grant.", m.acquire_wait);

@@ -12,7 +12,7 @@ void notify_hub::wake(waiter& w, bool by_message) {
 
 void notify_hub::wake_one(channel_state& c, bool by_message) {
   for (waiter* w = c.head; w != nullptr; w = w->next) {
-    if (!w->woken) {
+    if (!w->woken && !w->reserved) {
       wake(*w, by_message);
       return;
     }
@@ -54,6 +54,15 @@ void notify_hub::remove(waiter& w) {
     session_.unsubscribe(c->key, c->name);
     channels_.erase(channels_.find(c->name));
   }
+}
+
+notify_hub::waiter* notify_hub::handoff_candidate(std::string_view channel) {
+  auto it = channels_.find(channel);
+  if (it == channels_.end()) return nullptr;
+  for (waiter* w = it->second.head; w != nullptr; w = w->next) {
+    if (w->parked && !w->woken && !w->reserved && !w->failed && w->owner != nullptr) return w;
+  }
+  return nullptr;
 }
 
 std::string notify_hub::refusal_of(const waiter& w) const {

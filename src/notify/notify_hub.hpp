@@ -38,7 +38,15 @@ class notify_hub {
     boost::asio::steady_timer timer;
     bool woken = false;       // retry now; cleared by the waiter when it retries
     bool by_message = false;  // the latest wake-up was an unlock message
-    std::error_code failed;   // the client closed, or the server refused the channel
+    /// Asleep on its timer with nothing in flight: a local handoff may pick it.
+    bool parked = false;
+    /// Picked for a local handoff whose answer is not in yet: wake-ups pass it by, and it does
+    /// not retry on its own (its retry could re-enter a lock handed to it meanwhile).
+    bool reserved = false;
+    /// The handoff's answer came: it holds the lock (set with `woken`).
+    bool granted = false;
+    void* owner = nullptr;   // the waiting operation, for a local handoff
+    std::error_code failed;  // the client closed, or the server refused the channel
     channel_state* channel = nullptr;
     waiter* prev = nullptr;
     waiter* next = nullptr;
@@ -69,6 +77,12 @@ class notify_hub {
 
   /// The text of the refusal that failed `w` (empty if none).
   std::string refusal_of(const waiter& w) const;
+
+  /// The oldest waiter on `channel` that a local handoff may pick (parked, not woken, not
+  /// reserved, not failed), or null.
+  waiter* handoff_candidate(std::string_view channel);
+  /// Wakes `w` (a handoff's answer came: granted or not).
+  void wake_for_handoff(waiter& w) { wake(w, false); }
 
   /// From the session: an unlock message, a (re)confirmed channel, a refused one.
   void on_message(std::string_view channel, std::string_view payload);

@@ -17,8 +17,9 @@ enum class script : std::size_t {
   renew,
   force_unlock,
   acquire_fenced,
+  transfer,
 };
-inline constexpr std::size_t script_count = 5;
+inline constexpr std::size_t script_count = 6;
 
 /// What running a script means, for the registry's policies (it knows no lock semantics): the
 /// command kind (what a lost answer becomes, command.hpp) and whether it changes a lock (then
@@ -35,6 +36,7 @@ inline constexpr std::array<script_effect, script_count> script_effects{{
     {command_kind::renew, true},           // renew
     {command_kind::force_release, false},  // force_unlock: nobody's lease to protect
     {command_kind::acquire, true},         // acquire_fenced
+    {command_kind::release, true},         // transfer: latched like a release
 }};
 
 /// The source of each script, indexed by `script`.
@@ -100,6 +102,27 @@ inline constexpr std::array<std::string_view, script_count> script_sources{
     "return {-1, token}; "
     "end; "
     "return {redis.call('pttl', KEYS[1]), -1};",
+
+    // transfer (rlock's local handoff: not Redisson's, but it leaves only states Redisson's own
+    // scripts produce) — the release above, except that the final release hands the lock to
+    // another owner instead of deleting it and publishing. KEYS and ARGV[1..5] as release;
+    // ARGV[6] = the new owner's field, ARGV[7] = its lease ms.
+    // nil: not the owner; 0: still held (reentrant); 2: the hash now holds only ARGV[6] with
+    // one hold and the new lease (a Redisson lock held by it); the latch keeps the answer.
+    "local val = redis.call('get', KEYS[3]); "
+    "if val ~= false then return tonumber(val); end; "
+    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
+    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+    "if (counter > 0) then "
+    "redis.call('pexpire', KEYS[1], ARGV[2]); "
+    "redis.call('set', KEYS[3], 0, 'px', ARGV[5]); "
+    "return 0; "
+    "end; "
+    "redis.call('del', KEYS[1]); "
+    "redis.call('hset', KEYS[1], ARGV[6], 1); "
+    "redis.call('pexpire', KEYS[1], ARGV[7]); "
+    "redis.call('set', KEYS[3], 2, 'px', ARGV[5]); "
+    "return 2;",
 };
 
 }  // namespace rlock::detail

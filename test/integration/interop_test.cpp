@@ -457,6 +457,75 @@ TEST(interop, foreign_force_unlock_deletes_our_lock_and_wakes_our_waiter) {
   });
 }
 
+TEST(interop, a_local_handoff_leaves_a_valid_redisson_lock_and_publishes_within_its_bound) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.local_handoff.max_streak = 3;
+  cfg.local_handoff.max_time = 60s;  // the count is the bound here
+  rlock::client redis(io.get_executor(), cfg);
+  foreign_client redisson(cfg.port);
+  rlock::test::raw_client listener(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    rlock::reentrant_lock owners[2] = {redis.get_lock("passed"), redis.get_lock("passed")};
+    const std::string key = owners[0].key();
+    const std::string channel = redisson_channel(key);
+    subscribe(listener, channel);
+    co_await owners[0].lock();
+    for (int round = 0; round < 4; ++round) {
+      auto& holder = owners[round % 2];
+      auto& waiter = owners[(round + 1) % 2];
+      bool got = false;
+      asio::steady_timer bell(io, clock_type::time_point::max());
+      const auto attempts = redis.stats().acquire_attempts;
+      asio::co_spawn(
+          io,
+          [&]() -> asio::awaitable<void> {
+            co_await waiter.lock();
+            got = true;
+            bell.cancel();
+          },
+          asio::detached);
+      RLOCK_CO_ASSERT(co_await rlock::test::until_asleep(redis, holder, attempts + 2));
+      co_await holder.unlock();
+      co_await wait_until(
+          bell, [&] { return got; }, 5s);
+      RLOCK_CO_ASSERT(got);
+      // What a Redisson client sees: one owner, one hold, a lease; it cannot take the lock.
+      auto hash = redisson.raw().command({"HGETALL", key});
+      RLOCK_CO_ASSERT(hash.elements.size() == 2u);
+      EXPECT_EQ(hash.elements[0].str, waiter.owner_field());
+      EXPECT_EQ(hash.elements[1].str, "1");
+      EXPECT_GT(redisson.raw().command_int({"PTTL", key}), 0);
+      EXPECT_EQ(redisson.acquire(key).type, resp3::type::number);
+      if (round < 3) {
+        // Handed over: nothing was published, so a Redisson waiter keeps sleeping.
+        EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::handoff) << round;
+      } else {
+        // The fourth unlock in a row is a real one: it publishes, as Redisson's does.
+        EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::notification);
+        EXPECT_TRUE(is_message(listener.read_push(5s), channel, "0"));
+      }
+    }
+    EXPECT_EQ(redis.stats().local_handoffs, 3u);
+    co_await owners[0].unlock();
+    // A Redisson waiter hears the final unlock and takes the lock.
+    EXPECT_TRUE(is_message(listener.read_push(5s), channel, "0"));
+    EXPECT_TRUE(redisson.acquire(key).is_null());
+    EXPECT_TRUE(redisson.release(key).integer == 1);
+    EXPECT_TRUE(is_message(listener.read_push(5s), channel, "0"));  // Redisson's own unlock
+    // Five unlocks of ours, two published: the three handoffs published nothing.
+    bool more = true;
+    try {
+      (void)listener.read_push(200ms);
+    } catch (const std::exception&) {
+      more = false;
+    }
+    EXPECT_FALSE(more);
+    co_await redis.close();
+  });
+}
+
 TEST(interop, unlock_latch_is_redissons_and_a_retry_gets_the_first_answer) {
   // The latch key, Redisson's layout.
   EXPECT_EQ(rlock::detail::unlock_latch("account", "00ff"), "redisson_unlock_latch:{account}:00ff");

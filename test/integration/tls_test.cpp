@@ -169,6 +169,7 @@ TEST(tls, a_killed_tls_connection_reconnects_and_the_holder_keeps_its_lock) {
   cfg.client_name = "tls-reconnect";
   cfg.reconnect.backoff_initial = 10ms;
   cfg.reconnect.backoff_cap = 100ms;
+  cfg.local_handoff.max_streak = 0;  // the unlock must reach the waiter through its channel
   rlock::client redis(io.get_executor(), cfg);
   rlock::test::raw_client raw(server.port());
   rlock::test::run(io, [&]() -> asio::awaitable<void> {

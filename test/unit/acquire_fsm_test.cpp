@@ -165,6 +165,39 @@ TEST(acquire_fsm, a_refused_channel_fails_the_waiter) {
   EXPECT_EQ(fsm.outcome(), verdict::failed);
 }
 
+TEST(acquire_fsm, a_local_handoff_grants_the_hold_and_a_reserved_waiter_never_retries) {
+  auto fsm = make(std::nullopt);
+  fsm.start(false);
+  fsm.on_attempt(answer::busy, 100ms, t0);
+  ASSERT_EQ(fsm.on_joined(), action::sleep);
+  // Reserved for a handoff in flight: neither its timer nor a message makes it retry (its
+  // attempt could re-enter the lock handed to it meanwhile).
+  ASSERT_EQ(fsm.on_woken(wake::timer, t0 + 100ms, true), action::sleep);
+  ASSERT_EQ(fsm.on_woken(wake::message, t0 + 101ms, true), action::sleep);
+  ASSERT_EQ(fsm.on_woken(wake::granted, t0 + 102ms, false), action::complete);
+  EXPECT_EQ(fsm.outcome(), verdict::acquired);
+}
+
+TEST(acquire_fsm, a_reserved_waiter_still_ends_at_its_bound_or_cancellation) {
+  {
+    auto fsm = make(300ms);
+    fsm.start(false);
+    fsm.on_attempt(answer::busy, 100ms, t0);
+    fsm.on_joined();
+    ASSERT_EQ(fsm.on_woken(wake::timer, t0 + 300ms, true), action::complete);
+    EXPECT_EQ(fsm.outcome(), verdict::not_acquired);
+  }
+  {
+    auto fsm = make(std::nullopt);
+    fsm.start(false);
+    fsm.on_attempt(answer::busy, 100ms, t0);
+    fsm.on_joined();
+    ASSERT_EQ(fsm.on_cancel(false, true), action::interrupt);
+    ASSERT_EQ(fsm.on_woken(wake::timer, t0 + 1ms, true), action::complete);
+    EXPECT_EQ(fsm.outcome(), verdict::cancelled);
+  }
+}
+
 TEST(acquire_fsm, cancellation_in_each_phase) {
   {  // before it started
     auto fsm = make(std::nullopt);
@@ -329,6 +362,8 @@ run_result play(std::optional<std::chrono::milliseconds> wait, std::deque<answer
           a = fsm.on_woken(wake::timer, now);
         } else {
           if (wake_by == wake::timer) now = fsm.sleep_until();
+          // A handoff grant: the shell recorded the hold before waking it.
+          if (wake_by == wake::granted) ++r.holds_taken;
           a = fsm.on_woken(wake_by, now);
         }
         interrupted = false;
@@ -361,7 +396,7 @@ TEST(acquire_fsm, every_combination_tells_the_caller_once_and_leaves_no_hold_beh
   for (const auto& wait : waits) {
     for (const auto& attempts : attempt_scripts) {
       for (const auto& questions : question_scripts) {
-        for (wake w : {wake::message, wake::subscribed, wake::timer}) {
+        for (wake w : {wake::message, wake::subscribed, wake::timer, wake::granted}) {
           for (strike s : {strike::none, strike::cancel_connected, strike::cancel_disconnected,
                            strike::bound}) {
             for (int at = 0; at < 6; ++at) {
