@@ -458,7 +458,10 @@ std::shared_ptr<handoff_ticket> reserve_handoff(lock_state& releasing, std::stri
   const auto& bound = c.cfg.local_handoff;
   // With sync_replicas an acquisition needs its replicas' acknowledgement; a handoff would
   // skip it.
-  if (releasing.kind.transfer_call == nullptr || c.cfg.sync_replicas.replicas > 0) return nullptr;
+  if (releasing.kind.transfer_call == nullptr || c.cfg.sync_replicas.replicas > 0 ||
+      c.hub.channel_count() == 0) {
+    return nullptr;  // nothing waits here (the common unlock): no lookup
+  }
   const auto now = clock_type::now();
   // Other processes hear no unlock while the lock is handed around inside this one: after
   // max_streak handoffs in a row, or max_time after the first, this release publishes.
