@@ -521,6 +521,7 @@ TEST(cluster, a_resharded_lock_keeps_its_holder_and_renewals_and_wakes_its_waite
     if (p != from) to = p;
   }
   bool acquired = false;
+  bool released = false;
   run(
       io,
       [&]() -> asio::awaitable<void> {
@@ -532,6 +533,7 @@ TEST(cluster, a_resharded_lock_keeps_its_holder_and_renewals_and_wakes_its_waite
             [&]() -> asio::awaitable<void> {
               acquired = co_await theirs.try_lock(30s, 5s);
               co_await theirs.unlock();
+              released = true;
             },
             asio::detached);
         EXPECT_TRUE(co_await rlock::test::until_asleep(waiter, theirs, 2));
@@ -553,6 +555,8 @@ TEST(cluster, a_resharded_lock_keeps_its_holder_and_renewals_and_wakes_its_waite
         }
         co_await mine.unlock();
         EXPECT_TRUE(co_await poll_until([&] { return acquired; }, 15s));
+        // Its unlock too, before the key is checked below (run() ends with this coroutine).
+        EXPECT_TRUE(co_await poll_until([&] { return released; }, 15s));
       },
       60s);
   EXPECT_TRUE(acquired);
