@@ -67,7 +67,7 @@ struct acquire_operation {
     if (op->link) op->link->op = op.get();
     const auto lease_ms = op->lease.value_or(op->client().cfg.watchdog_timeout);
     op->lease_arg.assign(lease_ms.count());
-    op->s->kind.acquire_call(*op->s, op->lease_arg.view(), op->call);
+    op->s->kind.acquire_call(op->s->identity(), op->lease_arg.view(), op->call);
     const auto next = op->fsm.start(op->link && op->link->requested.load());
     run(std::move(op), next, true);
   }
@@ -212,7 +212,7 @@ struct acquire_operation {
     opts.deadline = op->fsm.request_deadline();
     auto* p = op.get();
     p->request =
-        c.session.exec(p->s->kind.reconcile_question(*p->s), opts,
+        c.session.exec(p->s->kind.reconcile_question(p->s->identity()), opts,
                        [op = std::move(op)](std::error_code ec, resp3::value reply) mutable {
                          on_reconciled(std::move(op), ec, reply);
                        });

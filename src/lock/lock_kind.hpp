@@ -18,7 +18,12 @@
 
 namespace rlock::detail {
 
-struct lock_state;
+/// What a kind sees of a lock: the key and the owner's hash field. Nothing of the client: a kind
+/// builds commands and reads replies, the engine does the I/O.
+struct lock_identity {
+  std::string_view key;
+  std::string_view field;
+};
 
 /// The keys and arguments of one script call, viewing the lock's state and `scratch` (a key the
 /// kind derives, such as the fenced lock's token counter): filled in place, no allocation for a
@@ -63,24 +68,24 @@ struct lock_kind {
   std::string_view name;
 
   /// The acquire attempt with lease `lease_ms`: KEYS and ARGV of the kind's acquire script.
-  void (*acquire_call)(const lock_state& s, std::string_view lease_ms, script_call& call);
+  void (*acquire_call)(const lock_identity& s, std::string_view lease_ms, script_call& call);
   /// Its reply: acquired (with a token, if the kind has them) or busy (with the holder's TTL).
   acquire_reply (*decode)(const resp3::value& reply) noexcept;
 
   /// After an attempt's answer was lost: one round trip whose answer, judged against the holds
   /// the server counted for this owner as answers in order tell it (lock_state::server_holds),
   /// says whether the attempt ran. Queries only: they may be asked again after a reconnect.
-  command (*reconcile_question)(const lock_state& s);
+  command (*reconcile_question)(const lock_identity& s);
   reconcile_result (*judge)(std::uint64_t server_holds, const resp3::value& answer) noexcept;
 
   /// The release of one hold (Redisson's latched unlock): KEYS and ARGV of its script; the reply
   /// is nil (not the owner), 0 (still held) or 1 (released and published).
-  void (*release_call)(const lock_state& s, const release_inputs& in, script_call& call);
+  void (*release_call)(const lock_identity& s, const release_inputs& in, script_call& call);
   /// A final release that hands the lock to another owner of this client in the same script
   /// (config::local_handoff): the release's KEYS and ARGV plus `in.to_field` and
   /// `in.to_lease_ms`; the reply is nil, 0, or 2 (handed over: the new owner holds it once).
   /// Null: the kind does not hand off (a fenced acquisition must take a new token).
-  void (*transfer_call)(const lock_state& s, const release_inputs& in, script_call& call);
+  void (*transfer_call)(const lock_identity& s, const release_inputs& in, script_call& call);
 
   /// The watchdog's batched renewal: KEYS = lock keys, ARGV[1] = lease ms, ARGV[i + 1] = the
   /// owner field of KEYS[i]; one 1 (renewed) or 0 (no longer ours) per key.

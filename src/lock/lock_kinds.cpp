@@ -2,7 +2,6 @@
 // the fenced lock (RFencedLock). They share the hash, the release, the channel and the renewal;
 // they differ in the acquire script, its reply and what a lost acquire's reconciliation reads.
 #include "lock/lock_kind.hpp"
-#include "lock/lock_state.hpp"
 #include "lock/names.hpp"
 #include "resp3/request.hpp"
 
@@ -21,7 +20,7 @@ std::int64_t integer_of(const resp3::value& v) noexcept {
 
 // --- shared by both kinds ---------------------------------------------------------------------
 
-void release_call(const lock_state& s, const release_inputs& in, script_call& call) {
+void release_call(const lock_identity& s, const release_inputs& in, script_call& call) {
   call.which = script::release;
   call.keys = {s.key, in.channel, in.latch};
   call.key_count = 3;
@@ -29,7 +28,7 @@ void release_call(const lock_state& s, const release_inputs& in, script_call& ca
   call.arg_count = 5;
 }
 
-void transfer_call(const lock_state& s, const release_inputs& in, script_call& call) {
+void transfer_call(const lock_identity& s, const release_inputs& in, script_call& call) {
   release_call(s, in, call);
   call.which = script::transfer;
   call.args[5] = in.to_field;
@@ -52,7 +51,7 @@ bool ran(std::uint64_t server_holds, const resp3::value& count) noexcept {
 
 // --- reentrant --------------------------------------------------------------------------------
 
-void reentrant_acquire(const lock_state& s, std::string_view lease_ms, script_call& call) {
+void reentrant_acquire(const lock_identity& s, std::string_view lease_ms, script_call& call) {
   call.which = script::acquire;
   call.keys[0] = s.key;
   call.key_count = 1;
@@ -72,7 +71,7 @@ acquire_reply reentrant_decode(const resp3::value& reply) noexcept {
   return out;
 }
 
-command reentrant_question(const lock_state& s) {
+command reentrant_question(const lock_identity& s) {
   return command(command_kind::query, "HGET", {std::string_view(s.key)},
                  {std::string_view(s.field)});
 }
@@ -83,7 +82,7 @@ reconcile_result reentrant_judge(std::uint64_t holds, const resp3::value& answer
 
 // --- fenced -----------------------------------------------------------------------------------
 
-void fenced_acquire(const lock_state& s, std::string_view lease_ms, script_call& call) {
+void fenced_acquire(const lock_identity& s, std::string_view lease_ms, script_call& call) {
   call.which = script::acquire_fenced;
   if (call.scratch.empty()) call.scratch = token_counter(s.key);
   call.keys[0] = s.key;
@@ -113,7 +112,7 @@ acquire_reply fenced_decode(const resp3::value& reply) noexcept {
 }
 
 /// The hold count and the token counter, in one round trip (the counter shares the key's slot).
-command fenced_question(const lock_state& s) {
+command fenced_question(const lock_identity& s) {
   command c = reentrant_question(s);
   const std::string counter = token_counter(s.key);
   c.then(command(command_kind::query, "GET", {std::string_view(counter)}).take_payload());

@@ -67,6 +67,8 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
 
   std::string_view name() const noexcept { return std::string_view(key).substr(prefix_size); }
   std::string channel() const { return kind.channel(key); }
+  /// What the lock kind sees of it.
+  lock_identity identity() const noexcept { return {key, field}; }
 
   std::string_view lease_key() const noexcept override { return key; }
   std::string_view lease_field() const noexcept override { return field; }

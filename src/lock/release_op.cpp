@@ -55,9 +55,9 @@ struct release_operation {
     if (op->ticket) {
       in.to_field = op->ticket->to->field;
       in.to_lease_ms = op->ticket->lease_arg.view();
-      s.kind.transfer_call(s, in, op->call);
+      s.kind.transfer_call(s.identity(), in, op->call);
     } else {
-      s.kind.release_call(s, in, op->call);
+      s.kind.release_call(s.identity(), in, op->call);
     }
     request_options opts;  // a release: retried (the latch makes a retry return the first answer)
     opts.deadline = clock_type::now() + c.cfg.command_timeout;

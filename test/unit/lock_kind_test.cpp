@@ -85,6 +85,50 @@ TEST(lock_kind, a_reconciled_attempt_ran_when_the_server_counts_more_holds_than_
   EXPECT_EQ(fenced_kind.judge(0, number(1)).what, ran::not_run);
 }
 
+TEST(lock_kind, the_calls_are_redissons_keys_and_arguments) {
+  using rlock::detail::lock_identity;
+  using rlock::detail::release_inputs;
+  using rlock::detail::script;
+  using rlock::detail::script_call;
+  const lock_identity id{"acct", "uuid:7"};
+  script_call acquire;
+  reentrant_kind.acquire_call(id, "30000", acquire);
+  EXPECT_EQ(acquire.which, script::acquire);
+  ASSERT_EQ(acquire.key_span().size(), 1u);
+  EXPECT_EQ(acquire.keys[0], "acct");
+  ASSERT_EQ(acquire.arg_span().size(), 2u);
+  EXPECT_EQ(acquire.args[0], "30000");
+  EXPECT_EQ(acquire.args[1], "uuid:7");
+  script_call fenced;
+  fenced_kind.acquire_call(id, "30000", fenced);
+  EXPECT_EQ(fenced.which, script::acquire_fenced);
+  ASSERT_EQ(fenced.key_span().size(), 2u);
+  EXPECT_EQ(fenced.keys[1], "redisson_lock_token:{acct}");
+  // The release (Redisson's latched unlock), and the handoff, which only the reentrant kind has.
+  const release_inputs in{
+      "redisson_lock__channel:{acct}", "latch", "9000", "10000", "publish", "uuid:8", "5000"};
+  script_call release;
+  reentrant_kind.release_call(id, in, release);
+  EXPECT_EQ(release.which, script::release);
+  ASSERT_EQ(release.key_span().size(), 3u);
+  EXPECT_EQ(release.keys[1], "redisson_lock__channel:{acct}");
+  EXPECT_EQ(release.keys[2], "latch");
+  ASSERT_EQ(release.arg_span().size(), 5u);
+  EXPECT_EQ(release.args[0], "0");
+  EXPECT_EQ(release.args[2], "uuid:7");
+  script_call transfer;
+  reentrant_kind.transfer_call(id, in, transfer);
+  EXPECT_EQ(transfer.which, script::transfer);
+  ASSERT_EQ(transfer.arg_span().size(), 7u);
+  EXPECT_EQ(transfer.args[5], "uuid:8");
+  EXPECT_EQ(transfer.args[6], "5000");
+  EXPECT_EQ(fenced_kind.transfer_call, nullptr);  // a fenced acquisition takes a new token
+  // The reconcile question is one round trip on the lock key's node: the fenced one asks two.
+  EXPECT_EQ(reentrant_kind.reconcile_question(id).route(), "acct");
+  EXPECT_EQ(reentrant_kind.reconcile_question(id).answers(), 1u);
+  EXPECT_EQ(fenced_kind.reconcile_question(id).answers(), 2u);
+}
+
 TEST(lock_kind, unlock_messages_wake_one_and_forced_ones_all) {
   using rlock::detail::wake_policy;
   EXPECT_EQ(reentrant_kind.on_message("0"), wake_policy::one);
