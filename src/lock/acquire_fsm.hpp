@@ -124,8 +124,7 @@ class acquire_fsm {
   /// Busy, or reconciled as not run: wait on, or end.
   action on_not_taken(clock::time_point now, bool reconciled) noexcept;
 
-  clock::time_point deadline_;           // the caller's bound (max: none)
-  clock::time_point first_attempt_end_;  // one attempt (wait 0): its round trip's bound
+  clock::time_point deadline_;  // the caller's bound (max: none)
   clock::time_point sleep_until_{};
   clock::time_point last_now_;
   milliseconds default_nap_;

@@ -440,7 +440,7 @@ struct acquire_operation {
   std::shared_ptr<cancel_link<acquire_operation>> link;
   clock_type::time_point written{};  // when the current attempt was written; epoch: not (yet)
   decimal lease_arg;
-  script_call call;                          // the attempt, built once by the kind
+  acquire_script_call call;                  // the attempt, built once by the kind
   std::int64_t token = 0;                    // this acquisition's token (kinds with tokens)
   std::exception_ptr failure;                // the shell's failure, for verdict::failed
   std::optional<notify_hub::waiter> waiter;  // from the first busy answer on

@@ -27,11 +27,13 @@ struct lock_identity {
 
 /// The keys and arguments of one script call, viewing the lock's state and `scratch` (a key the
 /// kind derives, such as the fenced lock's token counter): filled in place, no allocation for a
-/// kind that derives nothing.
-struct script_call {
+/// kind that derives nothing. Sized per use: an acquisition keeps its call while it waits (bench
+/// S6 counts its bytes per parked waiter).
+template <std::size_t Keys, std::size_t Args>
+struct basic_script_call {
   script which{};
-  std::array<std::string_view, 4> keys{};
-  std::array<std::string_view, 7> args{};
+  std::array<std::string_view, Keys> keys{};
+  std::array<std::string_view, Args> args{};
   std::uint8_t key_count = 0;
   std::uint8_t arg_count = 0;
   std::string scratch;
@@ -39,6 +41,11 @@ struct script_call {
   std::span<const std::string_view> key_span() const noexcept { return {keys.data(), key_count}; }
   std::span<const std::string_view> arg_span() const noexcept { return {args.data(), arg_count}; }
 };
+/// An acquire attempt: up to 3 keys and 4 arguments (a fair lock's queue and timeout set, its
+/// wait and clock).
+using acquire_script_call = basic_script_call<3, 4>;
+/// A release, or a handoff: the latched unlock's 3 keys and up to 7 arguments.
+using release_script_call = basic_script_call<3, 7>;
 
 /// What a release script call needs beyond the state: views the release operation owns.
 struct release_inputs {
@@ -68,7 +75,8 @@ struct lock_kind {
   std::string_view name;
 
   /// The acquire attempt with lease `lease_ms`: KEYS and ARGV of the kind's acquire script.
-  void (*acquire_call)(const lock_identity& s, std::string_view lease_ms, script_call& call);
+  void (*acquire_call)(const lock_identity& s, std::string_view lease_ms,
+                       acquire_script_call& call);
   /// Its reply: acquired (with a token, if the kind has them) or busy (with the holder's TTL).
   acquire_reply (*decode)(const resp3::value& reply) noexcept;
 
@@ -80,12 +88,13 @@ struct lock_kind {
 
   /// The release of one hold (Redisson's latched unlock): KEYS and ARGV of its script; the reply
   /// is nil (not the owner), 0 (still held) or 1 (released and published).
-  void (*release_call)(const lock_identity& s, const release_inputs& in, script_call& call);
+  void (*release_call)(const lock_identity& s, const release_inputs& in, release_script_call& call);
   /// A final release that hands the lock to another owner of this client in the same script
   /// (config::local_handoff): the release's KEYS and ARGV plus `in.to_field` and
   /// `in.to_lease_ms`; the reply is nil, 0, or 2 (handed over: the new owner holds it once).
   /// Null: the kind does not hand off (a fenced acquisition must take a new token).
-  void (*transfer_call)(const lock_identity& s, const release_inputs& in, script_call& call);
+  void (*transfer_call)(const lock_identity& s, const release_inputs& in,
+                        release_script_call& call);
 
   /// The watchdog's batched renewal: KEYS = lock keys, ARGV[1] = lease ms, ARGV[i + 1] = the
   /// owner field of KEYS[i]; one 1 (renewed) or 0 (no longer ours) per key.

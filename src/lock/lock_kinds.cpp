@@ -20,7 +20,7 @@ std::int64_t integer_of(const resp3::value& v) noexcept {
 
 // --- shared by both kinds ---------------------------------------------------------------------
 
-void release_call(const lock_identity& s, const release_inputs& in, script_call& call) {
+void release_call(const lock_identity& s, const release_inputs& in, release_script_call& call) {
   call.which = script::release;
   call.keys = {s.key, in.channel, in.latch};
   call.key_count = 3;
@@ -28,7 +28,7 @@ void release_call(const lock_identity& s, const release_inputs& in, script_call&
   call.arg_count = 5;
 }
 
-void transfer_call(const lock_identity& s, const release_inputs& in, script_call& call) {
+void transfer_call(const lock_identity& s, const release_inputs& in, release_script_call& call) {
   release_call(s, in, call);
   call.which = script::transfer;
   call.args[5] = in.to_field;
@@ -51,7 +51,8 @@ bool ran(std::uint64_t server_holds, const resp3::value& count) noexcept {
 
 // --- reentrant --------------------------------------------------------------------------------
 
-void reentrant_acquire(const lock_identity& s, std::string_view lease_ms, script_call& call) {
+void reentrant_acquire(const lock_identity& s, std::string_view lease_ms,
+                       acquire_script_call& call) {
   call.which = script::acquire;
   call.keys[0] = s.key;
   call.key_count = 1;
@@ -82,7 +83,7 @@ reconcile_result reentrant_judge(std::uint64_t holds, const resp3::value& answer
 
 // --- fenced -----------------------------------------------------------------------------------
 
-void fenced_acquire(const lock_identity& s, std::string_view lease_ms, script_call& call) {
+void fenced_acquire(const lock_identity& s, std::string_view lease_ms, acquire_script_call& call) {
   call.which = script::acquire_fenced;
   if (call.scratch.empty()) call.scratch = token_counter(s.key);
   call.keys[0] = s.key;

@@ -59,13 +59,13 @@ class decimal {
   void assign(std::int64_t v) noexcept {
     const auto [end, ec] = std::to_chars(std::begin(digits_), std::end(digits_), v);
     static_cast<void>(ec);  // cannot fail: the buffer fits every int64
-    size_ = static_cast<std::size_t>(end - digits_);
+    size_ = static_cast<std::uint8_t>(end - digits_);
   }
   std::string_view view() const noexcept { return {digits_, size_}; }
 
  private:
-  char digits_[24];
-  std::size_t size_ = 0;
+  char digits_[20];  // INT64_MIN: a sign and 19 digits
+  std::uint8_t size_ = 0;
 };
 
 /// Runs `h` with the completion on the handler's executor, after clearing the handler's

@@ -145,7 +145,7 @@ struct release_operation {
   std::string latch;
   decimal lease_arg;
   decimal latch_ttl_arg;
-  script_call call;
+  release_script_call call;
   std::shared_ptr<handoff_ticket> ticket;  // a local handoff (config::local_handoff)
   clock_type::time_point written{};
   lock_state::release_undo undo;

@@ -47,6 +47,15 @@ void multiplexer::finish(slot s, std::error_code ec, resp3::value v) {
   if (!r.payload.empty()) std::string().swap(r.payload);
   if (!r.collected.elements.empty()) r.collected = resp3::value{};
   free_.push_back(s);
+  if (free_.size() == slots_.size() && slots_.size() > idle_slots_kept) {
+    // Nothing in flight after a burst (100 000 waiters' first attempts at once): give the
+    // memory back instead of keeping slots for the peak forever. Every queue is empty now.
+    std::vector<record>().swap(slots_);
+    std::vector<slot>().swap(free_);
+    handshake_ = slot_queue();
+    queued_ = slot_queue();
+    written_ = slot_queue();
+  }
   if (h) std::move(h)(ec, std::move(v));
 }
 

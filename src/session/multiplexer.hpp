@@ -188,6 +188,8 @@ class multiplexer {
   void finish(slot s, std::error_code ec, resp3::value v);
   void note_deadline(clock_type::time_point d) noexcept;
 
+  /// Slots kept when nothing is in flight; above this, an idle multiplexer frees them all.
+  static constexpr std::size_t idle_slots_kept = 64;
   std::vector<record> slots_;
   std::vector<slot> free_;
   slot_queue handshake_;

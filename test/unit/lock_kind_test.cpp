@@ -86,12 +86,13 @@ TEST(lock_kind, a_reconciled_attempt_ran_when_the_server_counts_more_holds_than_
 }
 
 TEST(lock_kind, the_calls_are_redissons_keys_and_arguments) {
+  using rlock::detail::acquire_script_call;
   using rlock::detail::lock_identity;
   using rlock::detail::release_inputs;
+  using rlock::detail::release_script_call;
   using rlock::detail::script;
-  using rlock::detail::script_call;
   const lock_identity id{"acct", "uuid:7"};
-  script_call acquire;
+  acquire_script_call acquire;
   reentrant_kind.acquire_call(id, "30000", acquire);
   EXPECT_EQ(acquire.which, script::acquire);
   ASSERT_EQ(acquire.key_span().size(), 1u);
@@ -99,7 +100,7 @@ TEST(lock_kind, the_calls_are_redissons_keys_and_arguments) {
   ASSERT_EQ(acquire.arg_span().size(), 2u);
   EXPECT_EQ(acquire.args[0], "30000");
   EXPECT_EQ(acquire.args[1], "uuid:7");
-  script_call fenced;
+  acquire_script_call fenced;
   fenced_kind.acquire_call(id, "30000", fenced);
   EXPECT_EQ(fenced.which, script::acquire_fenced);
   ASSERT_EQ(fenced.key_span().size(), 2u);
@@ -107,7 +108,7 @@ TEST(lock_kind, the_calls_are_redissons_keys_and_arguments) {
   // The release (Redisson's latched unlock), and the handoff, which only the reentrant kind has.
   const release_inputs in{
       "redisson_lock__channel:{acct}", "latch", "9000", "10000", "publish", "uuid:8", "5000"};
-  script_call release;
+  release_script_call release;
   reentrant_kind.release_call(id, in, release);
   EXPECT_EQ(release.which, script::release);
   ASSERT_EQ(release.key_span().size(), 3u);
@@ -116,7 +117,7 @@ TEST(lock_kind, the_calls_are_redissons_keys_and_arguments) {
   ASSERT_EQ(release.arg_span().size(), 5u);
   EXPECT_EQ(release.args[0], "0");
   EXPECT_EQ(release.args[2], "uuid:7");
-  script_call transfer;
+  release_script_call transfer;
   reentrant_kind.transfer_call(id, in, transfer);
   EXPECT_EQ(transfer.which, script::transfer);
   ASSERT_EQ(transfer.arg_span().size(), 7u);

@@ -75,6 +75,35 @@ TEST(multiplexer, replies_complete_requests_in_order) {
   EXPECT_EQ(m.written(), 0u);
 }
 
+TEST(multiplexer, a_burst_then_idle_then_more_requests_each_get_their_own_answer) {
+  // The slots of a burst are given back once nothing is in flight (and taken again after);
+  // answers keep matching their requests across that, including one added by a handler.
+  multiplexer m;
+  std::vector<outcome> burst(500);
+  for (auto& o : burst) m.add("x", answer_kind::reply, {}, {}, record_into(o));
+  EXPECT_EQ(written(m).size(), 500u);
+  outcome chained;
+  bool added = false;
+  for (std::size_t i = 0; i < burst.size(); ++i) {
+    auto v = text(std::to_string(i));
+    ASSERT_EQ(m.on_value(v), multiplexer::verdict::ok);
+    if (i == 499 && !added) {
+      added = true;
+      m.add("y", answer_kind::reply, {}, {}, record_into(chained));
+    }
+  }
+  for (std::size_t i = 0; i < burst.size(); ++i) {
+    EXPECT_EQ(burst[i].calls, 1);
+    EXPECT_EQ(burst[i].reply.str, std::to_string(i));
+  }
+  EXPECT_EQ(m.queued(), 1u);
+  EXPECT_EQ(written(m), "y");
+  auto last = text("last");
+  EXPECT_EQ(m.on_value(last), multiplexer::verdict::ok);
+  EXPECT_EQ(chained.reply.str, "last");
+  EXPECT_EQ(m.written(), 0u);
+}
+
 TEST(multiplexer, a_refused_subscribe_takes_its_error_and_shifts_nothing) {
   // The ACL bug: -NOPERM to SUBSCRIBE went to the next command waiting, and every later reply
   // went to the wrong request (an acquire could take someone else's nil for "acquired").
