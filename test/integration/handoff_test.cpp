@@ -118,26 +118,10 @@ INSTANTIATE_TEST_SUITE_P(waiters, handoff_in_flight,
                          });
 
 /// One holder, one waiter of the same client: how the waiter got the lock.
-asio::awaitable<rlock::wake_reason> pass_once(asio::io_context& io, rlock::client& redis,
-                                              rlock::reentrant_lock holder,
+asio::awaitable<rlock::wake_reason> pass_once(rlock::client& redis, rlock::reentrant_lock holder,
                                               rlock::reentrant_lock waiter) {
   co_await holder.lock();
-  bool got = false;
-  asio::steady_timer bell(io, clock_type::time_point::max());
-  const auto attempts = redis.stats().acquire_attempts;
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        co_await waiter.lock();
-        got = true;
-        bell.cancel();
-      },
-      asio::detached);
-  EXPECT_TRUE(co_await until_asleep(redis, holder, attempts + 2));
-  co_await holder.unlock();
-  co_await wait_until(
-      bell, [&] { return got; }, 5s);
-  EXPECT_TRUE(got);
+  EXPECT_TRUE(co_await rlock::test::pass_to_sleeping_waiter(redis, holder, waiter));
   co_await waiter.unlock();
   co_return waiter.last_wake();
 }
@@ -149,7 +133,7 @@ TEST(handoff, a_parked_coroutine_of_the_same_client_gets_the_lock_from_the_unloc
     co_await redis.connect();
     auto a = redis.get_lock("passed");
     auto b = redis.get_lock("passed");
-    EXPECT_EQ(co_await pass_once(io, redis, a, b), rlock::wake_reason::handoff);
+    EXPECT_EQ(co_await pass_once(redis, a, b), rlock::wake_reason::handoff);
     EXPECT_EQ(redis.stats().local_handoffs, 1u);
     EXPECT_EQ(redis.metrics().acquisitions_handoff, 1u);
     EXPECT_EQ(redis.activity().waiters, 0u);
@@ -166,7 +150,7 @@ TEST(handoff, turned_off_the_unlock_publishes_and_wakes_the_waiter) {
     co_await redis.connect();
     auto a = redis.get_lock("passed");
     auto b = redis.get_lock("passed");
-    EXPECT_EQ(co_await pass_once(io, redis, a, b), rlock::wake_reason::notification);
+    EXPECT_EQ(co_await pass_once(redis, a, b), rlock::wake_reason::notification);
     EXPECT_EQ(redis.stats().local_handoffs, 0u);
     co_await redis.close();
   });
@@ -179,7 +163,7 @@ TEST(handoff, a_fenced_waiter_takes_a_new_token_instead) {
     co_await redis.connect();
     auto a = redis.get_fenced_lock("fenced-passed");
     auto b = redis.get_fenced_lock("fenced-passed");
-    EXPECT_EQ(co_await pass_once(io, redis, a, b), rlock::wake_reason::notification);
+    EXPECT_EQ(co_await pass_once(redis, a, b), rlock::wake_reason::notification);
     EXPECT_GT(b.token(), a.token());
     EXPECT_EQ(redis.stats().local_handoffs, 0u);
     co_await redis.close();

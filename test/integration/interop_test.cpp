@@ -475,22 +475,7 @@ TEST(interop, a_local_handoff_leaves_a_valid_redisson_lock_and_publishes_within_
     for (int round = 0; round < 4; ++round) {
       auto& holder = owners[round % 2];
       auto& waiter = owners[(round + 1) % 2];
-      bool got = false;
-      asio::steady_timer bell(io, clock_type::time_point::max());
-      const auto attempts = redis.stats().acquire_attempts;
-      asio::co_spawn(
-          io,
-          [&]() -> asio::awaitable<void> {
-            co_await waiter.lock();
-            got = true;
-            bell.cancel();
-          },
-          asio::detached);
-      RLOCK_CO_ASSERT(co_await rlock::test::until_asleep(redis, holder, attempts + 2));
-      co_await holder.unlock();
-      co_await wait_until(
-          bell, [&] { return got; }, 5s);
-      RLOCK_CO_ASSERT(got);
+      RLOCK_CO_ASSERT(co_await rlock::test::pass_to_sleeping_waiter(redis, holder, waiter));
       // What a Redisson client sees: one owner, one hold, a lease; it cannot take the lock.
       auto hash = redisson.raw().command({"HGETALL", key});
       RLOCK_CO_ASSERT(hash.elements.size() == 2u);

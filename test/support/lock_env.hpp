@@ -8,6 +8,8 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -93,6 +95,32 @@ boost::asio::awaitable<void> wait_until(boost::asio::steady_timer& bell, Pred do
     bell.expires_at(deadline);
     co_await bell.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
   }
+}
+
+/// `holder`, which holds its lock, unlocks while `waiter` (another owner on the same client) is
+/// asleep on it: spawns the waiter's lock(), waits until it sleeps, unlocks, and waits (at most
+/// 5 s) until the waiter holds the lock. Whether it does; `waiter.last_wake()` tells how.
+inline boost::asio::awaitable<bool> pass_to_sleeping_waiter(rlock::client& redis,
+                                                            rlock::reentrant_lock holder,
+                                                            rlock::reentrant_lock waiter) {
+  namespace asio = boost::asio;
+  bool got = false;
+  asio::steady_timer bell(co_await asio::this_coro::executor,
+                          std::chrono::steady_clock::time_point::max());
+  const auto attempts = redis.stats().acquire_attempts;
+  asio::co_spawn(
+      bell.get_executor(),
+      [&]() -> asio::awaitable<void> {
+        co_await waiter.lock();
+        got = true;
+        bell.cancel();
+      },
+      asio::detached);
+  if (!co_await until_asleep(redis, holder, attempts + 2)) co_return false;
+  co_await holder.unlock();
+  co_await wait_until(
+      bell, [&] { return got; }, std::chrono::seconds(5));
+  co_return got;
 }
 
 /// Kills the connections of the client named `name` (config::client_name); returns how many.
