@@ -90,7 +90,7 @@ struct options {
   std::string redis_server = "redis-server";
   std::string tls_ca;         // set: TLS to --port, verified against this CA
   bool cluster = false;       // --cluster 1: --port is a seed of a Redis Cluster (config::cluster)
-  bool local_handoff = true;  // --local-handoff 0: config::local_handoff off (s3-local's twin)
+  bool local_handoff = true;  // --local-handoff 0: config::local_handoff off (on: 8, 20 ms)
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -166,7 +166,7 @@ rlock::config config_for(const options& o) {
   cfg.port = o.port;
   cfg.key_prefix = o.prefix;
   cfg.command_timeout = 30s;
-  if (!o.local_handoff) cfg.local_handoff.max_streak = 0;
+  cfg.local_handoff.max_streak = o.local_handoff ? 8 : 0;
   if (o.cluster) {
     cfg.cluster.nodes = {
         fmt::format("{}://127.0.0.1:{}", o.tls_ca.empty() ? "redis" : "rediss", o.port)};

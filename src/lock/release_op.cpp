@@ -105,7 +105,9 @@ struct release_operation {
         released.integer = 1;
       }
       auto outcome = op->s->on_released(handed_over ? released : reply, op->written);
-      if (op->ticket) finish_handoff(std::exchange(op->ticket, nullptr), handed_over, op->written);
+      // The new owner's lease started when the script first ran, no earlier than this release
+      // began: not its last write (a retry after a reconnect returns the first run's answer).
+      if (op->ticket) finish_handoff(std::exchange(op->ticket, nullptr), handed_over, op->begun);
       // Bookkeeping before the caller runs (it may resume inline): the answer is in, so the
       // latch has done its work; holds nobody has go back before anything the caller does next.
       c.latches.add(std::move(op->latch));
@@ -147,6 +149,7 @@ struct release_operation {
   decimal latch_ttl_arg;
   release_script_call call;
   std::shared_ptr<handoff_ticket> ticket;  // a local handoff (config::local_handoff)
+  clock_type::time_point begun = clock_type::now();
   clock_type::time_point written{};
   lock_state::release_undo undo;
 };

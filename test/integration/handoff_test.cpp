@@ -32,6 +32,14 @@ using rlock::test::wait_until;
 using clock_type = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
+/// The test's config with the handoff on (it is off by default): 8 in a row, 20 ms.
+rlock::config handoff_config() {
+  auto cfg = rlock::test::make_config();
+  cfg.local_handoff.max_streak = 8;
+  cfg.local_handoff.max_time = 20ms;
+  return cfg;
+}
+
 /// A waiter that leaves while the handoff to it is in flight: by cancellation, or by its bound.
 enum class leaves { cancelled, out_of_time };
 
@@ -40,7 +48,7 @@ class handoff_in_flight : public testing::TestWithParam<leaves> {};
 TEST_P(handoff_in_flight, a_waiter_that_left_gets_nothing_and_the_hold_goes_back) {
   rlock::test::redis_server server;
   asio::io_context io;
-  auto cfg = rlock::test::make_config();
+  auto cfg = handoff_config();
   cfg.port = server.port();
   cfg.health_check_interval = 30s;  // the server is stopped on purpose
   cfg.command_timeout = 30s;
@@ -128,7 +136,7 @@ asio::awaitable<rlock::wake_reason> pass_once(rlock::client& redis, rlock::reent
 
 TEST(handoff, a_parked_coroutine_of_the_same_client_gets_the_lock_from_the_unlock) {
   asio::io_context io;
-  rlock::client redis(io.get_executor(), rlock::test::make_config());
+  rlock::client redis(io.get_executor(), handoff_config());
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
     co_await redis.connect();
     auto a = redis.get_lock("passed");
@@ -143,8 +151,7 @@ TEST(handoff, a_parked_coroutine_of_the_same_client_gets_the_lock_from_the_unloc
 
 TEST(handoff, turned_off_the_unlock_publishes_and_wakes_the_waiter) {
   asio::io_context io;
-  auto cfg = rlock::test::make_config();
-  cfg.local_handoff.max_streak = 0;
+  auto cfg = rlock::test::make_config();  // off by default
   rlock::client redis(io.get_executor(), cfg);
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
     co_await redis.connect();
@@ -158,7 +165,7 @@ TEST(handoff, turned_off_the_unlock_publishes_and_wakes_the_waiter) {
 
 TEST(handoff, a_fenced_waiter_takes_a_new_token_instead) {
   asio::io_context io;
-  rlock::client redis(io.get_executor(), rlock::test::make_config());
+  rlock::client redis(io.get_executor(), handoff_config());
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
     co_await redis.connect();
     auto a = redis.get_fenced_lock("fenced-passed");

@@ -144,15 +144,15 @@ TEST(observability, metrics_count_acquisitions_waits_and_holds) {
     asio::steady_timer release(io, 20ms);
     release.async_wait(
         [&](boost::system::error_code) { asio::co_spawn(io, a.unlock(), asio::detached); });
-    co_await b.lock();  // handed over by a's unlock (config::local_handoff)
+    co_await b.lock();  // woken by a's unlock
     const auto during = redis.metrics();
     EXPECT_EQ(during.renewed_locks, 1u);
     EXPECT_TRUE(during.connected);
     co_await b.unlock();
     const auto m = redis.metrics();
     EXPECT_EQ(m.acquisitions_immediate, 6u);
-    EXPECT_EQ(m.acquisitions_handoff, 1u);
-    EXPECT_EQ(m.acquisitions_notification, 0u);
+    EXPECT_EQ(m.acquisitions_handoff, 0u);
+    EXPECT_EQ(m.acquisitions_notification, 1u);
     EXPECT_EQ(m.acquisitions_expiry, 0u);
     EXPECT_EQ(m.acquire_wait.count, 7u);
     EXPECT_EQ(m.hold.count, 7u);
@@ -160,7 +160,7 @@ TEST(observability, metrics_count_acquisitions_waits_and_holds) {
     EXPECT_EQ(m.renewed_locks, 0u);
     EXPECT_EQ(m.waiters, 0u);
     const auto text = rlock::to_prometheus(m);
-    EXPECT_NE(text.find("rlock_acquisitions_total{wake=\"handoff\"} 1\n"), std::string::npos)
+    EXPECT_NE(text.find("rlock_acquisitions_total{wake=\"notification\"} 1\n"), std::string::npos)
         << text;
     EXPECT_NE(text.find("rlock_hold_seconds_count 7\n"), std::string::npos) << text;
     co_await redis.close();
