@@ -101,11 +101,8 @@ class acquire_fsm {
   verdict outcome() const noexcept { return verdict_; }
   /// The caller was told and the operation goes on (for its request's answer).
   bool detached() const noexcept { return told_; }
-  bool cancelled() const noexcept { return cancelled_; }
   /// The bound of the request about to be sent.
   clock::time_point request_deadline() const noexcept;
-  /// The caller's bound (max: none).
-  clock::time_point deadline() const noexcept { return deadline_; }
   clock::time_point sleep_until() const noexcept { return sleep_until_; }
   /// The attempt about to be sent uses up a wake-up of the waiter (passed on if never written).
   bool retry_after_wake() const noexcept { return wake_taken_; }

@@ -269,10 +269,8 @@ struct acquire_operation {
     notify_hub::waiter& w = *op->waiter;
     if (w.woken || w.failed) return woken(std::move(op));
     w.timer.expires_at(op->fsm.sleep_until());
-    op->sleeping = true;
     w.parked = true;
     w.timer.async_wait([op = std::move(op)](boost::system::error_code) mutable {
-      op->sleeping = false;
       op->waiter->parked = false;
       woken(std::move(op));
     });
@@ -448,7 +446,6 @@ struct acquire_operation {
   std::shared_ptr<handoff_ticket> ticket;    // a local handoff to it in flight
   wake_reason reason = wake_reason::immediate;
   bool wake_by_message = false;  // the wake-up the attempt in flight used was an unlock message
-  bool sleeping = false;         // owned by the waiter's timer
 };
 
 }  // namespace
