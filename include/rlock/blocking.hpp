@@ -2,22 +2,91 @@
 
 #include "rlock/client.hpp"
 #include "rlock/config.hpp"
+#include "rlock/detail/completion.hpp"
 #include "rlock/export.hpp"
+#include "rlock/fenced_lock.hpp"
+#include "rlock/lock_handle.hpp"
+#include "rlock/reentrant_lock.hpp"
 
+#include <boost/system/error_code.hpp>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
+#include <utility>
+#include <variant>
 
 namespace rlock::blocking {
 
 namespace detail {
 struct client_state;
+
+/// A callable viewed, not owned: the blocking calls are synchronous, so what they pass to the
+/// compiled driver lives on their stack for the whole call.
+template <typename Signature>
+class function_ref;
+template <typename R, typename... Args>
+class function_ref<R(Args...)> {
+ public:
+  template <typename F>
+  requires(!std::is_same_v<std::remove_cvref_t<F>, function_ref>) function_ref(F& f)
+  noexcept  // NOLINT(google-explicit-constructor): a view, like string_view
+      : object_(&f), call_([](void* o, Args... args) -> R {
+          return (*static_cast<F*>(o))(std::forward<Args>(args)...);
+        }) {}
+  R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
+
+ private:
+  void* object_;
+  R (*call_)(void*, Args...);
+};
+
+/// The kind-independent part of every blocking lock, compiled once: runs the operation that
+/// `start(done)` starts to its completion on the calling thread (see client), then `undo()` if
+/// a handler of the caller's threw meanwhile and the operation succeeded (an acquisition is
+/// given back); rethrows the operation's exception. `deferred_handler_errors`: such a handler's
+/// exception waits for the next call instead (unlock(), which runs in guards' destructors).
+RLOCK_EXPORT void wait(client_state& s, function_ref<void(rlock::detail::handler<>)> start,
+                       function_ref<void()> undo, bool deferred_handler_errors);
+/// The asynchronous client underneath.
+RLOCK_EXPORT rlock::client& async_client_of(client_state& s) noexcept;
+/// The calling thread's owner id: like Redisson's thread id, unique in the process even when
+/// the OS reuses thread ids.
+RLOCK_EXPORT std::uint64_t thread_owner() noexcept;
+/// What a failed call throws: a std::system_error whose what() is the operation's own words.
+RLOCK_EXPORT std::exception_ptr failure(boost::system::error_code ec, std::string text);
+
+/// The handle of `name` of kind Lock owned by `owner`, from the asynchronous client.
+template <owned_lock Lock>
+Lock get_lock(rlock::client& c, std::string_view name, std::uint64_t owner);
+template <>
+inline rlock::reentrant_lock get_lock<rlock::reentrant_lock>(rlock::client& c,
+                                                             std::string_view name,
+                                                             std::uint64_t owner) {
+  return c.get_lock(name, owner);
+}
+template <>
+inline rlock::fenced_lock get_lock<rlock::fenced_lock>(rlock::client& c, std::string_view name,
+                                                       std::uint64_t owner) {
+  return c.get_fenced_lock(name, owner);
 }
 
-class reentrant_lock;
+/// Whether an acquisition's result (nothing, a bool, a token or an optional token) took it.
+constexpr bool acquired() noexcept { return true; }
+constexpr bool acquired(bool b) noexcept { return b; }
+constexpr bool acquired(std::int64_t) noexcept { return true; }
+constexpr bool acquired(const std::optional<std::int64_t>& t) noexcept { return t.has_value(); }
+}  // namespace detail
+
+template <owned_lock Lock>
+class basic_lock;
 
 /// A synchronous client for code that does not run coroutines: it owns an io_context and a
 /// background thread, and connects in its constructor (throws std::system_error on failure).
@@ -42,7 +111,13 @@ class RLOCK_EXPORT client {
 
   /// A lock whose owner is the calling thread, as in Redisson: a thread that locks it again
   /// re-enters; another thread is another owner.
-  reentrant_lock get_lock(std::string_view name);
+  basic_lock<rlock::reentrant_lock> get_lock(std::string_view name);
+  /// A fenced lock (rlock::fenced_lock) owned by the calling thread; its token() reads the
+  /// token of the thread's latest acquisition.
+  basic_lock<rlock::fenced_lock> get_fenced_lock(std::string_view name);
+  /// A lock of kind `Lock` (any rlock::owned_lock) owned by the calling thread.
+  template <owned_lock Lock>
+  basic_lock<Lock> get(std::string_view name);
 
   /// The asynchronous client underneath, for code that mixes both styles.
   rlock::client& async_client() noexcept;
@@ -51,52 +126,148 @@ class RLOCK_EXPORT client {
   std::shared_ptr<detail::client_state> state_;
 };
 
-/// Meets the standard Lockable and TimedLockable requirements, so std::unique_lock,
-/// std::scoped_lock and std::condition_variable_any work. Lock semantics are those of
-/// rlock::reentrant_lock with the calling thread as the owner.
+/// A lock of kind `Lock` (rlock::reentrant_lock, rlock::fenced_lock, ...) for threads: meets the
+/// standard Lockable and TimedLockable requirements, so std::unique_lock, std::scoped_lock and
+/// std::condition_variable_any work. Lock semantics are those of `Lock` with the calling thread
+/// as the owner. One template for every kind: a kind gets its blocking facade from its handle's
+/// asynchronous forms, with no code of its own here.
 ///
 /// Unlike std::mutex, unlock() reports misuse: a thread that does not hold the lock gets
 /// std::system_error carrying errc::not_owner (and a lease that ran out counts as not holding
 /// it). A throw from a guard's destructor terminates, so under std guards use watchdog leases,
 /// which do not run out while the process lives.
-class RLOCK_EXPORT reentrant_lock {
+///
+/// **The wait is the bound.** try_lock_for(d) and try_lock(wait, lease) return by their wait
+/// whatever the server does (see reentrant_lock::try_lock).
+template <owned_lock Lock>
+class basic_lock {
  public:
   using milliseconds = std::chrono::milliseconds;
+  using async_lock_type = Lock;
 
-  void lock();
-  void lock(milliseconds lease);
-  bool try_lock();
-  bool try_lock(milliseconds wait, milliseconds lease);
+  void lock() { lock_with(std::nullopt); }
+  void lock(milliseconds lease) { lock_with(lease); }
+  bool try_lock() { return acquire(milliseconds::zero(), std::nullopt); }
+  bool try_lock(milliseconds wait, milliseconds lease) { return acquire(wait, lease); }
 
   template <typename Rep, typename Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& wait) {
-    return try_lock_wait(std::chrono::ceil<milliseconds>(wait));
+    // A deadline already past means one attempt, as for std::timed_mutex.
+    return acquire(std::max(std::chrono::ceil<milliseconds>(wait), milliseconds::zero()),
+                   std::nullopt);
   }
   template <typename Clock, typename Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
-    return try_lock_wait(std::chrono::ceil<milliseconds>(deadline - Clock::now()));
+    return try_lock_for(deadline - Clock::now());
   }
 
-  void unlock();
-  bool force_unlock();
-  bool is_locked();
+  void unlock() { run<std::monostate>(start_unlock{}, true); }
+  bool force_unlock() {
+    return run<bool>([](Lock& l, auto done) { l.async_force_unlock(std::move(done)); });
+  }
+  bool is_locked() {
+    return run<bool>([](Lock& l, auto done) { l.async_is_locked(std::move(done)); });
+  }
   /// Whether the calling thread holds the lock.
-  bool is_held();
-  std::int64_t hold_count();
-  milliseconds remaining_ttl();
+  bool is_held() {
+    return run<bool>([](Lock& l, auto done) { l.async_is_held(std::move(done)); });
+  }
+  std::int64_t hold_count() {
+    return run<std::int64_t>([](Lock& l, auto done) { l.async_hold_count(std::move(done)); });
+  }
+  milliseconds remaining_ttl() {
+    return run<milliseconds>([](Lock& l, auto done) { l.async_remaining_ttl(std::move(done)); });
+  }
+  /// The token of the calling thread's latest acquisition (kinds with tokens).
+  std::int64_t token() const requires requires(const Lock& l) { l.token(); }
+  { return for_this_thread().token(); }
   const std::string& name() const noexcept { return name_; }
 
   /// The asynchronous handle of the calling thread's owner.
-  rlock::reentrant_lock for_this_thread() const;
+  Lock for_this_thread() const {
+    return detail::get_lock<Lock>(detail::async_client_of(*state_), name_, detail::thread_owner());
+  }
 
  private:
   friend class client;
-  reentrant_lock(std::shared_ptr<detail::client_state> state, std::string name);
+  basic_lock(std::shared_ptr<detail::client_state> state, std::string name)
+      : state_(std::move(state)), name_(std::move(name)) {}
 
-  bool try_lock_wait(milliseconds wait);
+  void lock_with(std::optional<milliseconds> lease) {
+    run<std::monostate, true>(
+        [lease](Lock& l, auto done) { l.async_lock(lease, std::move(done)); });
+  }
+  bool acquire(milliseconds wait, std::optional<milliseconds> lease) {
+    return run<bool, true>(
+        [wait, lease](Lock& l, auto done) { l.async_try_lock(wait, lease, std::move(done)); });
+  }
+  /// One type for every release, so that an acquisition's give-back instantiates one run().
+  struct start_unlock {
+    template <typename Done>
+    void operator()(Lock& l, Done done) const {
+      l.async_unlock(std::move(done));
+    }
+  };
+
+  /// Runs `start(handle, completion)` (an async_* form) to its completion on this thread; the
+  /// completion's result, if any, is reduced to T (an acquisition's to whether it took the
+  /// lock). `Acquisition`: a success is given back if the caller gets a handler's exception
+  /// instead.
+  template <typename T, bool Acquisition = false, typename Start>
+  T run(Start start, bool deferred_handler_errors = false) {
+    Lock l = for_this_thread();
+    std::optional<T> value;
+    bool took = false;  // an acquisition took the lock
+    auto begin = [&](rlock::detail::handler<> done) {
+      start(l, [&l, &value, &took, done = std::move(done)](boost::system::error_code ec,
+                                                           auto... result) mutable {
+        std::exception_ptr e;
+        if (ec) {
+          e = detail::failure(ec, l.last_error());
+        } else if constexpr (Acquisition) {
+          took = detail::acquired(result...);
+          if constexpr (std::is_same_v<T, bool>) {
+            value.emplace(took);
+          } else {
+            value.emplace();
+          }
+        } else if constexpr (std::is_same_v<T, std::monostate>) {
+          value.emplace();
+        } else {
+          value.emplace(std::move(result)...);
+        }
+        std::move(done)(std::move(e));
+      });
+    };
+    auto undo = [&] {
+      if constexpr (Acquisition) {
+        if (!took) return;
+        try {
+          run<std::monostate>(start_unlock{}, true);
+        } catch (...) {
+          // The caller is about to get the handler's exception; the lease bounds a failed
+          // release.
+        }
+      }
+    };
+    detail::wait(*state_, begin, undo, deferred_handler_errors);
+    return std::move(*value);
+  }
 
   std::shared_ptr<detail::client_state> state_;
   std::string name_;
 };
+
+/// Lockable and TimedLockable over rlock::reentrant_lock.
+using reentrant_lock = basic_lock<rlock::reentrant_lock>;
+/// Lockable and TimedLockable over rlock::fenced_lock; token() after an acquisition.
+using fenced_lock = basic_lock<rlock::fenced_lock>;
+
+template <owned_lock Lock>
+basic_lock<Lock> client::get(std::string_view name) {
+  // Validate now, in the caller's thread: a bad name is a programming error to report early.
+  (void)detail::get_lock<Lock>(async_client(), name, detail::thread_owner());
+  return basic_lock<Lock>(state_, std::string(name));
+}
 
 }  // namespace rlock::blocking

@@ -154,12 +154,12 @@ struct RLOCK_EXPORT config {
   /// lock, or `max_time` after the first of them, the next unlock releases and publishes. The
   /// defaults keep another process's waiter from waiting more than about 20 ms (plus one hold)
   /// longer than it would with plain unlocks, while a lock passed around inside one process
-  /// (workers of one service) goes without pub/sub 7 times out of 8 (`max_streak` 8, as
-  /// `rlock_bench s3-local` runs it). Off (`max_streak` 0) by default for now: the chaos soak
-  /// once ended with a lock renewed for nobody while this was on, not yet explained (README).
-  /// Only kinds without tokens hand off (a fenced acquisition must take a new token).
+  /// (workers of one service) goes without pub/sub 7 times out of 8. `max_streak` 0 turns it
+  /// off. A transfer whose answer is lost is settled by asking the server, never assumed (README,
+  /// "Local handoff"). Only kinds without tokens hand off (a fenced acquisition must take a new
+  /// token).
   struct handoff_bound {
-    std::uint32_t max_streak = 0;
+    std::uint32_t max_streak = 8;
     std::chrono::milliseconds max_time{20};
   };
   handoff_bound local_handoff;

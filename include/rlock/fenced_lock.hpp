@@ -1,7 +1,9 @@
 #pragma once
 
+#include "rlock/detail/completion.hpp"
 #include "rlock/export.hpp"
-#include "rlock/reentrant_lock.hpp"
+#include "rlock/hold.hpp"
+#include "rlock/lock_handle.hpp"
 
 #include <boost/asio/awaitable.hpp>
 
@@ -13,7 +15,7 @@
 
 namespace rlock {
 
-/// A Redisson-compatible fenced lock (Redisson's RFencedLock): a reentrant_lock whose every
+/// A Redisson-compatible fenced lock (Redisson's RFencedLock): a reentrant lock whose every
 /// successful acquisition, re-entry included, also increments the counter
 /// `redisson_lock_token:{<key>}` (a plain integer with no TTL) and returns its new value, the
 /// **fencing token**. Tokens strictly increase across all owners of the lock, Java's included.
@@ -24,13 +26,17 @@ namespace rlock {
 /// reject a token lower than the highest it has seen (Kleppmann, "How to do distributed
 /// locking", 2016). examples/fenced_write.cpp shows such a resource.
 ///
-/// Everything but the acquisitions is reentrant_lock's, shared, not copied: unlock, the unlock
-/// channel and latch, the watchdog, lost(), the queries, scoped holds and with_lock() (their
-/// acquisitions are fenced too; read the token with token()). Get one from
+/// Everything but the acquisitions is lock_handle's, shared with reentrant_lock, not copied:
+/// unlock, the unlock channel and latch, the watchdog, lost(), the queries. It is not a
+/// reentrant_lock (its acquisitions return tokens, and a handoff between owners would skip the
+/// token): scoped holds are `basic_hold<fenced_lock>` and with_lock() takes it as its own kind
+/// (read the token with token() or the hold's lock()->token()). Get one from
 /// client::get_fenced_lock(). Acquisition completions carry the token; errors, bounds and
 /// per-operation cancellation are those of reentrant_lock's lock() and try_lock().
-class RLOCK_EXPORT fenced_lock : public reentrant_lock {
+class RLOCK_EXPORT fenced_lock : public lock_handle {
  public:
+  using hold_type = basic_hold<fenced_lock>;
+
   // --- lock -------------------------------------------------------------------------------
   /// reentrant_lock::lock(), completing with this acquisition's token.
   /// Completion: `void(error_code, std::int64_t)`.
@@ -45,11 +51,10 @@ class RLOCK_EXPORT fenced_lock : public reentrant_lock {
   }
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_lock(std::optional<milliseconds> lease, CompletionToken&& token = {}) {
-    return initiate<std::int64_t>(
-        std::forward<CompletionToken>(token),
-        [lease](const reentrant_lock& l, detail::handler<std::int64_t> h) {
-          start_lock_token(l, lease, std::move(h));
-        });
+    return initiate<std::int64_t>(std::forward<CompletionToken>(token),
+                                  [lease](const lock_handle& l, detail::handler<std::int64_t> h) {
+                                    start_lock_token(l, lease, std::move(h));
+                                  });
   }
 
   // --- try_lock ---------------------------------------------------------------------------
@@ -74,9 +79,45 @@ class RLOCK_EXPORT fenced_lock : public reentrant_lock {
                       CompletionToken&& token = {}) {
     return initiate<std::optional<std::int64_t>>(
         std::forward<CompletionToken>(token),
-        [wait, lease](const reentrant_lock& l, detail::handler<std::optional<std::int64_t>> h) {
+        [wait, lease](const lock_handle& l, detail::handler<std::optional<std::int64_t>> h) {
           start_try_lock_token(l, wait, lease, std::move(h));
         });
+  }
+
+  // --- scoped, try_scoped -------------------------------------------------------------------
+  /// lock() and try_lock(wait) as scoped holds, as reentrant_lock::scoped() and try_scoped():
+  /// the acquisition is fenced; read its token through the hold (`h.lock()->token()`).
+  /// Completion: `void(error_code, basic_hold<fenced_lock>)`.
+  ///
+  /// Per-operation cancellation: as for lock() and try_lock().
+  boost::asio::awaitable<hold_type> scoped();
+  boost::asio::awaitable<hold_type> scoped(milliseconds lease);
+  boost::asio::awaitable<hold_type> try_scoped(milliseconds wait);
+  boost::asio::awaitable<hold_type> try_scoped(milliseconds wait, milliseconds lease);
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_scoped(CompletionToken&& token = {}) {
+    return async_scoped(std::nullopt, std::forward<CompletionToken>(token));
+  }
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_scoped(std::optional<milliseconds> lease, CompletionToken&& token = {}) {
+    return initiate<hold_type>(std::forward<CompletionToken>(token),
+                               [lease](const lock_handle& l, detail::handler<hold_type> h) {
+                                 hold_type::start_scoped(fenced_lock(state_of(l)), std::nullopt,
+                                                         lease, std::move(h));
+                               });
+  }
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_try_scoped(milliseconds wait, CompletionToken&& token = {}) {
+    return async_try_scoped(wait, std::nullopt, std::forward<CompletionToken>(token));
+  }
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_try_scoped(milliseconds wait, std::optional<milliseconds> lease,
+                        CompletionToken&& token = {}) {
+    return initiate<hold_type>(std::forward<CompletionToken>(token),
+                               [wait, lease](const lock_handle& l, detail::handler<hold_type> h) {
+                                 hold_type::start_scoped(fenced_lock(state_of(l)), wait, lease,
+                                                         std::move(h));
+                               });
   }
 
   // --- tokens -----------------------------------------------------------------------------
@@ -93,7 +134,7 @@ class RLOCK_EXPORT fenced_lock : public reentrant_lock {
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_current_token(CompletionToken&& token = {}) {
     return initiate<std::int64_t>(std::forward<CompletionToken>(token),
-                                  [](const reentrant_lock& l, detail::handler<std::int64_t> h) {
+                                  [](const lock_handle& l, detail::handler<std::int64_t> h) {
                                     start_current_token(l, std::move(h));
                                   });
   }
@@ -102,14 +143,29 @@ class RLOCK_EXPORT fenced_lock : public reentrant_lock {
 
  private:
   friend class client;
-  explicit fenced_lock(std::shared_ptr<detail::lock_state> state);
+  friend class basic_hold<fenced_lock>;
+  explicit fenced_lock(std::shared_ptr<detail::lock_state> state) noexcept
+      : lock_handle(std::move(state)) {}
 
-  static void start_lock_token(const reentrant_lock& l, std::optional<milliseconds> lease,
+  // The acquisitions, each started once for every form (basic_hold's scoped forms too).
+  static void start_lock(const lock_handle& l, std::optional<milliseconds> lease,
+                         detail::handler<std::int64_t> h) {
+    start_lock_token(l, lease, std::move(h));
+  }
+  static void start_try_lock(const lock_handle& l, milliseconds wait,
+                             std::optional<milliseconds> lease,
+                             detail::handler<std::optional<std::int64_t>> h) {
+    start_try_lock_token(l, wait, lease, std::move(h));
+  }
+  boost::asio::awaitable<hold_type> scoped_awaitable(std::optional<milliseconds> wait,
+                                                     std::optional<milliseconds> lease);
+
+  static void start_lock_token(const lock_handle& l, std::optional<milliseconds> lease,
                                detail::handler<std::int64_t> h);
-  static void start_try_lock_token(const reentrant_lock& l, milliseconds wait,
+  static void start_try_lock_token(const lock_handle& l, milliseconds wait,
                                    std::optional<milliseconds> lease,
                                    detail::handler<std::optional<std::int64_t>> h);
-  static void start_current_token(const reentrant_lock& l, detail::handler<std::int64_t> h);
+  static void start_current_token(const lock_handle& l, detail::handler<std::int64_t> h);
 };
 
 }  // namespace rlock

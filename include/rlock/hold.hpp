@@ -1,51 +1,81 @@
 #pragma once
 
-#include "rlock/export.hpp"
-#include "rlock/reentrant_lock.hpp"
+#include "rlock/detail/completion.hpp"
+#include "rlock/error.hpp"
+#include "rlock/lock_handle.hpp"
 
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/system_executor.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <chrono>
+#include <cstdint>
+#include <exception>
 #include <optional>
+#include <system_error>
 #include <utility>
 
 namespace rlock {
 
-/// One hold of a lock, owned by a scope: what `co_await lock.scoped()` returns. Move-only.
+class reentrant_lock;
+
+/// One hold of a lock of kind `Lock` (reentrant_lock, fenced_lock, ...), owned by a scope: what
+/// `co_await lock.scoped()` returns. Move-only. One template for every kind: a kind gets its
+/// scoped forms by naming this, not by a copy.
 ///
-/// Release it with `co_await h.unlock()`, which reports the outcome like
-/// reentrant_lock::unlock(). A hold destroyed while it still owns the lock (the coroutine left by
-/// an exception, or was cancelled and its frame destroyed) posts the unlock to the client's
-/// executor instead, so the lock is released at once rather than held until its lease runs out
-/// (or forever, with the watchdog). Nobody awaits that unlock: a failure is kept in the lock's
-/// last_error(), and a lock whose release failed expires with its lease.
-class RLOCK_EXPORT hold {
+/// Release it with `co_await h.unlock()`, which reports the outcome like lock_handle::unlock().
+/// A hold destroyed while it still owns the lock (the coroutine left by an exception, or was
+/// cancelled and its frame destroyed) posts the unlock to the client's executor instead, so the
+/// lock is released at once rather than held until its lease runs out (or forever, with the
+/// watchdog). Nobody awaits that unlock: a failure is kept in the lock's last_error(), and a
+/// lock whose release failed expires with its lease.
+template <typename Lock>
+class basic_hold {
  public:
+  using lock_type = Lock;
+
   /// Owns nothing.
-  hold() noexcept = default;
-  hold(hold&& other) noexcept : lock_(std::exchange(other.lock_, std::nullopt)) {}
+  basic_hold() noexcept = default;
+  basic_hold(basic_hold&& other) noexcept : lock_(std::exchange(other.lock_, std::nullopt)) {}
   /// Releases (posts the unlock of) what this hold owned, then takes `other`'s.
-  hold& operator=(hold&& other) noexcept;
-  hold(const hold&) = delete;
-  hold& operator=(const hold&) = delete;
-  ~hold();
+  basic_hold& operator=(basic_hold&& other) noexcept {
+    if (this != &other) {
+      release_in_background();
+      lock_ = std::exchange(other.lock_, std::nullopt);
+    }
+    return *this;
+  }
+  basic_hold(const basic_hold&) = delete;
+  basic_hold& operator=(const basic_hold&) = delete;
+  ~basic_hold() { release_in_background(); }
 
   /// Whether this hold still owns a hold of its lock (it was acquired and not yet released or
   /// given up).
   bool owns_lock() const noexcept { return lock_.has_value(); }
   explicit operator bool() const noexcept { return owns_lock(); }
-  /// The lock handle, while owning.
-  const reentrant_lock* lock() const noexcept { return lock_ ? &*lock_ : nullptr; }
+  /// The lock handle, while owning (a fenced lock's token() is read through it).
+  const Lock* lock() const noexcept { return lock_ ? &*lock_ : nullptr; }
 
   /// Releases the hold; await it at once (it refers to this hold until it starts). The hold
   /// hands the lock to the release when the release starts, so an operation that never starts
   /// (a cancelled coroutine's co_await throws before starting it; a deferred operation never
   /// launched) leaves the hold owning, and its destructor releases. Once started, the release
-  /// runs to its answer even if the caller is cancelled. Throws like reentrant_lock::unlock();
+  /// runs to its answer even if the caller is cancelled. Throws like lock_handle::unlock();
   /// errc::not_owner if this hold owns nothing.
-  boost::asio::awaitable<void> unlock();
+  boost::asio::awaitable<void> unlock() {
+    return boost::asio::async_initiate<const boost::asio::use_awaitable_t<>&,
+                                       void(std::exception_ptr)>(
+        [this](auto handler) { start_unlock(detail::handler<>(std::move(handler))); },
+        boost::asio::use_awaitable);
+  }
   /// The same with any completion token; signature `void(error_code)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_unlock(CompletionToken&& token = {}) {
@@ -53,7 +83,7 @@ class RLOCK_EXPORT hold {
         [this](auto handler) {
           // An empty hold has no client: its not_owner completes on the system executor.
           auto ex = lock_ ? lock_->get_executor()
-                          : reentrant_lock::executor_type(boost::asio::system_executor());
+                          : lock_handle::executor_type(boost::asio::system_executor());
           start_unlock(detail::with_error_code<>(std::move(handler), ex));
         },
         token);
@@ -61,20 +91,94 @@ class RLOCK_EXPORT hold {
 
   /// Stops owning without unlocking (the caller takes over the release); returns the handle.
   /// Throws errc::not_owner if this hold owns nothing.
-  reentrant_lock release();
+  Lock release() { return take(); }
 
  private:
-  friend class reentrant_lock;
-  explicit hold(reentrant_lock l) noexcept : lock_(std::move(l)) {}
+  friend Lock;
+  explicit basic_hold(Lock l) noexcept : lock_(std::move(l)) {}
+
+  /// What an acquisition's result says: lock() completes with nothing or a token (acquired),
+  /// try_lock() with a bool or an optional token.
+  static constexpr bool acquired() noexcept { return true; }
+  static constexpr bool acquired(bool b) noexcept { return b; }
+  static constexpr bool acquired(std::int64_t) noexcept { return true; }
+  static constexpr bool acquired(const std::optional<std::int64_t>& t) noexcept {
+    return t.has_value();
+  }
+
+  /// The kind's lock (wait absent) or try_lock, completing `h` with a hold of what was acquired.
+  /// The acquisition's own completion, with the caller's cancellation slot and executor, makes
+  /// the hold: between the grant and the caller there is no moment when nobody owns it.
+  static void start_scoped(Lock l, std::optional<std::chrono::milliseconds> wait,
+                           std::optional<std::chrono::milliseconds> lease,
+                           detail::handler<basic_hold> h) {
+    namespace asio = boost::asio;
+    auto slot = asio::get_associated_cancellation_slot(h);
+    auto ex = asio::get_associated_executor(h, l.get_executor());
+    auto made = asio::bind_cancellation_slot(
+        slot, asio::bind_executor(
+                  ex, [l, h = std::move(h)](std::exception_ptr e, auto... result) mutable {
+                    const bool ok = !e && (acquired(result) && ...);
+                    std::move(h)(e, ok ? basic_hold(std::move(l)) : basic_hold());
+                  }));
+    if (!wait) {
+      Lock::start_lock(l, lease, std::move(made));
+    } else {
+      Lock::start_try_lock(l, *wait, lease, std::move(made));
+    }
+  }
+
   /// The handle, leaving this hold empty; errc::not_owner if it was.
-  reentrant_lock take();
+  Lock take() {
+    if (!lock_) throw_error(errc::not_owner, "this hold owns no lock (released or never acquired)");
+    Lock l = std::move(*lock_);
+    lock_.reset();
+    return l;
+  }
+
   /// Starts the release of what this hold owns (handing it over), or completes `h` with
   /// errc::not_owner.
-  void start_unlock(detail::handler<> h);
-  /// Posts the unlock of what this hold owns, if anything.
-  void release_in_background() noexcept;
+  void start_unlock(detail::handler<> h) {
+    if (!lock_) {
+      // Never inside the initiating call: through the system executor to the handler's own.
+      auto ex = boost::asio::get_associated_executor(h, boost::asio::system_executor());
+      boost::asio::post(boost::asio::system_executor(), [ex, h = std::move(h)]() mutable {
+        boost::asio::dispatch(ex, [h = std::move(h)]() mutable {
+          std::move(h)(std::make_exception_ptr(
+              std::system_error(make_error_code(errc::not_owner),
+                                "this hold owns no lock (released or never acquired)")));
+        });
+      });
+      return;
+    }
+    // Handed over as the release starts: from here on the release runs to its answer, and a
+    // destructor running meanwhile does not post a second one.
+    Lock l = take();
+    l.start_unlock(std::move(h));
+  }
 
-  std::optional<reentrant_lock> lock_;
+  /// Posts the unlock of what this hold owns, if anything.
+  void release_in_background() noexcept {
+    if (!lock_) return;
+    Lock l = std::move(*lock_);
+    lock_.reset();
+    try {
+      // Posted, not started here: a destructor may run inside the client's own bookkeeping (a
+      // coroutine frame destroyed by a cancellation) or on another thread.
+      boost::asio::post(l.get_executor(), [l] {
+        l.start_unlock(detail::handler<>([](std::exception_ptr) {
+          // Kept in l.last_error() by the operation; the lease bounds a failed release.
+        }));
+      });
+    } catch (...) {
+      // Out of memory: the lease bounds the hold.
+    }
+  }
+
+  std::optional<Lock> lock_;
 };
+
+/// A hold of a reentrant_lock.
+using hold = basic_hold<reentrant_lock>;
 
 }  // namespace rlock

@@ -2,7 +2,7 @@
 
 #include "rlock/error.hpp"
 #include "rlock/hold.hpp"
-#include "rlock/reentrant_lock.hpp"
+#include "rlock/lock_handle.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -29,7 +29,8 @@ struct awaitable_value<boost::asio::awaitable<T, Executor>> {
 };
 }  // namespace detail
 
-/// Runs `fn()` (a function returning `asio::awaitable<T>`) while holding `lock`, the way
+/// Runs `fn()` (a function returning `asio::awaitable<T>`) while holding `lock`, a lock of any
+/// owned kind (reentrant_lock, fenced_lock, ...: rlock::owned_lock), the way
 /// userver's DistLockedWorker runs a task: acquires it with the watchdog (waiting as lock()
 /// does), runs the work, and if the watchdog finds the lock lost meanwhile, cancels the work
 /// (total cancellation: it must stop at its next cancellable wait) and throws
@@ -42,8 +43,8 @@ struct awaitable_value<boost::asio::awaitable<T, Executor>> {
 ///   });
 ///
 /// Cancelling with_lock cancels the acquisition or the work, then releases as above.
-template <typename Fn>
-auto with_lock(reentrant_lock lock, Fn fn)
+template <owned_lock Lock, typename Fn>
+auto with_lock(Lock lock, Fn fn)
     -> boost::asio::awaitable<typename detail::awaitable_value<std::invoke_result_t<Fn&>>::type> {
   namespace asio = boost::asio;
   using result_type = typename detail::awaitable_value<std::invoke_result_t<Fn&>>::type;
@@ -53,7 +54,7 @@ auto with_lock(reentrant_lock lock, Fn fn)
   // Not throw_if_cancelled(false): that setting belongs to the caller's whole coroutine. If a
   // cancellation makes the release below throw before it starts, the hold still owns the lock
   // and its destructor releases it.
-  hold held = co_await lock.scoped();
+  basic_hold<Lock> held = co_await lock.scoped();
   // The work and the watch for a lost lock side by side; whichever completes first (the work
   // also by an exception: wait_for_one, not the awaitable operators' wait_for_one_success)
   // cancels the other, and the group completes once both have. Named locals: g++ 12 mishandles

@@ -29,9 +29,9 @@ namespace detail {
 
 /// What a failed call throws: the std::system_error the awaitable form would have thrown, its
 /// what() being the operation's own words (Redis's text, the bound that ran out, ...).
-class failure : public std::system_error {
+class failure_error : public std::system_error {
  public:
-  failure(std::error_code ec, std::string text)
+  failure_error(std::error_code ec, std::string text)
       : std::system_error(ec), text_(text.empty() ? ec.message() : std::move(text)) {}
   const char* what() const noexcept override { return text_.c_str(); }
 
@@ -274,50 +274,6 @@ struct client_state {
     });
   }
 
-  /// The hot operations start the public callback forms directly, with no coroutine at all.
-  bool acquire(rlock::reentrant_lock l, milliseconds wait, std::optional<milliseconds> lease) {
-    return wait_for<bool>(
-        [&](auto finish) { l.async_try_lock(wait, lease, with_text(l, std::move(finish))); },
-        [&](bool acquired) {
-          if (acquired) release_quietly(l);
-        });
-  }
-  void lock(rlock::reentrant_lock l, std::optional<milliseconds> lease) {
-    wait_for<void>([&](auto finish) { l.async_lock(lease, with_text(l, std::move(finish))); },
-                   [&] { release_quietly(l); });
-  }
-  /// Gives back an acquisition whose caller gets another exception instead.
-  void release_quietly(const rlock::reentrant_lock& l) {
-    try {
-      release(l);
-    } catch (...) {
-      // The caller is about to get the handler's exception; the lease bounds a failed release.
-    }
-  }
-  void release(rlock::reentrant_lock l) {
-    wait_for<void>([&](auto finish) { l.async_unlock(with_text(l, std::move(finish))); }, [] {},
-                   handler_errors::defer);
-  }
-
-  /// Adapts wait_for's completion (std::exception_ptr[, T]) to the public forms' Asio signature
-  /// (error_code[, T]): an error becomes the exception the awaitable form throws, with the text
-  /// the operation left in the handle's last_error().
-  template <typename Finish>
-  static auto with_text(const rlock::reentrant_lock& l, Finish finish) {
-    return [l, finish = std::move(finish)](boost::system::error_code ec, auto... result) mutable {
-      std::exception_ptr e;
-      if (ec) e = std::make_exception_ptr(failure(std::error_code(ec), l.last_error()));
-      finish(std::move(e), std::move(result)...);
-    };
-  }
-
-  /// One owner id per thread, from the same counter as get_lock(name): like Redisson's
-  /// thread id, but unique in the process even when the OS reuses thread ids.
-  static std::uint64_t thread_owner() {
-    thread_local const std::uint64_t id = rlock::detail::next_owner_id();
-    return id;
-  }
-
   asio::io_context io{1};
   asio::executor_work_guard<asio::io_context::executor_type> work;
   rlock::client async;
@@ -337,6 +293,26 @@ struct client_state {
 
 thread_local const client_state* client_state::driving = nullptr;
 
+void wait(client_state& s, function_ref<void(rlock::detail::handler<>)> start,
+          function_ref<void()> undo, bool deferred_handler_errors) {
+  s.wait_for<void>([&](auto finish) { start(rlock::detail::handler<>(std::move(finish))); },
+                   [&] { undo(); },
+                   deferred_handler_errors ? client_state::handler_errors::defer
+                                           : client_state::handler_errors::deliver);
+}
+
+rlock::client& async_client_of(client_state& s) noexcept { return s.async; }
+
+std::uint64_t thread_owner() noexcept {
+  // From the same counter as get_lock(name).
+  thread_local const std::uint64_t id = rlock::detail::next_owner_id();
+  return id;
+}
+
+std::exception_ptr failure(boost::system::error_code ec, std::string text) {
+  return std::make_exception_ptr(failure_error(std::error_code(ec), std::move(text)));
+}
+
 }  // namespace detail
 
 client::client(config cfg) : state_(std::make_shared<detail::client_state>(std::move(cfg))) {
@@ -345,50 +321,14 @@ client::client(config cfg) : state_(std::make_shared<detail::client_state>(std::
 
 client::~client() = default;
 
-reentrant_lock client::get_lock(std::string_view name) {
-  // Validate now, in the caller's thread: a bad name is a programming error to report early.
-  (void)state_->async.get_lock(name, detail::client_state::thread_owner());
-  return reentrant_lock(state_, std::string(name));
+basic_lock<rlock::reentrant_lock> client::get_lock(std::string_view name) {
+  return get<rlock::reentrant_lock>(name);
+}
+
+basic_lock<rlock::fenced_lock> client::get_fenced_lock(std::string_view name) {
+  return get<rlock::fenced_lock>(name);
 }
 
 rlock::client& client::async_client() noexcept { return state_->async; }
-
-reentrant_lock::reentrant_lock(std::shared_ptr<detail::client_state> state, std::string name)
-    : state_(std::move(state)), name_(std::move(name)) {}
-
-rlock::reentrant_lock reentrant_lock::for_this_thread() const {
-  return state_->async.get_lock(name_, detail::client_state::thread_owner());
-}
-
-void reentrant_lock::lock() { state_->lock(for_this_thread(), std::nullopt); }
-
-void reentrant_lock::lock(milliseconds lease) { state_->lock(for_this_thread(), lease); }
-
-bool reentrant_lock::try_lock() {
-  return state_->acquire(for_this_thread(), milliseconds::zero(), std::nullopt);
-}
-
-bool reentrant_lock::try_lock(milliseconds wait, milliseconds lease) {
-  return state_->acquire(for_this_thread(), wait, lease);
-}
-
-bool reentrant_lock::try_lock_wait(milliseconds wait) {
-  // A deadline already past means one attempt, as for std::timed_mutex.
-  return state_->acquire(for_this_thread(), std::max(wait, milliseconds::zero()), std::nullopt);
-}
-
-void reentrant_lock::unlock() { state_->release(for_this_thread()); }
-
-bool reentrant_lock::force_unlock() { return state_->run(for_this_thread().force_unlock()); }
-
-bool reentrant_lock::is_locked() { return state_->run(for_this_thread().is_locked()); }
-
-bool reentrant_lock::is_held() { return state_->run(for_this_thread().is_held()); }
-
-std::int64_t reentrant_lock::hold_count() { return state_->run(for_this_thread().hold_count()); }
-
-milliseconds reentrant_lock::remaining_ttl() {
-  return state_->run(for_this_thread().remaining_ttl());
-}
 
 }  // namespace rlock::blocking

@@ -28,29 +28,26 @@ asio::awaitable<std::int64_t> counter_op(std::shared_ptr<detail::lock_state> s) 
 
 }  // namespace
 
-fenced_lock::fenced_lock(std::shared_ptr<detail::lock_state> state)
-    : reentrant_lock(std::move(state)) {}
-
 std::int64_t fenced_lock::token() const noexcept {
-  return state_->token.load(std::memory_order_relaxed);
+  return state_of(*this)->token.load(std::memory_order_relaxed);
 }
 
-std::string fenced_lock::token_key() const { return detail::token_counter(state_->key); }
+std::string fenced_lock::token_key() const { return detail::token_counter(state_of(*this)->key); }
 
-void fenced_lock::start_try_lock_token(const reentrant_lock& l, milliseconds wait,
+void fenced_lock::start_try_lock_token(const lock_handle& l, milliseconds wait,
                                        std::optional<milliseconds> lease,
                                        detail::handler<token_result> h) {
-  detail::async_acquire_token(l.state_, wait, lease, std::move(h));
+  detail::async_acquire_token(state_of(l), wait, lease, std::move(h));
 }
 
-void fenced_lock::start_lock_token(const reentrant_lock& l, std::optional<milliseconds> lease,
+void fenced_lock::start_lock_token(const lock_handle& l, std::optional<milliseconds> lease,
                                    detail::handler<std::int64_t> h) {
   // lock() is an acquisition without a bound: the token operation with no wait limit, its
   // optional always set on success. The caller's slot and executor go with the adapter.
   auto slot = asio::get_associated_cancellation_slot(h);
   auto ex = asio::get_associated_executor(h, l.get_executor());
   detail::async_acquire_token(
-      l.state_, std::nullopt, lease,
+      state_of(l), std::nullopt, lease,
       asio::bind_cancellation_slot(
           slot, asio::bind_executor(
                     ex, [h = std::move(h)](std::exception_ptr e, token_result token) mutable {
@@ -58,39 +55,58 @@ void fenced_lock::start_lock_token(const reentrant_lock& l, std::optional<millis
                     })));
 }
 
-void fenced_lock::start_current_token(const reentrant_lock& l, detail::handler<std::int64_t> h) {
-  detail::run_query(l.state_, &counter_op, std::move(h));
+void fenced_lock::start_current_token(const lock_handle& l, detail::handler<std::int64_t> h) {
+  detail::run_query(state_of(l), &counter_op, std::move(h));
 }
 
 asio::awaitable<std::int64_t> fenced_lock::lock() {
   return detail::awaitable_of<std::int64_t>(
-      *this, [](const reentrant_lock& l, detail::handler<std::int64_t> h) {
+      *this, [](const lock_handle& l, detail::handler<std::int64_t> h) {
         start_lock_token(l, std::nullopt, std::move(h));
       });
 }
 asio::awaitable<std::int64_t> fenced_lock::lock(milliseconds lease) {
   return detail::awaitable_of<std::int64_t>(
-      *this, [lease](const reentrant_lock& l, detail::handler<std::int64_t> h) {
+      *this, [lease](const lock_handle& l, detail::handler<std::int64_t> h) {
         start_lock_token(l, lease, std::move(h));
       });
 }
 asio::awaitable<token_result> fenced_lock::try_lock() { return try_lock(milliseconds::zero()); }
 asio::awaitable<token_result> fenced_lock::try_lock(milliseconds wait) {
   return detail::awaitable_of<token_result>(
-      *this, [wait](const reentrant_lock& l, detail::handler<token_result> h) {
+      *this, [wait](const lock_handle& l, detail::handler<token_result> h) {
         start_try_lock_token(l, wait, std::nullopt, std::move(h));
       });
 }
 asio::awaitable<token_result> fenced_lock::try_lock(milliseconds wait, milliseconds lease) {
   return detail::awaitable_of<token_result>(
-      *this, [wait, lease](const reentrant_lock& l, detail::handler<token_result> h) {
+      *this, [wait, lease](const lock_handle& l, detail::handler<token_result> h) {
         start_try_lock_token(l, wait, lease, std::move(h));
       });
 }
 asio::awaitable<std::int64_t> fenced_lock::current_token() {
   return detail::awaitable_of<std::int64_t>(
-      *this, [](const reentrant_lock& l, detail::handler<std::int64_t> h) {
+      *this, [](const lock_handle& l, detail::handler<std::int64_t> h) {
         start_current_token(l, std::move(h));
+      });
+}
+
+asio::awaitable<fenced_lock::hold_type> fenced_lock::scoped() { return scoped_awaitable({}, {}); }
+asio::awaitable<fenced_lock::hold_type> fenced_lock::scoped(milliseconds lease) {
+  return scoped_awaitable({}, lease);
+}
+asio::awaitable<fenced_lock::hold_type> fenced_lock::try_scoped(milliseconds wait) {
+  return scoped_awaitable(wait, {});
+}
+asio::awaitable<fenced_lock::hold_type> fenced_lock::try_scoped(milliseconds wait,
+                                                                milliseconds lease) {
+  return scoped_awaitable(wait, lease);
+}
+asio::awaitable<fenced_lock::hold_type> fenced_lock::scoped_awaitable(
+    std::optional<milliseconds> wait, std::optional<milliseconds> lease) {
+  return detail::awaitable_of<hold_type>(
+      *this, [wait, lease](const lock_handle& l, detail::handler<hold_type> h) {
+        hold_type::start_scoped(fenced_lock(state_of(l)), wait, lease, std::move(h));
       });
 }
 

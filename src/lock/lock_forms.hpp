@@ -1,12 +1,12 @@
 #pragma once
 
-// What the lock handles (reentrant_lock, fenced_lock) share to give their operations both forms:
+// What the lock handles (lock_handle and every kind's) share to give their operations both forms:
 // the awaitable form of a callback operation, and single-round-trip queries.
 #include "client_impl.hpp"
 #include "lock/lock_state.hpp"
 #include "resp3/request.hpp"
 #include "rlock/error.hpp"
-#include "rlock/reentrant_lock.hpp"
+#include "rlock/lock_handle.hpp"
 
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -73,10 +73,10 @@ inline std::int64_t as_integer(const resp3::value& v) {
 
 /// The awaitable form of an operation: the caller's coroutine awaits the operation's own
 /// completion (its exception, with Redis's text, is thrown as is), with no coroutine between.
-template <typename... Result, typename Start>
-auto awaitable_of(const rlock::reentrant_lock& l, Start start) {
+template <typename... Result, typename Handle, typename Start>
+auto awaitable_of(const Handle& l, Start start) {
   return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr, Result...)>(
-      [](auto completion, rlock::reentrant_lock self, Start st) {
+      [](auto completion, Handle self, Start st) {
         st(self, handler<Result...>(std::move(completion)));
       },
       asio::use_awaitable, l, std::move(start));

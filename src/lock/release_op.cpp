@@ -38,11 +38,18 @@ struct release_operation {
     op->undo = s.before_release();
     const auto lease = s.lease.count() > 0 ? s.lease : c.cfg.watchdog_timeout;
     op->lease_arg.assign(lease.count());
-    // A retry may come until the operation's bound and one reconnect later.
-    op->latch_ttl_arg.assign(std::max<std::int64_t>(1, 2 * c.cfg.command_timeout.count()));
     op->channel = s.channel();
     op->latch = unlock_latch(s.key, {});
     c.append_request_id(op->latch);
+    // A final release with a coroutine of this client parked on the lock hands it over.
+    if (op->undo.holds == 1) op->ticket = reserve_handoff(s, op->channel);
+    // A written release is retried across reconnects until its answer comes (the latch makes a
+    // retry return the first answer), so the latch must outlive the lock it answers for: a retry
+    // after the latch is gone reads "not the owner" where the first run released (or handed the
+    // lock over). The lease of the lock, or of the hold handed over, plus one bound.
+    auto latch_ttl = std::max(lease, op->ticket ? op->ticket->lease : lease);
+    latch_ttl = std::max(latch_ttl + c.cfg.command_timeout, 2 * c.cfg.command_timeout);
+    op->latch_ttl_arg.assign(latch_ttl.count());
     release_inputs in{op->channel,
                       op->latch,
                       op->lease_arg.view(),
@@ -50,8 +57,6 @@ struct release_operation {
                       c.session.publish_command(),
                       {},
                       {}};
-    // A final release with a coroutine of this client parked on the lock hands it over.
-    if (op->undo.holds == 1) op->ticket = reserve_handoff(s, op->channel);
     if (op->ticket) {
       in.to_field = op->ticket->to->field;
       in.to_lease_ms = op->ticket->lease_arg.view();
@@ -95,6 +100,14 @@ struct release_operation {
             c.cfg.sync_replicas.timeout.count());
       ec = {};
     }
+    const bool written = op->written != clock_type::time_point{};
+    // A transfer written and not answered (unknown), or answered "not the owner" (which a retry
+    // reads once the first run's latch is gone), may have handed the lock over: the server is
+    // asked before the waiter is let go, never assumed either way (issue 24's soak: a waiter let
+    // go to retry re-entered the hold handed to it, and nobody knew of the second count).
+    if (op->ticket && ((ec && written) || (!ec && reply.is_null()))) {
+      settle_transfer(std::exchange(op->ticket, nullptr), op->begun);
+    }
     if (!ec) {
       // A handoff's 2 is a release for this owner; the waiter it went to is told next.
       const bool handed_over =
@@ -115,11 +128,36 @@ struct release_operation {
       op->tell(std::move(outcome.error));
       return;
     }
-    if (op->written == clock_type::time_point{}) op->s->release_not_sent(op->undo);
-    // The transfer did not run (an error reply) or nobody can know (the client closed): the
-    // waiter retries on its own.
+    if (!written) op->s->release_not_sent(op->undo);
+    // Never written: the transfer certainly did not run, and the waiter retries on its own.
     if (op->ticket) finish_handoff(std::exchange(op->ticket, nullptr), false, {});
     op->tell(failure_of(c, ec, reply, fmt::format("unlock of '{}'", op->s->name())));
+  }
+
+  /// Asks the server whether a transfer whose answer was lost handed the lock to `t`'s waiter
+  /// (the receiving owner's reconcile question, a query retried across reconnects), then grants
+  /// the hold or lets the waiter retry. The waiter stays reserved meanwhile, so it cannot
+  /// re-enter what it may already hold. Either way the new owner is marked maybe_orphaned: the
+  /// transfer's bytes may still be on their way (a paused server, a held connection) and run
+  /// after the answer, adding a hold that only a "still held" final unlock reveals.
+  static void settle_transfer(std::shared_ptr<handoff_ticket> t, clock_type::time_point begun) {
+    lock_state& to = *t->to;
+    to.maybe_orphaned = true;
+    request_options opts;
+    opts.deadline = clock_type::now() + to.client->cfg.command_timeout;
+    auto question = to.kind.reconcile_question(to.identity());
+    to.client->session.exec(
+        std::move(question), opts,
+        [t = std::move(t), begun](std::error_code ec, const resp3::value& answer) {
+          bool ran = false;
+          if (!ec && !answer.is_error()) {
+            ran = t->to->kind.judge(t->to->server_holds, answer).what !=
+                  reconcile_result::outcome::not_run;
+          }
+          // No answer: nobody knows; the waiter retries, and maybe_orphaned catches a second
+          // count its attempt might add to a hold that did land.
+          finish_handoff(t, ran, begun);
+        });
   }
 
   /// Releases holds the server counts for this owner that no caller has, one per round trip

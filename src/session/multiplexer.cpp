@@ -74,6 +74,7 @@ multiplexer::id_type multiplexer::add(std::string payload, answer_kind kind, std
   r.channel = std::move(channel);
   r.kind = kind;
   r.opts = opts;
+  r.was_written = false;
   r.handler = handler_box(std::move(handler));
   (opts.handshake ? handshake_ : queued_).push_back(s);
   return id;
@@ -94,6 +95,7 @@ std::size_t multiplexer::prepare_write(std::string& out, bool ready, clock_type:
         continue;
       }
       out.append(r.payload);
+      r.was_written = true;
       if (r.opts.written_at != nullptr) *r.opts.written_at = now;
       // Only an idempotent request is ever written again; the others need not keep their bytes.
       if (r.opts.unknown != if_unknown::retry || r.opts.handshake) r.payload = std::string();
@@ -193,10 +195,18 @@ void multiplexer::expire(clock_type::time_point now) {
   std::vector<std::pair<void (*)(void*), void*>> hooks;
   next_deadline_ = clock_type::time_point::max();
   for (auto* q : {&handshake_, &queued_}) {
-    // Never written: they certainly did not run, so they simply fail.
+    // Never written: they certainly did not run, so they simply fail. One written before a
+    // reconnect and queued again is still unknown: with a deadline hook it is treated as a
+    // written one (the caller is told, the request stays to be written again and its late
+    // answer still reaches the operation), not as one that never ran.
     for (auto it = q->begin(); it != q->end();) {
-      const auto& opts = slots_[*it].opts;
-      if (opts.deadline <= now) {
+      record& r = slots_[*it];
+      auto& opts = r.opts;
+      if (opts.deadline <= now && r.was_written && opts.on_deadline != nullptr && r.handler) {
+        hooks.emplace_back(std::exchange(opts.on_deadline, nullptr), opts.context);
+        opts.deadline = clock_type::time_point::max();
+        ++it;
+      } else if (opts.deadline <= now) {
         timed_out.push_back(*it);
         it = q->erase(it);
       } else {

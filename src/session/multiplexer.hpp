@@ -147,6 +147,8 @@ class multiplexer {
     request_options opts;
     handler_box handler{reply_handler{}};  // empty: the caller was told; the answer is dropped
     resp3::value collected;                // the replies so far, when opts.answers > 1
+    /// Written at least once: back in the queue after a reconnect, it is still `unknown`.
+    bool was_written = false;
   };
 
   /// Records live in reused slots and the queues hold slot numbers: a request passes from the

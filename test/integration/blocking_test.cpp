@@ -11,12 +11,14 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <dirent.h>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 #include <utility>
 
 namespace {
@@ -69,6 +71,40 @@ TEST(blocking, scoped_lock_excludes_another_thread) {
     if (got) lock.unlock();
     return got;
   }));
+}
+
+// The facade is one template over the lock kind: the fenced lock gets Lockable and
+// TimedLockable from it, with the calling thread as the owner and its tokens readable.
+static_assert(std::is_same_v<rlock::blocking::reentrant_lock,
+                             rlock::blocking::basic_lock<rlock::reentrant_lock>>);
+static_assert(
+    std::is_same_v<rlock::blocking::fenced_lock, rlock::blocking::basic_lock<rlock::fenced_lock>>);
+
+TEST(blocking, a_fenced_lock_is_timed_lockable_and_every_thread_gets_a_larger_token) {
+  rlock::blocking::client redis(make_config());
+  auto lock = redis.get_fenced_lock("ledger");
+  std::int64_t first = 0;
+  {
+    std::unique_lock guard{lock};
+    first = lock.token();
+    EXPECT_GT(first, 0);
+    EXPECT_TRUE(lock.is_held());
+    // Another thread is another owner: refused, within its wait.
+    EXPECT_FALSE(on_other_thread([&] { return lock.try_lock_for(200ms); }));
+  }
+  EXPECT_FALSE(lock.is_locked());
+  const std::int64_t second = on_other_thread([&] {
+    std::unique_lock guard{lock, std::defer_lock};
+    if (!guard.try_lock_for(2s)) return std::int64_t{0};
+    return lock.token();
+  });
+  EXPECT_GT(second, first);
+  // The generic form names the kind.
+  auto same = redis.get<rlock::fenced_lock>("ledger");
+  EXPECT_TRUE(same.try_lock());
+  EXPECT_GT(same.token(), second);
+  same.unlock();
+  EXPECT_EQ(thrown_by([&] { same.unlock(); }), rlock::errc::not_owner);
 }
 
 TEST(blocking, errors_carry_the_code_and_redis_words) {

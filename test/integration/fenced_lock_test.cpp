@@ -7,9 +7,11 @@
 #include "support/redis_server.hpp"
 #include "support/run.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <gtest/gtest.h>
 
@@ -17,6 +19,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 namespace {
 
@@ -135,6 +138,45 @@ TEST(fenced_lock, shares_the_hold_machinery_with_reentrant_locks) {
     });
     EXPECT_EQ(result, 1);
     EXPECT_FALSE(co_await fenced.is_locked());
+    co_await redis.close();
+  });
+}
+
+// A fenced lock is its own kind, composed of the shared lock_handle, not a reentrant_lock:
+// nothing that takes a reentrant_lock takes it by mistake (its acquisitions return tokens).
+static_assert(!std::is_base_of_v<rlock::reentrant_lock, rlock::fenced_lock>);
+static_assert(!std::is_convertible_v<rlock::fenced_lock, rlock::reentrant_lock>);
+static_assert(std::is_base_of_v<rlock::lock_handle, rlock::fenced_lock>);
+static_assert(rlock::owned_lock<rlock::fenced_lock> && rlock::owned_lock<rlock::reentrant_lock>);
+
+TEST(fenced_lock, its_scoped_holds_carry_the_handle_whose_token_they_took) {
+  asio::io_context io;
+  rlock::client redis(io.get_executor(), make_config());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_fenced_lock("scoped-ledger");
+    auto other = redis.get_fenced_lock("scoped-ledger");
+    rlock::basic_hold<rlock::fenced_lock> held = co_await lock.try_scoped(0ms, 10s);
+    EXPECT_TRUE(held.owns_lock());
+    if (!held) co_return;
+    const std::int64_t first = held.lock()->token();
+    EXPECT_EQ(first, co_await lock.current_token());
+    // Busy for another owner: an empty hold, no token taken.
+    auto refused = co_await other.try_scoped(50ms);
+    EXPECT_FALSE(refused.owns_lock());
+    EXPECT_EQ(other.token(), 0);
+    co_await held.unlock();
+    EXPECT_FALSE(held.owns_lock());
+    // The async form with a token; a hold released by its destructor frees the lock.
+    {
+      auto [ec, h] = co_await other.async_scoped(asio::as_tuple(asio::use_awaitable));
+      EXPECT_FALSE(ec);
+      EXPECT_TRUE(h.owns_lock());
+      EXPECT_GT(other.token(), first);
+    }
+    // The destructor posted the unlock; the next acquisition waits for it at most briefly.
+    EXPECT_TRUE((co_await lock.try_lock(5s)).has_value());
+    co_await lock.unlock();
     co_await redis.close();
   });
 }

@@ -137,7 +137,7 @@ std::tuple<error_code, R...> complete(runner& r, form f, Op op) {
 }
 
 /// The raw hold count of `l`'s owner on the server ("" when not held).
-std::string raw_count(const rlock::reentrant_lock& l) {
+std::string raw_count(const rlock::lock_handle& l) {
   rlock::test::raw_client raw(server().port());
   return raw.command({"HGET", l.key(), l.owner_field()}).str;
 }

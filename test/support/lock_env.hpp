@@ -77,7 +77,7 @@ boost::asio::awaitable<bool> poll_until(
 /// did), then asks `probe` a question on the same connection: its answer comes after theirs, so
 /// a waiter whose attempts were refused is asleep on its channel by then. A waiter makes two
 /// before it sleeps: its first attempt, and the retry once its channel is confirmed.
-inline boost::asio::awaitable<bool> until_asleep(rlock::client& redis, rlock::reentrant_lock& probe,
+inline boost::asio::awaitable<bool> until_asleep(rlock::client& redis, rlock::lock_handle& probe,
                                                  std::uint64_t attempts) {
   const bool made = co_await poll_until([&] { return redis.stats().acquire_attempts >= attempts; });
   (void)co_await probe.is_locked();
@@ -100,9 +100,9 @@ boost::asio::awaitable<void> wait_until(boost::asio::steady_timer& bell, Pred do
 /// `holder`, which holds its lock, unlocks while `waiter` (another owner on the same client) is
 /// asleep on it: spawns the waiter's lock(), waits until it sleeps, unlocks, and waits (at most
 /// 5 s) until the waiter holds the lock. Whether it does; `waiter.last_wake()` tells how.
-inline boost::asio::awaitable<bool> pass_to_sleeping_waiter(rlock::client& redis,
-                                                            rlock::reentrant_lock holder,
-                                                            rlock::reentrant_lock waiter) {
+template <rlock::owned_lock Lock>
+boost::asio::awaitable<bool> pass_to_sleeping_waiter(rlock::client& redis, Lock holder,
+                                                     Lock waiter) {
   namespace asio = boost::asio;
   bool got = false;
   asio::steady_timer bell(co_await asio::this_coro::executor,
@@ -139,7 +139,7 @@ inline int kill_client(raw_client& raw, const std::string& name) {
 }
 
 /// Redisson's unlock channel of a lock whose key has no '{'.
-inline std::string channel_of(const rlock::reentrant_lock& l) {
+inline std::string channel_of(const rlock::lock_handle& l) {
   return "redisson_lock__channel:{" + l.key() + "}";
 }
 

@@ -283,6 +283,40 @@ TEST(multiplexer, deadlines_fail_queued_requests_and_tell_written_ones) {
   EXPECT_EQ(written_hooked.reply.str, "late-h");
 }
 
+// A request written before a reconnect and queued again is unknown, not "never ran": at its
+// deadline a hooked one is told through its hook and stays to be written again, so its late
+// answer still reaches it (a release's latch answers the retry). The soak of issue 24 lost a
+// local handoff when such a transfer was failed as if it had never been written.
+TEST(multiplexer, a_written_request_queued_again_after_a_reconnect_stays_unknown_at_its_deadline) {
+  multiplexer m;
+  outcome hooked_o, plain_o;
+  int hook_calls = 0;
+  request_options hooked;
+  hooked.unknown = if_unknown::retry;
+  hooked.deadline = clock_type::now() + 10ms;
+  hooked.on_deadline = [](void* p) { ++*static_cast<int*>(p); };
+  hooked.context = &hook_calls;
+  request_options plain;
+  plain.unknown = if_unknown::retry;
+  plain.deadline = hooked.deadline;
+  m.add("R", answer_kind::reply, {}, hooked, record_into(hooked_o));
+  m.add("Q", answer_kind::reply, {}, plain, record_into(plain_o));
+  EXPECT_EQ(written(m), "RQ");
+  m.on_connection_lost(make_error_code(rlock::errc::connection_lost));
+  EXPECT_EQ(m.queued(), 2u);
+  m.expire(hooked.deadline);
+  EXPECT_EQ(hook_calls, 1);
+  EXPECT_EQ(hooked_o.calls, 0);                 // told by its hook, still waiting
+  EXPECT_EQ(plain_o.ec, rlock::errc::timeout);  // no hook: its caller is told by the timeout
+  EXPECT_EQ(m.queued(), 1u);
+  m.expire(hooked.deadline + 1h);
+  EXPECT_EQ(hook_calls, 1);    // once only
+  EXPECT_EQ(written(m), "R");  // written again on the next connection, past its old deadline
+  auto late = text("first-answer");
+  EXPECT_EQ(m.on_value(late), multiplexer::verdict::ok);
+  EXPECT_EQ(hooked_o.reply.str, "first-answer");
+}
+
 TEST(multiplexer, withdraw_takes_back_only_what_was_not_written) {
   multiplexer m;
   outcome a, b;

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <csignal>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <rlock/client.hpp>
@@ -74,11 +75,16 @@ int run_hold(const context& ctx, const hold_options& opts) {
     });
 
     co_await client.connect();
-    // A fenced lock is a reentrant_lock whose acquisitions take tokens: held through the base
-    // handle like any other, its token read from the fenced one (one owner, one state).
+    // Two kinds, one owner's handle: acquired through its kind, then held, watched and released
+    // through what every kind shares (lock_handle).
     std::optional<rlock::fenced_lock> fenced;
-    if (opts.fenced) fenced.emplace(client.get_fenced_lock(name));
-    rlock::reentrant_lock lock = fenced ? rlock::reentrant_lock(*fenced) : client.get_lock(name);
+    std::optional<rlock::reentrant_lock> plain;
+    if (opts.fenced) {
+      fenced.emplace(client.get_fenced_lock(name));
+    } else {
+      plain.emplace(client.get_lock(name));
+    }
+    rlock::lock_handle lock = fenced ? rlock::lock_handle(*fenced) : rlock::lock_handle(*plain);
     const std::string owner = fmt::format("{}:{}", client.id(), lock.owner_id());
 
     // Acquire, waiting up to --wait (or until Ctrl-C).
@@ -89,10 +95,18 @@ int run_hold(const context& ctx, const hold_options& opts) {
     bool acquired = false;
     if (st->interrupted) {
       ec = asio::error::operation_aborted;
+    } else if (opts.wait && fenced) {
+      std::optional<std::int64_t> got;
+      std::tie(ec, got) = co_await fenced->async_try_lock(*opts.wait, opts.lease, token);
+      acquired = got.has_value();
     } else if (opts.wait) {
-      std::tie(ec, acquired) = co_await lock.async_try_lock(*opts.wait, opts.lease, token);
+      std::tie(ec, acquired) = co_await plain->async_try_lock(*opts.wait, opts.lease, token);
+    } else if (fenced) {
+      std::int64_t got = 0;
+      std::tie(ec, got) = co_await fenced->async_lock(opts.lease, token);
+      acquired = !ec;
     } else {
-      std::tie(ec) = co_await lock.async_lock(opts.lease, token);
+      std::tie(ec) = co_await plain->async_lock(opts.lease, token);
       acquired = !ec;
     }
     st->acquiring = false;
