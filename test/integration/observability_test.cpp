@@ -131,7 +131,9 @@ TEST(observability, a_failed_renewal_is_logged_and_counted) {
 
 TEST(observability, metrics_count_acquisitions_waits_and_holds) {
   asio::io_context io;
-  rlock::client redis(io.get_executor(), make_config());
+  auto cfg = make_config();
+  cfg.local_handoff.max_streak = 0;  // b is woken by a's unlock message (handoff: handoff_test)
+  rlock::client redis(io.get_executor(), cfg);
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
     co_await redis.connect();
     auto a = redis.get_lock("m");
