@@ -43,13 +43,11 @@ struct release_operation {
     c.append_request_id(op->latch);
     // A final release with a coroutine of this client parked on the lock hands it over.
     if (op->undo.holds == 1) op->ticket = reserve_handoff(s, op->channel);
-    // A written release is retried across reconnects until its answer comes (the latch makes a
-    // retry return the first answer), so the latch must outlive the lock it answers for: a retry
-    // after the latch is gone reads "not the owner" where the first run released (or handed the
-    // lock over). The lease of the lock, or of the hold handed over, plus one bound.
-    auto latch_ttl = std::max(lease, op->ticket ? op->ticket->lease : lease);
-    latch_ttl = std::max(latch_ttl + c.cfg.command_timeout, 2 * c.cfg.command_timeout);
-    op->latch_ttl_arg.assign(latch_ttl.count());
+    // A retry may come until the operation's bound and one reconnect later. A later one reads
+    // "not the owner" once the latch is gone: harmless for a release (its caller was told the
+    // outcome is unknown), and a transfer answered so is settled by asking (settle_transfer).
+    // Longer would leave the latch of every unlock a closing client gives up on for a lease.
+    op->latch_ttl_arg.assign(std::max<std::int64_t>(1, 2 * c.cfg.command_timeout.count()));
     release_inputs in{op->channel,
                       op->latch,
                       op->lease_arg.view(),
