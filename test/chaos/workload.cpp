@@ -14,6 +14,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include <atomic>
+#include <cstdio>
 #include <future>
 #include <list>
 #include <random>
@@ -278,6 +279,14 @@ history run_workload(const workload_options& opts, recorder& rec, std::chrono::m
     if (mine.idle() && theirs.idle()) break;
     std::this_thread::sleep_for(10ms);
   }
+  // How the workers got their locks, for the reader of a soak's log: the local handoff is on by
+  // default, and its fault paths (a transfer whose answer is lost) are what the soak exercises.
+  const auto stats =
+      asio::post(c.get_executor(), asio::use_future([&c] { return c.stats(); })).get();
+  std::fprintf(stderr, "%s: %llu acquire attempts, %llu local handoffs (%llu given back)\n",
+               opts.process.c_str(), static_cast<unsigned long long>(stats.acquire_attempts),
+               static_cast<unsigned long long>(stats.local_handoffs),
+               static_cast<unsigned long long>(stats.handoffs_given_back));
   auto h = rec.finish();
   if (!mine.idle()) h.left.client_activity.push_back(describe(opts.process + " async", mine));
   if (!theirs.idle()) {
