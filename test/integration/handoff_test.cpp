@@ -222,4 +222,57 @@ TEST(handoff, a_transfer_that_may_have_run_is_settled_by_asking_the_server) {
   });
 }
 
+// The soak's case end to end: the transfer is written to a stopped server, the connection is
+// declared dead and the release's bound passes while it waits to be written again (its caller
+// is told `timeout`); when the server resumes it runs the transfer, and the client, back on a
+// new connection, learns what happened (the latched retry, or the settle's question). The
+// waiter must end up holding the lock once, and its unlock must free it: never a second count
+// renewed for nobody.
+TEST(handoff, a_transfer_lost_with_its_connection_still_ends_with_one_known_hold) {
+  rlock::test::redis_server server;
+  asio::io_context io;
+  auto cfg = handoff_config();
+  cfg.port = server.port();
+  cfg.command_timeout = 300ms;
+  cfg.health_check_interval = 100ms;
+  cfg.connect_timeout = 200ms;
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto holder = redis.get_lock("lost-transfer");
+    auto waiter = redis.get_lock("lost-transfer");
+    co_await holder.lock();
+    bool got = false;
+    asio::steady_timer bell(io, clock_type::time_point::max());
+    const auto attempts = redis.stats().acquire_attempts;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await waiter.lock();
+          got = true;
+          bell.cancel();
+        },
+        asio::detached);
+    RLOCK_CO_ASSERT(co_await until_asleep(redis, holder, attempts + 2));
+    ::kill(server.pid(), SIGSTOP);
+    const auto reconnects = redis.stats().reconnects;
+    EXPECT_EQ(co_await error_of(holder.unlock()), rlock::errc::timeout);
+    // Declared dead by the health check while stopped; resumed only after the release's bound.
+    EXPECT_TRUE(co_await poll_until(
+        [&] { return redis.state() != rlock::connection_state::connected; }, 5s));
+    co_await rlock::test::sleep_for(300ms);
+    ::kill(server.pid(), SIGCONT);
+    co_await wait_until(
+        bell, [&] { return got; }, 10s);
+    RLOCK_CO_ASSERT(got);
+    EXPECT_GE(redis.stats().reconnects, reconnects + 1);
+    EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::handoff);  // granted, not re-entered
+    EXPECT_EQ(co_await waiter.hold_count(), 1);
+    co_await waiter.unlock();
+    EXPECT_FALSE(co_await waiter.is_locked());
+    EXPECT_TRUE(co_await poll_until([&] { return redis.activity().renewed_locks == 0; }, 5s));
+    co_await redis.close();
+  });
+}
+
 }  // namespace
