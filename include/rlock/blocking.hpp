@@ -130,7 +130,7 @@ class RLOCK_EXPORT client {
 /// standard Lockable and TimedLockable requirements, so std::unique_lock, std::scoped_lock and
 /// std::condition_variable_any work. Lock semantics are those of `Lock` with the calling thread
 /// as the owner. One template for every kind: a kind gets its blocking facade from its handle's
-/// asynchronous forms, with no code of its own here.
+/// asynchronous forms; here it only names its client factory (detail::get_lock).
 ///
 /// Unlike std::mutex, unlock() reports misuse: a thread that does not hold the lock gets
 /// std::system_error carrying errc::not_owner (and a lease that ran out counts as not holding
