@@ -193,26 +193,14 @@ TEST(handoff, a_transfer_that_may_have_run_is_settled_by_asking_the_server) {
     auto holder = redis.get_lock("settled");
     auto waiter = redis.get_lock("settled");
     co_await holder.lock();
-    bool got = false;
-    asio::steady_timer bell(io, clock_type::time_point::max());
-    const auto attempts = redis.stats().acquire_attempts;
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          co_await waiter.lock();
-          got = true;
-          bell.cancel();
-        },
-        asio::detached);
-    RLOCK_CO_ASSERT(co_await until_asleep(redis, holder, attempts + 2));
-    // The first run of the transfer, as the server would have made it.
-    raw.command({"HDEL", holder.key(), holder.owner_field()});
-    raw.command({"HSET", holder.key(), waiter.owner_field(), "1"});
-    raw.command({"PEXPIRE", holder.key(), "30000"});
-    EXPECT_EQ(co_await error_of(holder.unlock()), rlock::errc::not_owner);
-    co_await wait_until(
-        bell, [&] { return got; }, 5s);
-    RLOCK_CO_ASSERT(got);
+    RLOCK_CO_ASSERT(co_await rlock::test::pass_to_sleeping_waiter(
+        redis, holder, waiter, [&]() -> asio::awaitable<void> {
+          // The first run of the transfer, as the server would have made it.
+          raw.command({"HDEL", holder.key(), holder.owner_field()});
+          raw.command({"HSET", holder.key(), waiter.owner_field(), "1"});
+          raw.command({"PEXPIRE", holder.key(), "30000"});
+          EXPECT_EQ(co_await error_of(holder.unlock()), rlock::errc::not_owner);
+        }));
     EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::handoff);
     EXPECT_EQ(co_await waiter.hold_count(), 1);  // granted, not re-entered
     co_await waiter.unlock();
@@ -242,29 +230,20 @@ TEST(handoff, a_transfer_lost_with_its_connection_still_ends_with_one_known_hold
     auto holder = redis.get_lock("lost-transfer");
     auto waiter = redis.get_lock("lost-transfer");
     co_await holder.lock();
-    bool got = false;
-    asio::steady_timer bell(io, clock_type::time_point::max());
-    const auto attempts = redis.stats().acquire_attempts;
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          co_await waiter.lock();
-          got = true;
-          bell.cancel();
-        },
-        asio::detached);
-    RLOCK_CO_ASSERT(co_await until_asleep(redis, holder, attempts + 2));
-    ::kill(server.pid(), SIGSTOP);
     const auto reconnects = redis.stats().reconnects;
-    EXPECT_EQ(co_await error_of(holder.unlock()), rlock::errc::timeout);
-    // Declared dead by the health check while stopped; resumed only after the release's bound.
-    EXPECT_TRUE(co_await poll_until(
-        [&] { return redis.state() != rlock::connection_state::connected; }, 5s));
-    co_await rlock::test::sleep_for(300ms);
-    ::kill(server.pid(), SIGCONT);
-    co_await wait_until(
-        bell, [&] { return got; }, 10s);
-    RLOCK_CO_ASSERT(got);
+    RLOCK_CO_ASSERT(co_await rlock::test::pass_to_sleeping_waiter(
+        redis, holder, waiter,
+        [&]() -> asio::awaitable<void> {
+          ::kill(server.pid(), SIGSTOP);
+          EXPECT_EQ(co_await error_of(holder.unlock()), rlock::errc::timeout);
+          // Declared dead by the health check while stopped; resumed only after the release's
+          // bound.
+          EXPECT_TRUE(co_await poll_until(
+              [&] { return redis.state() != rlock::connection_state::connected; }, 5s));
+          co_await rlock::test::sleep_for(300ms);
+          ::kill(server.pid(), SIGCONT);
+        },
+        10s));
     EXPECT_GE(redis.stats().reconnects, reconnects + 1);
     EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::handoff);  // granted, not re-entered
     EXPECT_EQ(co_await waiter.hold_count(), 1);

@@ -97,12 +97,14 @@ boost::asio::awaitable<void> wait_until(boost::asio::steady_timer& bell, Pred do
   }
 }
 
-/// `holder`, which holds its lock, unlocks while `waiter` (another owner on the same client) is
-/// asleep on it: spawns the waiter's lock(), waits until it sleeps, unlocks, and waits (at most
-/// 5 s) until the waiter holds the lock. Whether it does; `waiter.last_wake()` tells how.
-template <rlock::owned_lock Lock>
-boost::asio::awaitable<bool> pass_to_sleeping_waiter(rlock::client& redis, Lock holder,
-                                                     Lock waiter) {
+/// `holder`, which holds its lock, is released by `release()` (an awaitable) while `waiter`
+/// (another owner on the same client) is asleep on it: spawns the waiter's lock(), waits until
+/// it sleeps, releases, and waits (at most `limit`) until the waiter holds the lock. Whether it
+/// does; `waiter.last_wake()` tells how.
+template <rlock::owned_lock Lock, typename Release>
+boost::asio::awaitable<bool> pass_to_sleeping_waiter(
+    rlock::client& redis, Lock holder, Lock waiter, Release release,
+    std::chrono::steady_clock::duration limit = std::chrono::seconds(5)) {
   namespace asio = boost::asio;
   bool got = false;
   asio::steady_timer bell(co_await asio::this_coro::executor,
@@ -117,10 +119,18 @@ boost::asio::awaitable<bool> pass_to_sleeping_waiter(rlock::client& redis, Lock 
       },
       asio::detached);
   if (!co_await until_asleep(redis, holder, attempts + 2)) co_return false;
-  co_await holder.unlock();
+  co_await release();
   co_await wait_until(
-      bell, [&] { return got; }, std::chrono::seconds(5));
+      bell, [&] { return got; }, limit);
   co_return got;
+}
+
+/// The same, released by the holder's own unlock().
+template <rlock::owned_lock Lock>
+boost::asio::awaitable<bool> pass_to_sleeping_waiter(rlock::client& redis, Lock holder,
+                                                     Lock waiter) {
+  co_return co_await pass_to_sleeping_waiter(redis, holder, waiter,
+                                             [holder]() mutable { return holder.unlock(); });
 }
 
 /// Kills the connections of the client named `name` (config::client_name); returns how many.
