@@ -193,14 +193,16 @@ TEST(handoff, a_transfer_that_may_have_run_is_settled_by_asking_the_server) {
     auto holder = redis.get_lock("settled");
     auto waiter = redis.get_lock("settled");
     co_await holder.lock();
+    // A named lambda, not a temporary: g++ 12 mishandles those inside co_await expressions.
+    auto transfer_ran_and_its_answer_was_lost = [&]() -> asio::awaitable<void> {
+      // The first run of the transfer, as the server would have made it.
+      raw.command({"HDEL", holder.key(), holder.owner_field()});
+      raw.command({"HSET", holder.key(), waiter.owner_field(), "1"});
+      raw.command({"PEXPIRE", holder.key(), "30000"});
+      EXPECT_EQ(co_await error_of(holder.unlock()), rlock::errc::not_owner);
+    };
     RLOCK_CO_ASSERT(co_await rlock::test::pass_to_sleeping_waiter(
-        redis, holder, waiter, [&]() -> asio::awaitable<void> {
-          // The first run of the transfer, as the server would have made it.
-          raw.command({"HDEL", holder.key(), holder.owner_field()});
-          raw.command({"HSET", holder.key(), waiter.owner_field(), "1"});
-          raw.command({"PEXPIRE", holder.key(), "30000"});
-          EXPECT_EQ(co_await error_of(holder.unlock()), rlock::errc::not_owner);
-        }));
+        redis, holder, waiter, transfer_ran_and_its_answer_was_lost));
     EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::handoff);
     EXPECT_EQ(co_await waiter.hold_count(), 1);  // granted, not re-entered
     co_await waiter.unlock();
@@ -231,19 +233,17 @@ TEST(handoff, a_transfer_lost_with_its_connection_still_ends_with_one_known_hold
     auto waiter = redis.get_lock("lost-transfer");
     co_await holder.lock();
     const auto reconnects = redis.stats().reconnects;
-    RLOCK_CO_ASSERT(co_await rlock::test::pass_to_sleeping_waiter(
-        redis, holder, waiter,
-        [&]() -> asio::awaitable<void> {
-          ::kill(server.pid(), SIGSTOP);
-          EXPECT_EQ(co_await error_of(holder.unlock()), rlock::errc::timeout);
-          // Declared dead by the health check while stopped; resumed only after the release's
-          // bound.
-          EXPECT_TRUE(co_await poll_until(
-              [&] { return redis.state() != rlock::connection_state::connected; }, 5s));
-          co_await rlock::test::sleep_for(300ms);
-          ::kill(server.pid(), SIGCONT);
-        },
-        10s));
+    auto unlock_to_a_stopped_server = [&]() -> asio::awaitable<void> {
+      ::kill(server.pid(), SIGSTOP);
+      EXPECT_EQ(co_await error_of(holder.unlock()), rlock::errc::timeout);
+      // Declared dead by the health check while stopped; resumed only after the release's bound.
+      EXPECT_TRUE(co_await poll_until(
+          [&] { return redis.state() != rlock::connection_state::connected; }, 5s));
+      co_await rlock::test::sleep_for(300ms);
+      ::kill(server.pid(), SIGCONT);
+    };
+    RLOCK_CO_ASSERT(co_await rlock::test::pass_to_sleeping_waiter(redis, holder, waiter,
+                                                                  unlock_to_a_stopped_server, 10s));
     EXPECT_GE(redis.stats().reconnects, reconnects + 1);
     EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::handoff);  // granted, not re-entered
     EXPECT_EQ(co_await waiter.hold_count(), 1);

@@ -125,12 +125,13 @@ boost::asio::awaitable<bool> pass_to_sleeping_waiter(
   co_return got;
 }
 
-/// The same, released by the holder's own unlock().
+/// The same, released by the holder's own unlock(). Not a coroutine itself: g++ 12 mishandles
+/// temporaries (here the lambda) inside co_await expressions.
 template <rlock::owned_lock Lock>
 boost::asio::awaitable<bool> pass_to_sleeping_waiter(rlock::client& redis, Lock holder,
                                                      Lock waiter) {
-  co_return co_await pass_to_sleeping_waiter(redis, holder, waiter,
-                                             [holder]() mutable { return holder.unlock(); });
+  return pass_to_sleeping_waiter(redis, holder, waiter,
+                                 [holder]() mutable { return holder.unlock(); });
 }
 
 /// Kills the connections of the client named `name` (config::client_name); returns how many.
