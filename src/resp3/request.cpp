@@ -8,28 +8,9 @@
 
 namespace rlock::detail::resp3 {
 
-std::size_t header_size(std::size_t n) noexcept {
-  std::size_t digits = 1;
-  for (; n >= 10; n /= 10) ++digits;
-  return 1 + digits + 2;  // type byte, digits, CRLF
-}
-
-char* put_header(char* p, char kind, std::size_t n) noexcept {
-  *p++ = kind;
+char* put_long_count(char* p, std::size_t n) noexcept {
   // Cannot fail: the caller sized the buffer with header_size.
-  p = std::to_chars(p, p + std::numeric_limits<std::size_t>::digits10 + 1, n).ptr;
-  *p++ = '\r';
-  *p++ = '\n';
-  return p;
-}
-
-char* put_bulk(char* p, std::string_view arg) noexcept {
-  p = put_header(p, '$', arg.size());
-  if (!arg.empty()) std::memcpy(p, arg.data(), arg.size());
-  p += arg.size();
-  *p++ = '\r';
-  *p++ = '\n';
-  return p;
+  return std::to_chars(p, p + std::numeric_limits<std::size_t>::digits10 + 1, n).ptr;
 }
 
 namespace {

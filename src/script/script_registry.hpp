@@ -69,7 +69,7 @@ class script_registry {
     return session_.exec(
         call_of(s, keys, args), opts,
         [this, s, keys, args, opts, may_reload, with_wait, h = std::forward<Handler>(handler)](
-            std::error_code ec, resp3::value answer) mutable {
+            std::error_code ec, resp3::value&& answer) mutable {
           if (settle(with_wait, may_reload, ec, answer) == settled::reload) {
             return reload_and_send(s, keys, args, opts, reply_handler(std::move(h)));
           }

@@ -180,8 +180,7 @@ asio::awaitable<void> connection::attempt(std::uint64_t gen) {
   }
   parser_ = resp3::parser{reply_limits()};
   last_read_ = clock_type::now();
-  asio::co_spawn(
-      executor_, [self, gen]() { return self->reader(gen); }, asio::detached);
+  start_read(gen);
 
   start_handshake(gen);
 }
@@ -426,14 +425,20 @@ bool connection::withdraw(multiplexer::id_type id, std::error_code reason) {
   return id != 0 && mux_.withdraw(id, reason);
 }
 
-// A request does not start a write by itself: the write is posted, so every request made by the
-// handlers of one batch of answers goes out in that one write. Written at once, the first
+// A request does not start a write by itself: every request made by the handlers of one batch
+// of answers goes out in one write, made by the reader when the batch is handled (no handler
+// posted), or by a posted handler for a request made elsewhere. Written at once, the first
 // request of a batch went out alone and the rest after it; over TLS each write is a record the
 // server reads and answers in an event-loop turn of its own, so every round split the batches
 // again (S2 over TLS: ~2 requests a record, a quarter of the plaintext rate). The cost is one
 // posted handler per write, not per request.
 void connection::schedule_write() {
   if (write_in_flight_ || write_scheduled_) return;
+  if (reading_batch_) {
+    // The reader writes when the batch is handled: no posted handler.
+    write_after_batch_ = true;
+    return;
+  }
   write_scheduled_ = true;
   asio::post(executor_, [this, self = shared_from_this()] {
     write_scheduled_ = false;
@@ -451,24 +456,29 @@ void connection::start_write() {
   // Everything queued since the last write goes out in one write: natural pipelining.
   if (mux_.prepare_write(writing_, state_ == connection_state::connected, clock_type::now()) == 0)
     return;
-  write_in_flight_ = true;
   counters_.writes.fetch_add(1, std::memory_order_relaxed);
-  transport_.async_write(asio::buffer(writing_), [this, self = shared_from_this(), gen = gen_,
-                                                  keep = transport_.keep_alive()](
-                                                     boost::system::error_code ec, std::size_t) {
-    write_in_flight_ = false;
-    if (gen != gen_) {
-      // The connection this write was for is gone; the next one may be
-      // waiting for this buffer (start_write checks what may go out).
-      start_write();
-      return;
-    }
-    if (ec) {
-      return lose(gen, make_error_code(errc::connection_lost),
-                  fmt::format("writing to {}:{} failed: {}", host_, port_, ec.message()));
-    }
-    start_write();
-  });
+  // Most writes fit the socket's buffer at once: written here, they cost no asynchronous
+  // operation and no completion handler (S1: one per command).
+  const std::size_t sent = transport_.write_now(asio::buffer(writing_));
+  if (sent == writing_.size()) return;
+  write_in_flight_ = true;
+  transport_.async_write(
+      asio::buffer(writing_) + sent,
+      [this, self = shared_from_this(), gen = gen_, keep = transport_.keep_alive()](
+          boost::system::error_code ec, std::size_t) {
+        write_in_flight_ = false;
+        if (gen != gen_) {
+          // The connection this write was for is gone; the next one may be
+          // waiting for this buffer (start_write checks what may go out).
+          start_write();
+          return;
+        }
+        if (ec) {
+          return lose(gen, make_error_code(errc::connection_lost),
+                      fmt::format("writing to {}:{} failed: {}", host_, port_, ec.message()));
+        }
+        start_write();
+      });
 }
 
 void connection::arm_deadline(clock_type::time_point d) {
@@ -486,63 +496,83 @@ void connection::arm_deadline(clock_type::time_point d) {
 
 // --- reading ----------------------------------------------------------------------------------
 
-asio::awaitable<void> connection::reader(std::uint64_t gen) {
-  auto self = shared_from_this();
-  auto keep = transport_.keep_alive();  // this connection's stream, while reads are pending
-  for (;;) {
-    auto [ec, n] = co_await transport_.async_read_some(asio::buffer(read_buffer_),
-                                                       asio::as_tuple(use_awaitable));
-    if (gen != gen_) co_return;
-    if (ec && state_ != connection_state::connected) {
-      // Still in the handshake: say why the server would not talk. A TLS 1.3 server refuses a
-      // client certificate only after the TLS handshake, on the first read.
-      if (auto why = transport_.explain(ec)) {
-        lose(gen, make_error_code(why->first), fmt::format("{}:{}: {}", host_, port_, why->second));
-        co_return;
-      }
-      if (ec == asio::error::eof || ec == asio::error::connection_reset) {
-        lose(gen, make_error_code(errc::handshake_closed),
-             fmt::format(
-                 "{}:{} closed the connection before answering HELLO{}", host_, port_,
-                 transport_.tls() ? "" : " (a TLS port? use rediss:// or config.tls.enabled)"));
-        co_return;
-      }
+// A callback per read, not a coroutine: a read is every reply's path, and the awaitable's frame
+// and resumption cost more than the read's own work (S1: two reads per lock+unlock pair).
+void connection::start_read(std::uint64_t gen) {
+  transport_.async_read_some(
+      asio::buffer(read_buffer_),
+      // The stream is held while the read is pending (this connection's, not a later one's).
+      [this, self = shared_from_this(), gen, keep = transport_.keep_alive()](
+          boost::system::error_code ec, std::size_t n) {
+        if (on_read(gen, ec, n)) start_read(gen);
+      });
+}
+
+bool connection::on_read(std::uint64_t gen, boost::system::error_code ec, std::size_t n) {
+  if (gen != gen_) return false;
+  if (ec && state_ != connection_state::connected) {
+    // Still in the handshake: say why the server would not talk. A TLS 1.3 server refuses a
+    // client certificate only after the TLS handshake, on the first read.
+    if (auto why = transport_.explain(ec)) {
+      lose(gen, make_error_code(why->first), fmt::format("{}:{}: {}", host_, port_, why->second));
+      return false;
     }
-    if (ec) {
-      lose(gen, make_error_code(errc::connection_lost),
-           ec == asio::error::eof
-               ? fmt::format("{}:{} closed the connection", host_, port_)
-               : fmt::format("reading from {}:{} failed: {}", host_, port_, ec.message()));
-      co_return;
-    }
-    last_read_ = clock_type::now();
-    parser_.feed(std::string_view(read_buffer_.data(), n));
-    std::error_code perr;
-    for (;;) {
-      auto v = parser_.next(perr);
-      if (!v) break;
-      // A master demoted to replica answers writes with -READONLY: with a locator, leave it for
-      // the new master (the request gets its answer; it changed nothing).
-      const bool demoted = locator_ && v->is_error() && v->str.starts_with("READONLY");
-      if (mux_.on_value(*v) == multiplexer::verdict::out_of_step) {
-        lose(gen, make_error_code(errc::protocol_error),
-             "the server sent an answer no request was waiting for");
-        co_return;
-      }
-      // A handler may have closed the connection.
-      if (gen != gen_) co_return;
-      if (demoted && state_ == connection_state::connected) {
-        lose(gen, make_error_code(errc::connection_lost),
-             fmt::format("{}:{} is a replica now (READONLY); asking the sentinels again", host_,
-                         port_));
-        co_return;
-      }
-    }
-    if (perr) {
-      lose(gen, perr, "the server sent bytes that are not valid RESP3");
-      co_return;
+    if (ec == asio::error::eof || ec == asio::error::connection_reset) {
+      lose(gen, make_error_code(errc::handshake_closed),
+           fmt::format(
+               "{}:{} closed the connection before answering HELLO{}", host_, port_,
+               transport_.tls() ? "" : " (a TLS port? use rediss:// or config.tls.enabled)"));
+      return false;
     }
   }
+  if (ec) {
+    lose(gen, make_error_code(errc::connection_lost),
+         ec == asio::error::eof
+             ? fmt::format("{}:{} closed the connection", host_, port_)
+             : fmt::format("reading from {}:{} failed: {}", host_, port_, ec.message()));
+    return false;
+  }
+  last_read_ = clock_type::now();
+  parser_.feed(std::string_view(read_buffer_.data(), n));
+  std::error_code perr;
+  batch_guard batch(*this);
+  for (;;) {
+    auto v = parser_.next(perr);
+    if (!v) break;
+    // A master demoted to replica answers writes with -READONLY: with a locator, leave it for
+    // the new master (the request gets its answer; it changed nothing).
+    const bool demoted = locator_ && v->is_error() && v->str.starts_with("READONLY");
+    if (mux_.on_value(*v) == multiplexer::verdict::out_of_step) {
+      lose(gen, make_error_code(errc::protocol_error),
+           "the server sent an answer no request was waiting for");
+      return false;
+    }
+    // A handler may have closed the connection.
+    if (gen != gen_) return false;
+    if (demoted && state_ == connection_state::connected) {
+      lose(gen, make_error_code(errc::connection_lost),
+           fmt::format("{}:{} is a replica now (READONLY); asking the sentinels again", host_,
+                       port_));
+      return false;
+    }
+  }
+  if (perr) {
+    lose(gen, perr, "the server sent bytes that are not valid RESP3");
+    return false;
+  }
+  batch.write_now();
+  return true;
+}
+
+connection::batch_guard::~batch_guard() {
+  c_.reading_batch_ = false;
+  // Left early (the connection was lost or replaced): what the handlers asked for is posted.
+  if (std::exchange(c_.write_after_batch_, false)) c_.schedule_write();
+}
+
+void connection::batch_guard::write_now() {
+  c_.reading_batch_ = false;
+  if (std::exchange(c_.write_after_batch_, false)) c_.start_write();
 }
 
 void connection::on_push(resp3::value& v) {

@@ -141,7 +141,10 @@ class connection : public std::enable_shared_from_this<connection> {
   void start_handshake(std::uint64_t gen);
   /// Checks the reply to handshake step `i` (0: HELLO, then SELECT if any, then the steps).
   std::error_code check_step(std::size_t i, resp3::value& reply, std::string& diagnostic);
-  boost::asio::awaitable<void> reader(std::uint64_t gen);
+  /// Reads and handles what the server sends on connection `gen`, until it fails or is
+  /// replaced; on_read says whether to read again.
+  void start_read(std::uint64_t gen);
+  bool on_read(std::uint64_t gen, boost::system::error_code ec, std::size_t n);
   void on_ready(std::uint64_t gen);
   /// Ends the current connection (socket, attempt, health check, subscriptions' server state);
   /// what happens to the requests and the state is the caller's: lose() or close().
@@ -151,6 +154,20 @@ class connection : public std::enable_shared_from_this<connection> {
   void start_attempt();
   void start_write();
   void schedule_write();
+  /// Marks the reader's handling of one batch of answers: the requests its handlers make are
+  /// written when it ends.
+  class batch_guard {
+   public:
+    explicit batch_guard(connection& c) noexcept : c_(c) { c_.reading_batch_ = true; }
+    batch_guard(const batch_guard&) = delete;
+    batch_guard& operator=(const batch_guard&) = delete;
+    ~batch_guard();
+    /// The batch is handled: write what it asked for.
+    void write_now();
+
+   private:
+    connection& c_;
+  };
   void arm_deadline(clock_type::time_point d);
   void arm_health();
   void on_health_tick();
@@ -195,7 +212,9 @@ class connection : public std::enable_shared_from_this<connection> {
   std::uint64_t gen_ = 1;  // the current connection attempt; callbacks of older ones do nothing
   std::string writing_;    // the bytes of the write in flight
   bool write_in_flight_ = false;
-  bool write_scheduled_ = false;  // a start_write is posted (schedule_write)
+  bool write_scheduled_ = false;    // a start_write is posted (schedule_write)
+  bool reading_batch_ = false;      // the reader is handling a batch of answers
+  bool write_after_batch_ = false;  // a request was made meanwhile
   std::array<char, 16 * 1024> read_buffer_{};
 
   boost::asio::steady_timer deadline_timer_;  // the earliest request deadline

@@ -40,7 +40,7 @@ multiplexer::slot multiplexer::take_slot() {
   return static_cast<slot>(slots_.size() - 1);
 }
 
-void multiplexer::finish(slot s, std::error_code ec, resp3::value v) {
+void multiplexer::finish(slot s, std::error_code ec, resp3::value&& v) {
   record& r = slots_[s];
   reply_handler h(std::move(r.handler.h));
   // What add() does not overwrite: a kept payload's memory, and replies collected so far.

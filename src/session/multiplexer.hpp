@@ -39,8 +39,9 @@ enum class if_unknown : std::uint8_t {
 
 /// The completion of a request: its answer (an error reply is an answer, returned as a value), or
 /// why there is none. errc::timeout and errc::connection_lost after the request was written mean
-/// that its outcome is unknown; `written` in the request's options tells which.
-using reply_handler = boost::asio::any_completion_handler<void(std::error_code, resp3::value)>;
+/// that its outcome is unknown; `written` in the request's options tells which. The answer comes
+/// as an rvalue: a handler reads it in place or takes it (every reply's path: no copies).
+using reply_handler = boost::asio::any_completion_handler<void(std::error_code, resp3::value&&)>;
 
 struct request_options {
   /// After this, a request still queued is failed with errc::timeout (it never reached the
@@ -187,7 +188,7 @@ class multiplexer {
   slot take_slot();
   /// Frees `s` and completes its handler (if it still has one) with (ec, v). Everything is moved
   /// out of the slot first: the handler may add requests, which may reuse or move the slots.
-  void finish(slot s, std::error_code ec, resp3::value v);
+  void finish(slot s, std::error_code ec, resp3::value&& v);
   void note_deadline(clock_type::time_point d) noexcept;
 
   /// Slots kept when nothing is in flight; above this, an idle multiplexer frees them all.

@@ -53,6 +53,17 @@ class transport {
     if (secure_) return secure_->async_read_some(buffers, std::forward<Token>(token));
     return plain_.async_read_some(buffers, std::forward<Token>(token));
   }
+  /// Plaintext only: writes what the socket takes now without blocking (0 over TLS, whose
+  /// records only the stream may cut, or when the socket's buffer is full). The caller writes
+  /// the rest asynchronously; an error is left for that write to report.
+  std::size_t write_now(boost::asio::const_buffer bytes) noexcept {
+    if (secure_) return 0;
+    boost::system::error_code ec;
+    if (!plain_.non_blocking()) plain_.non_blocking(true, ec);
+    if (ec) return 0;
+    const std::size_t n = plain_.write_some(bytes, ec);
+    return ec ? 0 : n;
+  }
   template <typename Buffers, typename Token>
   auto async_write(const Buffers& buffers, Token&& token) {
     if (secure_) return boost::asio::async_write(*secure_, buffers, std::forward<Token>(token));
