@@ -65,7 +65,8 @@ struct client_stats {
 /// suite checks this at the end of every run). Unlike client_stats these are not atomics: read
 /// them on the client's executor.
 struct client_activity {
-  /// Locks the watchdog renews, renewal batches in flight, and whether its timer is armed.
+  /// Locks the watchdog renews, renewal batches in flight, and whether its timer is armed for
+  /// them.
   std::size_t renewed_locks = 0;
   std::size_t renewal_batches = 0;
   bool watchdog_armed = false;

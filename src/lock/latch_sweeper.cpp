@@ -1,32 +1,43 @@
 #include "lock/latch_sweeper.hpp"
 
-#include <boost/asio/post.hpp>
-
 #include <algorithm>
 #include <span>
-#include <string_view>
 #include <utility>
 
 namespace rlock::detail {
 
-void latch_sweeper::add(std::string key) {
-  keys_.push_back(std::move(key));
-  if (scheduled_) return;
-  scheduled_ = true;
-  // Posted: the unlocks completing in this turn join the same DEL, and the callers they resume
-  // get their next commands written first.
-  boost::asio::post(executor_, [this, keep = owner_.lock()] { sweep(); });
+void latch_sweeper::add(std::string_view key) {
+  keys_.append(key);
+  ends_.push_back(static_cast<std::uint32_t>(keys_.size()));
+  if (ends_.size() >= max_batch) return sweep();
+  if (armed_) return;
+  armed_ = true;
+  timer_.expires_after(max_delay);
+  // Weak: the timer is cancelled when the client (which holds this object) is destroyed, and
+  // its handler then must not touch it.
+  timer_.async_wait([this, owner = owner_](boost::system::error_code ec) {
+    const auto keep = owner.lock();
+    if (!keep || ec == boost::asio::error::operation_aborted) return;
+    armed_ = false;
+    sweep();
+  });
 }
 
 void latch_sweeper::sweep() {
-  scheduled_ = false;
-  if (keys_.empty()) return;
+  if (armed_) {
+    armed_ = false;
+    timer_.cancel();
+  }
+  if (ends_.empty()) return;
   // One DEL per key group: all of them on one server, one per hash slot on a cluster (a DEL
   // over keys of several slots is refused, CROSSSLOT).
   std::vector<std::pair<std::uint16_t, std::string_view>> grouped;
-  grouped.reserve(keys_.size());
+  grouped.reserve(ends_.size());
   bool mixed = false;  // one server: never, and nothing to sort
-  for (const auto& k : keys_) {
+  std::uint32_t begin = 0;
+  for (const auto end : ends_) {
+    const std::string_view k(keys_.data() + begin, end - begin);
+    begin = end;
     grouped.emplace_back(session_.group_of(k), k);
     mixed = mixed || grouped.back().first != grouped.front().first;
   }
@@ -50,6 +61,7 @@ void latch_sweeper::sweep() {
                   });
   }
   keys_.clear();
+  ends_.clear();
 }
 
 void latch_sweeper::answered() {

@@ -59,9 +59,10 @@ void watchdog::remove(lease& l) noexcept {
   l.prev_ = l.next_ = nullptr;
   --size_;
   if (size_ == 0) {
-    // Nothing left to renew: no timer stays armed (it would keep the client alive for nothing).
-    next_round_ = earliest_ = armed_at_ = clock::time_point::max();
-    timer_.cancel();
+    // Nothing left to renew. The timer is left to fire once and find nothing: cancelling it and
+    // arming it again for the next hold cost every lock+unlock pair a timer cancel, an aborted
+    // handler and a timer arm (S1). It holds no reference to the client, and close() stops it.
+    next_round_ = earliest_ = clock::time_point::max();
   }
   // Last: this may destroy the owner, and with it `l`.
   auto keep = std::move(l.keep_alive_);
@@ -92,8 +93,11 @@ void watchdog::arm_for(clock::time_point deadline) {
   if (at >= armed_at_ || at == clock::time_point::max()) return;
   armed_at_ = at;
   timer_.expires_at(at);
-  timer_.async_wait([this, keep = owner_.lock()](boost::system::error_code ec) {
-    if (ec) return;  // re-armed earlier, or stopped
+  // Weak: a timer left armed must not keep the client alive (the timer dies with it, and its
+  // handler then must not touch this object).
+  timer_.async_wait([this, owner = owner_](boost::system::error_code ec) {
+    const auto keep = owner.lock();
+    if (ec || !keep) return;  // re-armed earlier, stopped, or the client is gone
     armed_at_ = clock::time_point::max();
     on_timer();
   });

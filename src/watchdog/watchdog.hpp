@@ -101,8 +101,9 @@ class watchdog {
   }
 
   std::size_t size() const noexcept { return size_; }
-  /// Whether a timer is pending, and renewal batches are in flight (for client::activity()).
-  bool armed() const noexcept { return armed_at_ != clock::time_point::max(); }
+  /// Whether the timer is armed for a lease (once nothing is renewed it may still fire once,
+  /// to no effect), and renewal batches are in flight (for client::activity()).
+  bool armed() const noexcept { return size_ != 0 && armed_at_ != clock::time_point::max(); }
   std::size_t batches_in_flight() const noexcept { return batches_in_flight_; }
   /// Renewal script calls made so far (for tests and benchmarks).
   std::uint64_t renew_calls() const noexcept {

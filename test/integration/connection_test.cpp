@@ -88,8 +88,9 @@ TEST(connection, server_error_keeps_redis_text) {
 }
 
 TEST(connection, close_deletes_the_latches_of_answered_unlocks) {
-  // An unlock leaves a latch key for its retries and deletes it a turn after the answer; a close
-  // right after the unlocks must not drop those deletes (the latch would outlive the client).
+  // An unlock leaves a latch key for its retries and deletes it after the answer, batched with
+  // others (latch_sweeper); a close right after the unlocks must not drop those deletes (the
+  // latch would outlive the client).
   asio::io_context io;
   const auto cfg = make_config();
   rlock::client redis(io.get_executor(), cfg);

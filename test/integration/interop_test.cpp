@@ -1,6 +1,7 @@
 // Redisson interop: a foreign Redisson client, played with raw_client and Redisson's own Lua
 // scripts (quoted from /work/shared/redisson-wire.md, deliberately not rlock's scripts.hpp),
 // and rlock must exclude each other and wake each other on unlock.
+#include "lock/latch_sweeper.hpp"
 #include "lock/lock_state.hpp"
 #include "rlock/rlock.hpp"
 #include "script/scripts.hpp"
@@ -22,6 +23,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <regex>
@@ -540,14 +542,34 @@ TEST(interop, unlock_latch_is_redissons_and_a_retry_gets_the_first_answer) {
       raw.command({"DEL", latch});
       EXPECT_TRUE(release().is_null());  // a new attempt (latch gone) finds it not held
     }
-    // rlock deletes its latch once the answer is in (not awaited: two round trips later).
+    // rlock deletes its latches once their answers are in, in batches (latch_sweeper): at most
+    // max_batch wait at any time, and none longer than max_delay.
+    using rlock::detail::latch_sweeper;
     auto lock = redis.get_lock("latched");
+    const auto latches_left = [&] {
+      return raw.command({"KEYS", "redisson_unlock_latch:{" + lock.key() + "}:*"}).elements.size();
+    };
     co_await lock.lock();
     co_await lock.unlock();
-    (void)co_await lock.is_locked();
-    (void)co_await lock.is_locked();
-    const auto latches = raw.command({"KEYS", "redisson_unlock_latch:{" + lock.key() + "}:*"});
-    EXPECT_TRUE(latches.elements.empty());
+    EXPECT_EQ(redis.activity().latches, 1u);  // waits for its batch
+    EXPECT_EQ(latches_left(), 1u);
+    std::size_t most = 0;
+    for (std::size_t i = 0; i < 2 * latch_sweeper::max_batch; ++i) {
+      co_await lock.lock();
+      co_await lock.unlock();
+      most = std::max(most, redis.activity().latches);
+    }
+    EXPECT_LT(most, latch_sweeper::max_batch);
+    // The last batch goes out max_delay after its first latch. No event says when: polled,
+    // bounded.
+    asio::steady_timer tick(io);
+    for (int i = 0; i < 200 && redis.activity().latches != 0; ++i) {
+      tick.expires_after(latch_sweeper::max_delay / 2);
+      co_await tick.async_wait(asio::use_awaitable);
+    }
+    EXPECT_EQ(redis.activity().latches, 0u);
+    (void)co_await lock.is_locked();  // the DEL went out before it
+    EXPECT_EQ(latches_left(), 0u);
     co_await redis.close();
   });
 }

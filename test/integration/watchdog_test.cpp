@@ -136,8 +136,8 @@ TEST(watchdog, leaves_no_timer_armed_once_nothing_is_renewed) {
     co_await a.unlock();
     EXPECT_TRUE(redis.activity().watchdog_armed);  // b is still renewed
     co_await b.unlock();
-    // Right after the last release, not a renewal period later: an armed timer would also keep
-    // the client alive for nothing.
+    // Right after the last release, not a renewal period later. (The timer itself may fire once
+    // more, to no effect: it holds no reference to the client.)
     const auto now = redis.activity();
     EXPECT_EQ(now.renewed_locks, 0u);
     EXPECT_FALSE(now.watchdog_armed);
