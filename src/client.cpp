@@ -16,8 +16,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <charconv>
+#include <cstring>
 #include <random>
 #include <span>
 #include <string_view>
@@ -32,6 +34,20 @@ namespace detail {
 namespace {
 
 /// Boost.Uuid's random_generator draws from the operating system's CSPRNG (getrandom).
+/// Writes `v` as 16 lowercase hex digits at `out`, a byte at a time.
+void put_hex(char* out, std::uint64_t v) noexcept {
+  static constexpr auto pairs = [] {
+    std::array<char, 512> t{};
+    constexpr char digits[] = "0123456789abcdef";
+    for (std::size_t b = 0; b < 256; ++b) {
+      t[2 * b] = digits[b >> 4];
+      t[2 * b + 1] = digits[b & 15];
+    }
+    return t;
+  }();
+  for (std::size_t i = 8; i-- > 0; v >>= 8) std::memcpy(out + 2 * i, &pairs[2 * (v & 0xff)], 2);
+}
+
 std::string random_uuid() { return boost::uuids::to_string(boost::uuids::random_generator()()); }
 
 /// Any non-empty byte string names a lock; an empty one is a programming error.
@@ -106,15 +122,21 @@ client_impl::client_impl(const asio::any_io_executor& ex, config c)
     : executor(ex),
       cfg(std::move(c)),
       uuid(random_uuid()),
+      watchdog_lease_arg(cfg.watchdog_timeout.count()),
+      latch_ttl_arg(std::max<std::int64_t>(1, 2 * cfg.command_timeout.count())),
       session_owner(make_session(executor, cfg)),
       session(*session_owner),
       scripts(session),
       hub(session),
       dog(executor, scripts, cfg.watchdog_timeout),
       latches(executor, session, cfg.command_timeout),
-      ids_(std::random_device{}()),
       log_name_(cfg.client_name.empty() ? fmt::format("client {}", uuid.substr(0, 8))
-                                        : cfg.client_name) {}
+                                        : cfg.client_name) {
+  std::random_device entropy;
+  std::mt19937_64 seeded((std::uint64_t{entropy()} << 32) | entropy());
+  put_hex(id_prefix_, seeded());
+  id_counter_ = seeded();
+}
 
 client_impl::~client_impl() {
   // The connection may outlive us by a few handlers: it must not call back into a dead hub.
@@ -159,15 +181,11 @@ void client_impl::shutdown(std::error_code reason) {
 }
 
 void client_impl::append_request_id(std::string& out) {
-  // Uniqueness, not secrecy, is what a latch id needs: a seeded 64-bit generator per client.
-  // Hex by hand: every unlock makes one, and fmt's formatting showed up in S1's profile.
-  static constexpr char digits[] = "0123456789abcdef";
+  // Uniqueness, not secrecy, is what a latch id needs (see the declaration).
   const std::size_t at = out.size();
   out.resize(at + 32);
-  for (std::size_t half = 0; half < 2; ++half) {
-    std::uint64_t v = ids_();
-    for (std::size_t i = 16; i-- > 0; v >>= 4) out[at + half * 16 + i] = digits[v & 15];
-  }
+  std::memcpy(out.data() + at, id_prefix_, sizeof id_prefix_);
+  put_hex(out.data() + at + 16, id_counter_++);
 }
 
 void client_impl::set_last_error(const lock_state* owner, std::string text) {

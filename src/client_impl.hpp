@@ -1,5 +1,6 @@
 #pragma once
 
+#include "lock/decimal.hpp"
 #include "lock/latch_sweeper.hpp"
 #include "lock/lock_kind.hpp"
 #include "metrics/log_histogram.hpp"
@@ -20,7 +21,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -53,8 +53,10 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
                                         const lock_kind& kind = reentrant_kind);
   void forget(const lock_state& s);
 
-  /// Appends 16 random bytes in lowercase hex to `out`: the request id of an unlock (Redisson's
-  /// latch), written into the latch key itself.
+  /// Appends 32 lowercase hex digits to `out`, unique per call: the request id of an unlock
+  /// (Redisson's latch), written into the latch key itself. The client's 64 random bits, then a
+  /// counter from a random start: unique within the client by the counter, across clients by
+  /// the random bits, and a table lookup per byte, not a generator call per unlock.
   void append_request_id(std::string& out);
 
   /// The text of an owner's latest failed operation (empty: none; setting empty forgets).
@@ -70,6 +72,11 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
   const boost::asio::any_io_executor executor;
   const config cfg;
   const std::string uuid;
+  /// Script arguments every lock command repeats, formatted once: the watchdog's lease, and
+  /// how long an unlock latch keeps its answer (2 × command_timeout: a retry may come until the
+  /// release's bound and one reconnect later).
+  const decimal watchdog_lease_arg;
+  const decimal latch_ttl_arg;
   const std::unique_ptr<detail::session> session_owner;
   /// Standalone, Sentinel or Cluster (config): everything below talks to it alone.
   detail::session& session;
@@ -131,7 +138,8 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
   std::unordered_map<std::string, std::weak_ptr<lock_state>> states_;
   std::unordered_map<const lock_state*, std::string> last_errors_;  // under states_mutex_
   std::atomic<bool> any_last_error_{false};
-  std::mt19937_64 ids_;
+  char id_prefix_[16];        // the client's random half of every request id, in hex
+  std::uint64_t id_counter_;  // the other half
   std::function<void(const connection_event&)> state_handler_;
   std::atomic<connection_state> state_{connection_state::disconnected};
   std::string log_name_;

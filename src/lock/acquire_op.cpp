@@ -65,9 +65,12 @@ struct acquire_operation {
 
   static void start(owner op) {
     if (op->link) op->link->op = op.get();
-    const auto lease_ms = op->lease.value_or(op->client().cfg.watchdog_timeout);
-    op->lease_arg.assign(lease_ms.count());
-    op->s->kind.acquire_call(op->s->identity(), op->lease_arg.view(), op->call);
+    std::string_view lease_ms = op->client().watchdog_lease_arg.view();
+    if (op->lease && *op->lease != op->client().cfg.watchdog_timeout) {
+      op->lease_arg.assign(op->lease->count());
+      lease_ms = op->lease_arg.view();
+    }
+    op->s->kind.acquire_call(op->s->identity(), lease_ms, op->call);
     const auto next = op->fsm.start(op->link && op->link->requested.load());
     run(std::move(op), next, true);
   }
@@ -134,7 +137,7 @@ struct acquire_operation {
     auto* p = op.get();
     p->request =
         c.scripts.async_run(p->call.which, p->call.key_span(), p->call.arg_span(), opts,
-                            [op = std::move(op)](std::error_code ec, resp3::value reply) mutable {
+                            [op = std::move(op)](std::error_code ec, resp3::value&& reply) mutable {
                               on_attempt(std::move(op), ec, reply);
                             });
   }
@@ -213,7 +216,7 @@ struct acquire_operation {
     auto* p = op.get();
     p->request =
         c.session.exec(p->s->kind.reconcile_question(p->s->identity()), opts,
-                       [op = std::move(op)](std::error_code ec, resp3::value reply) mutable {
+                       [op = std::move(op)](std::error_code ec, resp3::value&& reply) mutable {
                          on_reconciled(std::move(op), ec, reply);
                        });
   }
@@ -437,10 +440,10 @@ struct acquire_operation {
   // Only for a caller with a cancellation slot: it outlives the operation in the slot handler.
   std::shared_ptr<cancel_link<acquire_operation>> link;
   clock_type::time_point written{};  // when the current attempt was written; epoch: not (yet)
-  decimal lease_arg;
-  acquire_script_call call;                  // the attempt, built once by the kind
-  std::int64_t token = 0;                    // this acquisition's token (kinds with tokens)
-  std::exception_ptr failure;                // the shell's failure, for verdict::failed
+  decimal lease_arg;                 // a lease other than the watchdog's
+  acquire_script_call call;          // the attempt, built once by the kind
+  std::int64_t token = 0;            // this acquisition's token (kinds with tokens)
+  std::exception_ptr failure;        // the shell's failure, for verdict::failed
   std::optional<notify_hub::waiter> waiter;  // from the first busy answer on
   multiplexer::id_type request = 0;          // the attempt or question in flight
   std::shared_ptr<handoff_ticket> ticket;    // a local handoff to it in flight
@@ -528,7 +531,7 @@ void start_acquire(std::unique_ptr<acquire_operation> op) {
     op->link = std::make_shared<cancel_link<acquire_operation>>();
     install_cancellation(op->slot, op->link, ex);
   }
-  asio::dispatch(ex, [op = std::move(op)]() mutable { acquire_operation::start(std::move(op)); });
+  on_client(ex, [op = std::move(op)]() mutable { acquire_operation::start(std::move(op)); });
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 // lock handed to it), sends the transfer, and on the answer either grants the hold to the waiter
 // or, if the waiter left meanwhile (cancelled, out of time), gives it back. The ticket is shared
 // by both sides; either may finish first.
-#include "lock/op_support.hpp"
+#include "lock/decimal.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -24,7 +24,7 @@ struct handoff_ticket {
   void* waiter_op = nullptr;       // the waiting acquisition; null once it left
   std::chrono::milliseconds lease{0};
   bool watchdog = false;  // the new hold is kept by the watchdog
-  ops::decimal lease_arg;
+  decimal lease_arg;
   std::uint32_t streak = 0;  // the new holder's lock_state::handoff_streak
   std::chrono::steady_clock::time_point streak_since{};
 };

@@ -77,7 +77,8 @@ template <typename... Result, typename Handle, typename Start>
 auto awaitable_of(const Handle& l, Start start) {
   return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr, Result...)>(
       [](auto completion, Handle self, Start st) {
-        st(self, handler<Result...>(std::move(completion)));
+        const auto ex = self.get_executor();
+        st(self, handler<Result...>(std::move(completion), ex));
       },
       asio::use_awaitable, l, std::move(start));
 }

@@ -100,8 +100,8 @@ struct lock_kind {
   /// owner field of KEYS[i]; one 1 (renewed) or 0 (no longer ours) per key.
   script renew;
 
-  /// The channel its unlocks publish on, and whom a message there wakes.
-  std::string (*channel)(std::string_view key);
+  /// The channel its unlocks publish on (appended to `out`), and whom a message there wakes.
+  void (*channel)(std::string_view key, std::string& out);
   message_policy on_message;
 };
 

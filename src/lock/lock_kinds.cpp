@@ -143,7 +143,7 @@ const lock_kind reentrant_kind{
     .release_call = &release_call,
     .transfer_call = &transfer_call,
     .renew = script::renew,
-    .channel = &unlock_channel,
+    .channel = &append_unlock_channel,
     .on_message = &on_unlock_message,
 };
 
@@ -156,7 +156,7 @@ const lock_kind fenced_kind{
     .release_call = &release_call,
     .transfer_call = nullptr,  // every acquisition takes a new token: no handoff
     .renew = script::renew,
-    .channel = &unlock_channel,
+    .channel = &append_unlock_channel,
     .on_message = &on_unlock_message,
 };
 

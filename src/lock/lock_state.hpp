@@ -66,7 +66,11 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   void reset(bool lost);
 
   std::string_view name() const noexcept { return std::string_view(key).substr(prefix_size); }
-  std::string channel() const { return kind.channel(key); }
+  std::string channel() const {
+    std::string c;
+    kind.channel(key, c);
+    return c;
+  }
   /// What the lock kind sees of it.
   lock_identity identity() const noexcept { return {key, field}; }
 

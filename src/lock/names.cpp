@@ -1,35 +1,47 @@
 #include "lock/names.hpp"
 
-#include <algorithm>
-
 namespace rlock::detail {
 
 namespace {
 
-// Built by hand, not with fmt: every final unlock derives a channel.
+// Built by hand, not with fmt: every final unlock derives a channel and a latch.
+void append_tagged(std::string& out, std::string_view prefix, std::string_view key,
+                   std::string_view suffix = {}) {
+  const bool has_tag = key.find('{') != std::string_view::npos;
+  out.append(prefix);
+  if (!has_tag) out.push_back('{');
+  out.append(key);
+  if (!has_tag) out.push_back('}');
+  out.append(suffix);
+}
+
 std::string tagged(std::string_view prefix, std::string_view key, std::string_view suffix = {},
                    std::size_t room = 0) {
-  const bool has_tag = key.find('{') != std::string_view::npos;
   std::string name;
   name.reserve(prefix.size() + key.size() + suffix.size() + 2 + room);
-  name.append(prefix);
-  if (!has_tag) name.push_back('{');
-  name.append(key);
-  if (!has_tag) name.push_back('}');
-  name.append(suffix);
+  append_tagged(name, prefix, key, suffix);
   return name;
 }
 
+constexpr std::string_view channel_prefix = "redisson_lock__channel:";
+constexpr std::string_view latch_prefix = "redisson_unlock_latch:";
+
 }  // namespace
 
-std::string unlock_channel(std::string_view key) { return tagged("redisson_lock__channel:", key); }
+std::string unlock_channel(std::string_view key) { return tagged(channel_prefix, key); }
+
+void append_unlock_channel(std::string_view key, std::string& out) {
+  append_tagged(out, channel_prefix, key);
+}
 
 std::string unlock_latch(std::string_view key, std::string_view request_id) {
-  // Room for a request id of 32 hex digits, appended in place by the unlock.
-  std::string latch =
-      tagged("redisson_unlock_latch:", key, ":", std::max<std::size_t>(32, request_id.size()));
+  std::string latch = tagged(latch_prefix, key, ":", request_id.size());
   latch.append(request_id);
   return latch;
+}
+
+void append_unlock_latch(std::string_view key, std::string& out) {
+  append_tagged(out, latch_prefix, key, ":");
 }
 
 std::string token_counter(std::string_view key) { return tagged("redisson_lock_token:", key); }

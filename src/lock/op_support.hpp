@@ -1,24 +1,24 @@
 #pragma once
 
 // What the lock operations (acquire_op.cpp, release_op.cpp) share: errors as exceptions, argument
-// checks, numbers as script arguments without allocating, and delivery to the caller's handler
+// checks, and delivery to the caller's handler
 // with its cancellation slot.
+#include "lock/decimal.hpp"
 #include "rlock/error.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
 #include <fmt/format.h>
 
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <exception>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,20 +53,17 @@ inline std::exception_ptr validate(std::optional<milliseconds> wait,
   return nullptr;
 }
 
-/// A millisecond count as a script argument, stored in the operation: no allocation per command.
-class decimal {
- public:
-  void assign(std::int64_t v) noexcept {
-    const auto [end, ec] = std::to_chars(std::begin(digits_), std::end(digits_), v);
-    static_cast<void>(ec);  // cannot fail: the buffer fits every int64
-    size_ = static_cast<std::uint8_t>(end - digits_);
+/// Runs `f` on the client's executor: at once if this thread runs the client's io_context (what
+/// dispatch would do, without wrapping `f` for a type-erased executor), else dispatched there.
+template <typename Function>
+void on_client(const asio::any_io_executor& client_ex, Function&& f) {
+  if (const auto* io = client_ex.target<asio::io_context::executor_type>();
+      io != nullptr && io->running_in_this_thread()) {
+    std::forward<Function>(f)();
+    return;
   }
-  std::string_view view() const noexcept { return {digits_, size_}; }
-
- private:
-  char digits_[20];  // INT64_MIN: a sign and 19 digits
-  std::uint8_t size_ = 0;
-};
+  asio::dispatch(client_ex, std::forward<Function>(f));
+}
 
 /// Runs `h` with the completion on the handler's executor, after clearing the handler's
 /// cancellation slot there: the slot belongs to the caller's executor, which is also where a
@@ -75,6 +72,15 @@ class decimal {
 template <typename Handler, typename... Result>
 void deliver(const asio::any_io_executor& client_ex, Handler h, asio::cancellation_slot slot,
              bool inside_initiation, std::exception_ptr e, Result... result) {
+  if (!inside_initiation && h.on_client()) {
+    // Its executor is the client's: dispatch would run it here if this thread runs it.
+    if (const auto* io = client_ex.target<asio::io_context::executor_type>();
+        io != nullptr && io->running_in_this_thread()) {
+      if (slot.is_connected()) slot.clear();
+      std::move(h)(std::move(e), std::move(result)...);
+      return;
+    }
+  }
   auto ex = asio::get_associated_executor(h, client_ex);
   auto run = [h = std::move(h), slot, e = std::move(e), result...]() mutable {
     if (slot.is_connected()) slot.clear();

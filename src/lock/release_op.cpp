@@ -36,25 +36,29 @@ struct release_operation {
     lock_state& s = *op->s;
     client_impl& c = *s.client;
     op->undo = s.before_release();
-    const auto lease = s.lease.count() > 0 ? s.lease : c.cfg.watchdog_timeout;
-    op->lease_arg.assign(lease.count());
-    op->channel = s.channel();
-    op->latch = unlock_latch(s.key, {});
-    c.append_request_id(op->latch);
+    std::string_view lease_ms = c.watchdog_lease_arg.view();
+    if (s.lease.count() > 0 && s.lease != c.cfg.watchdog_timeout) {
+      op->lease_arg.assign(s.lease.count());
+      lease_ms = op->lease_arg.view();
+    }
+    // The channel and the latch key in one buffer: one allocation per unlock.
+    op->names.reserve(64 + 2 * s.key.size() + 32);
+    s.kind.channel(s.key, op->names);
+    const std::size_t channel_size = op->names.size();
+    append_unlock_latch(s.key, op->names);
+    c.append_request_id(op->names);
+    op->channel = std::string_view(op->names).substr(0, channel_size);
+    op->latch = std::string_view(op->names).substr(channel_size);
     // A final release with a coroutine of this client parked on the lock hands it over.
     if (op->undo.holds == 1) op->ticket = reserve_handoff(s, op->channel);
-    // A retry may come until the operation's bound and one reconnect later. A later one reads
-    // "not the owner" once the latch is gone: harmless for a release (its caller was told the
-    // outcome is unknown), and a transfer answered so is settled by asking (settle_transfer).
-    // Longer would leave the latch of every unlock a closing client gives up on for a lease.
-    op->latch_ttl_arg.assign(std::max<std::int64_t>(1, 2 * c.cfg.command_timeout.count()));
-    release_inputs in{op->channel,
-                      op->latch,
-                      op->lease_arg.view(),
-                      op->latch_ttl_arg.view(),
-                      c.session.publish_command(),
-                      {},
-                      {}};
+    // The latch keeps the answer for 2 × command_timeout: a retry may come until the
+    // operation's bound and one reconnect later. A later one reads "not the owner" once the
+    // latch is gone: harmless for a release (its caller was told the outcome is unknown), and a
+    // transfer answered so is settled by asking (settle_transfer). Longer would leave the latch
+    // of every unlock a closing client gives up on for a lease.
+    release_inputs in{
+        op->channel, op->latch, lease_ms, c.latch_ttl_arg.view(), c.session.publish_command(),
+        {},          {}};
     if (op->ticket) {
       in.to_field = op->ticket->to->field;
       in.to_lease_ms = op->ticket->lease_arg.view();
@@ -69,7 +73,7 @@ struct release_operation {
     opts.written_at = &op->written;
     auto* p = op.get();
     c.scripts.async_run(p->call.which, p->call.key_span(), p->call.arg_span(), opts,
-                        [op = std::move(op)](std::error_code ec, resp3::value reply) mutable {
+                        [op = std::move(op)](std::error_code ec, resp3::value&& reply) mutable {
                           on_reply(std::move(op), ec, reply);
                         });
   }
@@ -121,7 +125,7 @@ struct release_operation {
       if (op->ticket) finish_handoff(std::exchange(op->ticket, nullptr), handed_over, op->begun);
       // Bookkeeping before the caller runs (it may resume inline): the answer is in, so the
       // latch has done its work; holds nobody has go back before anything the caller does next.
-      c.latches.add(std::move(op->latch));
+      c.latches.add(op->latch);
       if (outcome.orphaned) give_back_orphans(op->s);
       op->tell(std::move(outcome.error));
       return;
@@ -179,10 +183,10 @@ struct release_operation {
 
   std::shared_ptr<lock_state> s;
   void_handler handler;
-  std::string channel;
-  std::string latch;
-  decimal lease_arg;
-  decimal latch_ttl_arg;
+  std::string names;         // the channel, then the latch key
+  std::string_view channel;  // views into names
+  std::string_view latch;
+  decimal lease_arg;  // a lease other than the watchdog's
   release_script_call call;
   std::shared_ptr<handoff_ticket> ticket;  // a local handoff (config::local_handoff)
   clock_type::time_point begun = clock_type::now();
@@ -263,7 +267,7 @@ void async_lost(std::shared_ptr<lock_state> s, void_handler handler) {
 void async_release(std::shared_ptr<lock_state> s, void_handler handler) {
   auto op = std::make_unique<release_operation>(std::move(s), std::move(handler));
   const auto ex = op->s->client->executor;
-  asio::dispatch(ex, [op = std::move(op)]() mutable { release_operation::start(std::move(op)); });
+  on_client(ex, [op = std::move(op)]() mutable { release_operation::start(std::move(op)); });
 }
 
 }  // namespace rlock::detail

@@ -135,7 +135,9 @@ TEST(lock_kind, unlock_messages_wake_one_and_forced_ones_all) {
   EXPECT_EQ(reentrant_kind.on_message("0"), wake_policy::one);
   EXPECT_EQ(reentrant_kind.on_message("1"), wake_policy::all);
   EXPECT_EQ(fenced_kind.on_message("0"), wake_policy::one);
-  EXPECT_EQ(reentrant_kind.channel("a"), "redisson_lock__channel:{a}");
+  std::string channel = "kept:";
+  reentrant_kind.channel("a", channel);
+  EXPECT_EQ(channel, "kept:redisson_lock__channel:{a}");  // appended
 }
 
 }  // namespace

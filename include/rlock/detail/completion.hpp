@@ -30,8 +30,46 @@ namespace detail {
 
 /// The completion of rlock's operations inside the library: the exception carries rlock::errc
 /// and Redis's text (or the transport's), which the awaitable forms throw as is.
+///
+/// An any_completion_handler that may also know that its associated executor is the client's:
+/// an operation completing on that executor's thread then runs it in place, as dispatch would,
+/// without asking the type-erased handler for its executor (which builds two type-erased
+/// executors, heap-allocated, per completion: S1's profile).
 template <typename... Result>
-using handler = boost::asio::any_completion_handler<void(std::exception_ptr, Result...)>;
+class handler : public boost::asio::any_completion_handler<void(std::exception_ptr, Result...)> {
+  using base = boost::asio::any_completion_handler<void(std::exception_ptr, Result...)>;
+
+ public:
+  handler() = default;
+  template <typename H>
+  requires(!std::is_same_v<std::decay_t<H>, handler>) handler(H&& h)
+      : base(std::forward<H>(h)) {}  // NOLINT: converts like any_completion_handler
+  /// `h`, which runs on the client's executor `client_ex` if its associated executor is that one.
+  template <typename H>
+  handler(H&& h, const boost::asio::any_io_executor& client_ex)
+      : handler(runs_on(h, client_ex), std::forward<H>(h)) {}  // asked before `h` is moved
+  handler(handler&&) noexcept = default;
+  handler& operator=(handler&&) = delete;  // Boost 1.81's base move assignment recurses
+
+  /// Its associated executor is the client's.
+  bool on_client() const noexcept { return on_client_; }
+
+ private:
+  template <typename H>
+  static bool runs_on(const H& h, const boost::asio::any_io_executor& client_ex) noexcept {
+    using executor = boost::asio::associated_executor_t<H, boost::asio::any_io_executor>;
+    if constexpr (std::is_same_v<executor, boost::asio::any_io_executor>) {
+      return boost::asio::get_associated_executor(h, client_ex) == client_ex;
+    } else {
+      return false;  // another executor type: the general path asks it
+    }
+  }
+
+  template <typename H>
+  handler(bool on_client, H&& h) : base(std::forward<H>(h)), on_client_(on_client) {}
+
+  bool on_client_ = false;
+};
 
 /// A completion token, not a lease or wait: keeps `async_lock(500ms)` and
 /// `async_lock(std::nullopt)` from taking the argument for a token.
@@ -51,12 +89,22 @@ template <typename... Result, typename Handler>
 handler<Result...> with_error_code(Handler h, const boost::asio::any_io_executor& ex) {
   auto slot = boost::asio::get_associated_cancellation_slot(h);
   auto handler_ex = boost::asio::get_associated_executor(h, ex);
-  return boost::asio::bind_cancellation_slot(
-      slot, boost::asio::bind_executor(
-                handler_ex, [h = std::move(h)](std::exception_ptr e, Result... result) mutable {
-                  std::move(h)(to_error_code(e), std::move(result)...);
-                }));
+  return handler<Result...>(
+      boost::asio::bind_cancellation_slot(
+          slot, boost::asio::bind_executor(
+                    handler_ex,
+                    [h = std::move(h)](std::exception_ptr e, Result... result) mutable {
+                      std::move(h)(to_error_code(e), std::move(result)...);
+                    })),
+      ex);
 }
 
 }  // namespace detail
 }  // namespace rlock
+
+// The handler's associated executor is its base's (the allocator and the cancellation slot
+// come with the base's member types).
+template <typename... Result, typename Candidate>
+struct boost::asio::associated_executor<rlock::detail::handler<Result...>, Candidate>
+    : boost::asio::associated_executor<
+          boost::asio::any_completion_handler<void(std::exception_ptr, Result...)>, Candidate> {};
