@@ -212,7 +212,7 @@ class connection : public std::enable_shared_from_this<connection> {
   std::uint64_t gen_ = 1;  // the current connection attempt; callbacks of older ones do nothing
   std::string writing_;    // the bytes of the write in flight
   bool write_in_flight_ = false;
-  bool write_scheduled_ = false;    // a start_write is posted (schedule_write)
+  static constexpr std::size_t kept_write_buffer = 64 * 1024;
   bool reading_batch_ = false;      // the reader is handling a batch of answers
   bool write_after_batch_ = false;  // a request was made meanwhile
   std::array<char, 16 * 1024> read_buffer_{};

@@ -36,21 +36,24 @@ multiplexer::slot multiplexer::take_slot() {
     free_.pop_back();
     return s;
   }
-  slots_.emplace_back();
-  return static_cast<slot>(slots_.size() - 1);
+  if (slot_count_ % chunk_size == 0) chunks_.push_back(std::make_unique<record[]>(chunk_size));
+  return static_cast<slot>(slot_count_++);
 }
 
 void multiplexer::finish(slot s, std::error_code ec, resp3::value&& v) {
-  record& r = slots_[s];
+  record& r = at(s);
   reply_handler h(std::move(r.handler.h));
   // What add() does not overwrite: a kept payload's memory, and replies collected so far.
   if (!r.payload.empty()) std::string().swap(r.payload);
-  if (!r.collected.elements.empty()) r.collected = resp3::value{};
+  if (!r.channel.empty()) std::string().swap(r.channel);
+  r.collected.reset();
   free_.push_back(s);
-  if (free_.size() == slots_.size() && slots_.size() > idle_slots_kept) {
+  if (free_.size() == slot_count_ && slot_count_ > idle_slots_kept) {
     // Nothing in flight after a burst (100 000 waiters' first attempts at once): give the
     // memory back instead of keeping slots for the peak forever. Every queue is empty now.
-    std::vector<record>().swap(slots_);
+    chunks_.clear();
+    chunks_.shrink_to_fit();
+    slot_count_ = 0;
     std::vector<slot>().swap(free_);
     handshake_ = slot_queue();
     queued_ = slot_queue();
@@ -68,7 +71,7 @@ multiplexer::id_type multiplexer::add(std::string payload, answer_kind kind, std
   const id_type id = next_id_++;
   note_deadline(opts.deadline);
   const slot s = take_slot();
-  record& r = slots_[s];
+  record& r = at(s);
   r.id = id;
   r.payload = std::move(payload);
   r.channel = std::move(channel);
@@ -87,7 +90,7 @@ std::size_t multiplexer::prepare_write(std::string& out, bool ready, clock_type:
     while (!from.empty()) {
       const slot s = from.front();
       from.pop_front();
-      record& r = slots_[s];
+      record& r = at(s);
       if (r.opts.deadline <= now) {
         // Never write a request past its deadline (a renewal sent after its holder stopped
         // believing would extend a lease nobody holds): it stays queued for expire() to fail.
@@ -119,9 +122,9 @@ multiplexer::verdict multiplexer::on_value(resp3::value& v) {
     }
     // Redis answers commands in order, and a confirmation is the answer to one: it must match
     // the oldest written request exactly.
-    const bool matches =
-        !written_.empty() && is_confirmation(kind, slots_[written_.front()].kind) &&
-        v.elements.size() >= 2 && v.elements[1].str == slots_[written_.front()].channel;
+    const bool matches = !written_.empty() && is_confirmation(kind, at(written_.front()).kind) &&
+                         v.elements.size() >= 2 &&
+                         v.elements[1].str == at(written_.front()).channel;
     if (!matches && kind == "sunsubscribe") {
       // Not an answer: Redis 7 unsubscribes a sharded channel by itself when its slot moves to
       // another node (or the node loses it in a failover). The connection re-places it.
@@ -130,18 +133,21 @@ multiplexer::verdict multiplexer::on_value(resp3::value& v) {
     }
     if (!matches) return verdict::out_of_step;
   } else if (written_.empty() ||
-             (slots_[written_.front()].kind != answer_kind::reply && !v.is_error())) {
+             (at(written_.front()).kind != answer_kind::reply && !v.is_error())) {
     // A reply nobody asked for, or a plain reply where a confirmation (or a refusal) was due.
     return verdict::out_of_step;
   }
   const slot s = written_.front();
-  if (record& front = slots_[s]; front.opts.answers > 1) {
+  if (record& front = at(s); front.opts.answers > 1) {
     // One of several replies: the request is answered by the last one.
-    front.collected.type = resp3::type::array;
-    front.collected.elements.push_back(std::move(v));
-    if (front.collected.elements.size() < front.opts.answers) return verdict::ok;
+    if (!front.collected) {
+      front.collected = std::make_unique<resp3::value>();
+      front.collected->type = resp3::type::array;
+    }
+    front.collected->elements.push_back(std::move(v));
+    if (front.collected->elements.size() < front.opts.answers) return verdict::ok;
     written_.pop_front();
-    resp3::value all = std::move(front.collected);
+    resp3::value all = std::move(*front.collected);
     finish(s, {}, std::move(all));
     return verdict::ok;
   }
@@ -154,12 +160,12 @@ void multiplexer::on_connection_lost(std::error_code reason) {
   std::vector<slot> failed;
   std::vector<slot> again;
   for (const slot s : written_) {
-    record& r = slots_[s];
+    record& r = at(s);
     if (!r.handler) {
       // The caller was told already; nothing to do with its answer.
       failed.push_back(s);
     } else if (r.opts.unknown == if_unknown::retry && !r.opts.handshake) {
-      r.collected = {};  // written again: all its replies come again
+      r.collected.reset();  // written again: all its replies come again
       again.push_back(s);
     } else {
       failed.push_back(s);
@@ -200,7 +206,7 @@ void multiplexer::expire(clock_type::time_point now) {
     // written one (the caller is told, the request stays to be written again and its late
     // answer still reaches the operation), not as one that never ran.
     for (auto it = q->begin(); it != q->end();) {
-      record& r = slots_[*it];
+      record& r = at(*it);
       auto& opts = r.opts;
       if (opts.deadline <= now && r.was_written && opts.on_deadline != nullptr && r.handler) {
         hooks.emplace_back(std::exchange(opts.on_deadline, nullptr), opts.context);
@@ -216,7 +222,7 @@ void multiplexer::expire(clock_type::time_point now) {
     }
   }
   for (const slot s : written_) {
-    record& r = slots_[s];
+    record& r = at(s);
     if (!r.handler) continue;
     if (r.opts.deadline > now) {
       note_deadline(r.opts.deadline);
@@ -238,7 +244,7 @@ clock_type::time_point multiplexer::next_deadline() const noexcept { return next
 
 bool multiplexer::withdraw(id_type id, std::error_code reason) {
   for (auto* q : {&handshake_, &queued_}) {
-    auto it = std::find_if(q->begin(), q->end(), [&](slot s) { return slots_[s].id == id; });
+    auto it = std::find_if(q->begin(), q->end(), [&](slot s) { return at(s).id == id; });
     if (it != q->end()) {
       const slot s = *it;
       q->erase(it);

@@ -9,9 +9,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 namespace rlock::detail {
 
@@ -146,8 +148,8 @@ class multiplexer {
     std::string channel;
     answer_kind kind = answer_kind::reply;
     request_options opts;
-    handler_box handler{reply_handler{}};  // empty: the caller was told; the answer is dropped
-    resp3::value collected;                // the replies so far, when opts.answers > 1
+    handler_box handler{reply_handler{}};     // empty: the caller was told; the answer is dropped
+    std::unique_ptr<resp3::value> collected;  // the replies so far, when opts.answers > 1
     /// Written at least once: back in the queue after a reconnect, it is still `unknown`.
     bool was_written = false;
   };
@@ -191,9 +193,17 @@ class multiplexer {
   void finish(slot s, std::error_code ec, resp3::value&& v);
   void note_deadline(clock_type::time_point d) noexcept;
 
+  record& at(slot s) noexcept { return chunks_[s / chunk_size][s % chunk_size]; }
+  const record& at(slot s) const noexcept { return chunks_[s / chunk_size][s % chunk_size]; }
+
   /// Slots kept when nothing is in flight; above this, an idle multiplexer frees them all.
   static constexpr std::size_t idle_slots_kept = 64;
-  std::vector<record> slots_;
+  /// Records live in chunks that never move: a burst of requests (bench S6: 100 000 first
+  /// attempts at once) grows the storage a chunk at a time, never holding an old and a new
+  /// copy of it, and a record stays where it is while its handler runs.
+  static constexpr std::size_t chunk_size = 256;
+  std::vector<std::unique_ptr<record[]>> chunks_;
+  std::size_t slot_count_ = 0;  // slots handed out of the chunks (free or in use)
   std::vector<slot> free_;
   slot_queue handshake_;
   slot_queue queued_;

@@ -359,6 +359,29 @@ TEST(multiplexer, handlers_may_add_requests_while_being_completed) {
   EXPECT_EQ(written(m), "B");
 }
 
+TEST(multiplexer, a_handler_may_grow_the_storage_by_many_requests_while_being_completed) {
+  // Records live in chunks of a few hundred: a handler that adds more than a chunk's worth while
+  // its own record is being completed must leave every request with its own answer.
+  multiplexer m;
+  std::vector<outcome> added(700);
+  outcome first;
+  m.add("A", answer_kind::reply, {}, {}, [&](std::error_code ec, resp3::value v) {
+    for (auto& o : added) m.add("b", answer_kind::reply, {}, {}, record_into(o));
+    record_into(first)(ec, std::move(v));
+  });
+  written(m);
+  auto a = text("a");
+  ASSERT_EQ(m.on_value(a), multiplexer::verdict::ok);
+  EXPECT_EQ(first.reply.str, "a");
+  EXPECT_EQ(written(m).size(), added.size());
+  for (std::size_t i = 0; i < added.size(); ++i) {
+    auto v = text(std::to_string(i));
+    ASSERT_EQ(m.on_value(v), multiplexer::verdict::ok);
+  }
+  for (std::size_t i = 0; i < added.size(); ++i) EXPECT_EQ(added[i].reply.str, std::to_string(i));
+  EXPECT_EQ(m.written(), 0u);
+}
+
 TEST(multiplexer, random_interleavings_never_mismatch_an_answer) {
   // Each request's answer carries its own id; messages are sprinkled in between. Whatever the
   // mix of kinds, every handler must see exactly its own answer, once.
