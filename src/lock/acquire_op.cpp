@@ -20,6 +20,9 @@
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 
+#include <type_traits>
+#include <variant>
+
 namespace rlock::detail {
 
 namespace {
@@ -34,18 +37,16 @@ struct acquire_operation {
 
   // The handlers are constructed in place, never move-assigned: Boost 1.81's
   // any_completion_handler move assignment recurses into its converting constructor.
+  template <typename Handler>
   acquire_operation(std::shared_ptr<lock_state> st, std::optional<milliseconds> w,
-                    std::optional<milliseconds> l, bool_handler r, void_handler d,
-                    token_handler t = {})
+                    std::optional<milliseconds> l, Handler h)
       : s(std::move(st)),
         lease(l),
         wait(w),
         started(clock_type::now()),
         fsm(started, wait ? &*wait : nullptr, s->client->cfg.command_timeout,
             s->client->cfg.watchdog_timeout),
-        report(std::move(r)),
-        done(std::move(d)),
-        report_token(std::move(t)) {}
+        caller(std::in_place_type<Handler>, std::move(h)) {}
 
   ~acquire_operation() {
     if (link) link->op = nullptr;
@@ -395,18 +396,22 @@ struct acquire_operation {
     }
     auto e = verdict_error();
     const auto& ex = client().executor;
-    if (e && (report || done || report_token)) s->set_last_error(e);
-    if (report) {
-      bool_handler h(std::move(report));
-      deliver(ex, std::move(h), slot, inside_initiation, std::move(e), acquired);
-    } else if (report_token) {
-      token_handler h(std::move(report_token));
-      const auto result = acquired ? std::optional<std::int64_t>(token) : std::nullopt;
-      deliver(ex, std::move(h), slot, inside_initiation, std::move(e), result);
-    } else if (done) {
-      void_handler h(std::move(done));
-      deliver(ex, std::move(h), slot, inside_initiation, std::move(e));
-    }
+    std::visit(
+        [&](auto& waiting) {
+          using handler_type = std::decay_t<decltype(waiting)>;
+          if (!waiting) return;  // told already
+          if (e) s->set_last_error(e);
+          handler_type h(std::move(waiting));
+          if constexpr (std::is_same_v<handler_type, bool_handler>) {
+            deliver(ex, std::move(h), slot, inside_initiation, std::move(e), acquired);
+          } else if constexpr (std::is_same_v<handler_type, token_handler>) {
+            const auto result = acquired ? std::optional<std::int64_t>(token) : std::nullopt;
+            deliver(ex, std::move(h), slot, inside_initiation, std::move(e), result);
+          } else {
+            deliver(ex, std::move(h), slot, inside_initiation, std::move(e));
+          }
+        },
+        caller);
   }
 
   /// Metrics and the slow-acquire log line of an acquisition its caller gets.
@@ -432,10 +437,8 @@ struct acquire_operation {
   std::optional<milliseconds> wait;
   clock_type::time_point started;  // when the caller asked
   acquire_fsm fsm;
-  // One of the three is set: lock() has no result to report, a fenced lock reports its token.
-  bool_handler report;
-  void_handler done;
-  token_handler report_token;
+  // lock() has no result to report, try_lock() whether it acquired, a fenced lock its token.
+  std::variant<void_handler, bool_handler, token_handler> caller;
   asio::cancellation_slot slot;
   // Only for a caller with a cancellation slot: it outlives the operation in the slot handler.
   std::shared_ptr<cancel_link<acquire_operation>> link;
@@ -518,9 +521,8 @@ namespace {
 
 void start_acquire(std::unique_ptr<acquire_operation> op) {
   const auto ex = op->s->client->executor;
-  op->slot = op->report         ? asio::get_associated_cancellation_slot(op->report)
-             : op->report_token ? asio::get_associated_cancellation_slot(op->report_token)
-                                : asio::get_associated_cancellation_slot(op->done);
+  op->slot = std::visit([](const auto& h) { return asio::get_associated_cancellation_slot(h); },
+                        op->caller);
   if (auto invalid = validate(op->wait, op->lease)) {
     op->failure = std::move(invalid);
     op->fsm.reject();
@@ -538,20 +540,18 @@ void start_acquire(std::unique_ptr<acquire_operation> op) {
 
 void async_acquire(std::shared_ptr<lock_state> s, std::optional<milliseconds> wait,
                    std::optional<milliseconds> lease, bool_handler handler) {
-  start_acquire(std::make_unique<acquire_operation>(std::move(s), wait, lease, std::move(handler),
-                                                    void_handler{}));
+  start_acquire(std::make_unique<acquire_operation>(std::move(s), wait, lease, std::move(handler)));
 }
 
 void async_lock(std::shared_ptr<lock_state> s, std::optional<milliseconds> lease,
                 void_handler handler) {
-  start_acquire(std::make_unique<acquire_operation>(std::move(s), std::nullopt, lease,
-                                                    bool_handler{}, std::move(handler)));
+  start_acquire(
+      std::make_unique<acquire_operation>(std::move(s), std::nullopt, lease, std::move(handler)));
 }
 
 void async_acquire_token(std::shared_ptr<lock_state> s, std::optional<milliseconds> wait,
                          std::optional<milliseconds> lease, token_handler handler) {
-  start_acquire(std::make_unique<acquire_operation>(std::move(s), wait, lease, bool_handler{},
-                                                    void_handler{}, std::move(handler)));
+  start_acquire(std::make_unique<acquire_operation>(std::move(s), wait, lease, std::move(handler)));
 }
 
 }  // namespace rlock::detail
