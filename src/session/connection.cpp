@@ -425,22 +425,28 @@ bool connection::withdraw(multiplexer::id_type id, std::error_code reason) {
   return id != 0 && mux_.withdraw(id, reason);
 }
 
-// A request made while the reader handles a batch of answers is written when the batch is
-// handled, with every other request the batch's handlers made: written at once, the first
-// request of a batch went out alone and the rest after it, and over TLS each write is a record
-// the server reads and answers in an event-loop turn of its own, so every round split the
-// batches again (S2 over TLS: ~2 requests a record, a quarter of the plaintext rate). A request
-// made elsewhere is written at once: what the socket takes goes out in the call (plaintext),
-// and a request made while a write is in flight goes out with the next one. Nothing piles up
-// in the queue until a later turn (bench S6: 100 000 first attempts made in one turn used to
-// wait there, their bytes and a write buffer of all of them at once).
+// Requests made together go out in one write. Those made while the reader handles a batch of
+// answers are written when the batch is handled: written at once, the first request of a batch
+// went out alone and the rest after it, and over TLS each write is a record the server reads and
+// answers in an event-loop turn of its own, so every round split the batches again (S2 over
+// TLS: ~2 requests a record, a quarter of the plaintext rate). Those made elsewhere (a watchdog
+// round, callers starting operations) are written by a posted handler, after the rest of the
+// turn, so a renewal round reaches each node in one write. Bounded: once max_unwritten requests
+// wait, they are written at once (bench S6 starts 100 000 waiters in one turn: their first
+// attempts, and a write buffer of all of them, used to wait for the posted write together).
 void connection::schedule_write() {
-  if (write_in_flight_) return;
+  if (write_in_flight_) return;  // its completion writes what is queued
   if (reading_batch_) {
     write_after_batch_ = true;
     return;
   }
-  start_write();
+  if (mux_.queued() >= max_unwritten) return start_write();
+  if (write_scheduled_) return;
+  write_scheduled_ = true;
+  asio::post(executor_, [this, self = shared_from_this()] {
+    write_scheduled_ = false;
+    start_write();
+  });
 }
 
 void connection::start_write() {

@@ -213,8 +213,10 @@ class connection : public std::enable_shared_from_this<connection> {
   std::string writing_;    // the bytes of the write in flight
   bool write_in_flight_ = false;
   static constexpr std::size_t kept_write_buffer = 64 * 1024;
-  bool reading_batch_ = false;      // the reader is handling a batch of answers
-  bool write_after_batch_ = false;  // a request was made meanwhile
+  static constexpr std::size_t max_unwritten = 1024;  // requests (schedule_write)
+  bool write_scheduled_ = false;                      // a start_write is posted (schedule_write)
+  bool reading_batch_ = false;                        // the reader is handling a batch of answers
+  bool write_after_batch_ = false;                    // a request was made meanwhile
   std::array<char, 16 * 1024> read_buffer_{};
 
   boost::asio::steady_timer deadline_timer_;  // the earliest request deadline
