@@ -1,8 +1,8 @@
 #pragma once
 
 // What the lock operations (acquire_op.cpp, release_op.cpp) share: errors as exceptions, argument
-// checks, and delivery to the caller's handler
-// with its cancellation slot.
+// checks, running on the client's executor, and delivery to the caller's handler with its
+// cancellation slot.
 #include "lock/decimal.hpp"
 #include "rlock/error.hpp"
 

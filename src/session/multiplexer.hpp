@@ -189,7 +189,7 @@ class multiplexer {
 
   slot take_slot();
   /// Frees `s` and completes its handler (if it still has one) with (ec, v). Everything is moved
-  /// out of the slot first: the handler may add requests, which may reuse or move the slots.
+  /// out of the slot first: the handler may add requests, which may reuse it.
   void finish(slot s, std::error_code ec, resp3::value&& v);
   void note_deadline(clock_type::time_point d) noexcept;
 
@@ -200,7 +200,7 @@ class multiplexer {
   static constexpr std::size_t idle_slots_kept = 64;
   /// Records live in chunks that never move: a burst of requests (bench S6: 100 000 first
   /// attempts at once) grows the storage a chunk at a time, never holding an old and a new
-  /// copy of it, and a record stays where it is while its handler runs.
+  /// copy of it, and a record in use never moves.
   static constexpr std::size_t chunk_size = 256;
   std::vector<std::unique_ptr<record[]>> chunks_;
   std::size_t slot_count_ = 0;  // slots handed out of the chunks (free or in use)
