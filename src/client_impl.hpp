@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -77,6 +78,12 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
   /// release's bound and one reconnect later).
   const decimal watchdog_lease_arg;
   const decimal latch_ttl_arg;
+  /// `lease` as a script argument: the watchdog's, formatted once, or formatted into `own`.
+  std::string_view lease_arg(std::chrono::milliseconds lease, decimal& own) const noexcept {
+    if (lease == cfg.watchdog_timeout) return watchdog_lease_arg.view();
+    own.assign(lease.count());
+    return own.view();
+  }
   const std::unique_ptr<detail::session> session_owner;
   /// Standalone, Sentinel or Cluster (config): everything below talks to it alone.
   detail::session& session;

@@ -66,11 +66,8 @@ struct acquire_operation {
 
   static void start(owner op) {
     if (op->link) op->link->op = op.get();
-    std::string_view lease_ms = op->client().watchdog_lease_arg.view();
-    if (op->lease && *op->lease != op->client().cfg.watchdog_timeout) {
-      op->lease_arg.assign(op->lease->count());
-      lease_ms = op->lease_arg.view();
-    }
+    const auto& c = op->client();
+    const auto lease_ms = c.lease_arg(op->lease.value_or(c.cfg.watchdog_timeout), op->lease_arg);
     op->s->kind.acquire_call(op->s->identity(), lease_ms, op->call);
     const auto next = op->fsm.start(op->link && op->link->requested.load());
     run(std::move(op), next, true);

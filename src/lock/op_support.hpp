@@ -53,12 +53,18 @@ inline std::exception_ptr validate(std::optional<milliseconds> wait,
   return nullptr;
 }
 
-/// Runs `f` on the client's executor: at once if this thread runs the client's io_context (what
-/// dispatch would do, without wrapping `f` for a type-erased executor), else dispatched there.
+/// Whether this thread runs the client's io_context: where dispatch to the client's executor
+/// would run a function at once.
+inline bool on_client_thread(const asio::any_io_executor& client_ex) noexcept {
+  const auto* io = client_ex.target<asio::io_context::executor_type>();
+  return io != nullptr && io->running_in_this_thread();
+}
+
+/// Runs `f` on the client's executor: at once on its thread (what dispatch would do, without
+/// wrapping `f` for a type-erased executor), else dispatched there.
 template <typename Function>
 void on_client(const asio::any_io_executor& client_ex, Function&& f) {
-  if (const auto* io = client_ex.target<asio::io_context::executor_type>();
-      io != nullptr && io->running_in_this_thread()) {
+  if (on_client_thread(client_ex)) {
     std::forward<Function>(f)();
     return;
   }
@@ -72,14 +78,11 @@ void on_client(const asio::any_io_executor& client_ex, Function&& f) {
 template <typename Handler, typename... Result>
 void deliver(const asio::any_io_executor& client_ex, Handler h, asio::cancellation_slot slot,
              bool inside_initiation, std::exception_ptr e, Result... result) {
-  if (!inside_initiation && h.on_client()) {
-    // Its executor is the client's: dispatch would run it here if this thread runs it.
-    if (const auto* io = client_ex.target<asio::io_context::executor_type>();
-        io != nullptr && io->running_in_this_thread()) {
-      if (slot.is_connected()) slot.clear();
-      std::move(h)(std::move(e), std::move(result)...);
-      return;
-    }
+  if (!inside_initiation && h.on_client() && on_client_thread(client_ex)) {
+    // Its executor is the client's, and this is its thread: dispatch would run it here.
+    if (slot.is_connected()) slot.clear();
+    std::move(h)(std::move(e), std::move(result)...);
+    return;
   }
   auto ex = asio::get_associated_executor(h, client_ex);
   auto run = [h = std::move(h), slot, e = std::move(e), result...]() mutable {

@@ -36,11 +36,8 @@ struct release_operation {
     lock_state& s = *op->s;
     client_impl& c = *s.client;
     op->undo = s.before_release();
-    std::string_view lease_ms = c.watchdog_lease_arg.view();
-    if (s.lease.count() > 0 && s.lease != c.cfg.watchdog_timeout) {
-      op->lease_arg.assign(s.lease.count());
-      lease_ms = op->lease_arg.view();
-    }
+    const auto lease_ms =
+        c.lease_arg(s.lease.count() > 0 ? s.lease : c.cfg.watchdog_timeout, op->lease_arg);
     // The channel and the latch key in one buffer: one allocation per unlock.
     op->names.reserve(64 + 2 * s.key.size() + 32);
     s.kind.channel(s.key, op->names);
