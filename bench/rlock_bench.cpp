@@ -770,7 +770,10 @@ void run_s6(const options& o) {
               },
               asio::detached);
         }
-        for (int i = 0; i < 6000 && redis.stats().acquire_attempts < 2ull * n + k; ++i) {
+        // Asleep means every waiter's attempts are answered: nothing of theirs in flight.
+        for (int i = 0; i < 6000 && (redis.stats().acquire_attempts < 2ull * n + k ||
+                                     redis.activity().requests != 0);
+             ++i) {
           co_await sleep_for(10ms);
         }
         rss_waiting = rss_kib();

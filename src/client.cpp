@@ -127,7 +127,7 @@ client_impl::client_impl(const asio::any_io_executor& ex, config c)
       session_owner(make_session(executor, cfg)),
       session(*session_owner),
       scripts(session),
-      hub(session),
+      hub(session, executor),
       dog(executor, scripts, cfg.watchdog_timeout),
       latches(executor, session, cfg.command_timeout),
       log_name_(cfg.client_name.empty() ? fmt::format("client {}", uuid.substr(0, 8))
@@ -149,6 +149,7 @@ void client_impl::start() {
   dog.on_failure([this](std::span<const watchdog::lease* const> locks, std::error_code ec,
                         const resp3::value& reply) { log_renewal_failure(locks, ec, reply); });
   latches.set_owner(weak_from_this());
+  hub.set_owner(weak_from_this());
   session.set_listener(this);
 }
 

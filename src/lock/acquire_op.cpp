@@ -19,6 +19,7 @@
 #include "notify/notify_hub.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/post.hpp>
 
 #include <type_traits>
 #include <variant>
@@ -112,7 +113,7 @@ struct acquire_operation {
       next = fsm.resume();
     }
     if (next == action::interrupt && waiter) {
-      waiter->timer.cancel();
+      client().hub.interrupt(*waiter);
     } else if (next == action::withdraw) {
       client().session.withdraw(s->key, request,
                                 std::make_error_code(std::errc::operation_canceled));
@@ -261,20 +262,29 @@ struct acquire_operation {
   /// between the failed attempt and now).
   void join() {
     client_impl& c = client();
-    waiter.emplace(c.executor);
-    waiter->owner = this;  // for a local handoff
+    waiter.emplace();
+    waiter->owner = this;  // for the sleep and a local handoff
+    waiter->on_unpark = &acquire_operation::on_unparked;
     c.hub.add(s->key, s->channel(), s->kind.on_message, *waiter);
   }
 
+  /// Asleep, the operation is owned by the hub's sleep set, which calls on_unparked when the
+  /// sleep ends.
   static void sleep(owner op) {
     notify_hub::waiter& w = *op->waiter;
     if (w.woken || w.failed) return woken(std::move(op));
-    w.timer.expires_at(op->fsm.sleep_until());
-    w.parked = true;
-    w.timer.async_wait([op = std::move(op)](boost::system::error_code) mutable {
-      op->waiter->parked = false;
-      woken(std::move(op));
-    });
+    notify_hub& hub = op->client().hub;
+    const auto until = op->fsm.sleep_until();
+    op.release();
+    hub.sleep(w, until);
+  }
+
+  /// From inside the hub (a message, the timer, a cancellation): the resumption is posted, so
+  /// the hub is never re-entered, and owns the operation until it runs.
+  static void on_unparked(notify_hub::waiter& w) {
+    owner op(static_cast<acquire_operation*>(w.owner));
+    const auto& ex = op->client().executor;
+    asio::post(ex, [op = std::move(op)]() mutable { woken(std::move(op)); });
   }
 
   static void woken(owner op) {

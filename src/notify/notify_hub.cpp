@@ -7,7 +7,53 @@ namespace rlock::detail {
 void notify_hub::wake(waiter& w, bool by_message) {
   w.woken = true;
   w.by_message = by_message;
-  w.timer.cancel();
+  if (w.asleep()) unpark(w);
+}
+
+void notify_hub::unpark(waiter& w) {
+  sleepers_.remove(w);
+  w.on_unpark(w);
+  arm();
+}
+
+void notify_hub::sleep(waiter& w, clock::time_point until) {
+  sleepers_.add(w, until);
+  arm();
+}
+
+void notify_hub::interrupt(waiter& w) {
+  if (w.asleep()) unpark(w);
+}
+
+void notify_hub::arm() {
+  const auto next = sleepers_.next_deadline();
+  if (next == clock::time_point::max()) {
+    if (armed_until_ != clock::time_point::max()) {
+      armed_until_ = clock::time_point::max();
+      timer_.cancel();
+    }
+    return;
+  }
+  if (next >= armed_until_) return;  // it fires first, and re-arms
+  armed_until_ = next;
+  timer_.expires_at(next);
+  // Weak: the timer is cancelled when the client (which holds the hub) is destroyed, and its
+  // handler then must not touch the hub.
+  timer_.async_wait([this, owner = owner_](boost::system::error_code ec) {
+    const auto keep = owner.lock();
+    if (!keep || ec == boost::asio::error::operation_aborted) return;
+    on_timer();
+  });
+}
+
+void notify_hub::on_timer() {
+  armed_until_ = clock::time_point::max();
+  const auto now = clock::now();
+  while (auto* s = sleepers_.take_due(now)) {
+    auto& w = static_cast<waiter&>(*s);
+    w.on_unpark(w);
+  }
+  arm();
 }
 
 void notify_hub::wake_one(channel_state& c, bool by_message) {
@@ -42,6 +88,10 @@ void notify_hub::add(std::string_view key, std::string_view channel, message_pol
 }
 
 void notify_hub::remove(waiter& w) {
+  if (w.asleep()) {
+    sleepers_.remove(w);
+    arm();
+  }
   channel_state* c = w.channel;
   if (c == nullptr) return;
   (w.prev != nullptr ? w.prev->next : c->head) = w.next;
@@ -60,7 +110,7 @@ notify_hub::waiter* notify_hub::handoff_candidate(std::string_view channel) {
   auto it = channels_.find(channel);
   if (it == channels_.end()) return nullptr;
   for (waiter* w = it->second.head; w != nullptr; w = w->next) {
-    if (w->parked && !w->woken && !w->reserved && !w->failed && w->owner != nullptr) return w;
+    if (w->asleep() && !w->woken && !w->reserved && !w->failed && w->owner != nullptr) return w;
   }
   return nullptr;
 }
@@ -115,6 +165,14 @@ void notify_hub::fail_all(std::error_code reason) {
       w = next;
     }
   }
+  // Every sleeper is on a channel; this only makes sure none is left asleep.
+  while (auto* s = sleepers_.take_any()) {
+    auto& w = static_cast<waiter&>(*s);
+    w.failed = reason;
+    w.woken = true;
+    w.on_unpark(w);
+  }
+  arm();
 }
 
 std::size_t notify_hub::waiter_count(std::string_view channel) const {

@@ -1,12 +1,15 @@
 #pragma once
 
+#include "notify/sleep_set.hpp"
 #include "notify/wake_policy.hpp"
 #include "session/session.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -20,26 +23,28 @@ namespace rlock::detail {
 /// kind's): the oldest waiter not yet woken, or all; for a lock's unlock message, one: one
 /// unlock costs one retry per client, not one per waiter.
 ///
-/// Waking is a flag plus a cancelled timer (the waiter sleeps on its timer until its retry
-/// time), so a wake-up that arrives while the waiter is busy is kept, not lost. Waiters survive
+/// Waking is a flag plus the end of the waiter's sleep (it sleeps until its retry time in the
+/// hub's sleep set, which one timer serves), so a wake-up that arrives while the waiter is busy
+/// is kept, not lost. Waiters survive
 /// a reconnect: once the session confirms their channel again, every one of them retries at once
 /// (an unlock published while the connection was down is not replayed by Redis).
 class notify_hub {
  public:
+  using clock = std::chrono::steady_clock;
   struct channel_state;
 
-  /// Lives in the waiting operation: waiting allocates nothing beyond the timer.
-  struct waiter {
-    explicit waiter(const boost::asio::any_io_executor& ex)
-        : timer(ex, boost::asio::steady_timer::time_point::max()) {}
+  /// Lives in the waiting operation: waiting allocates nothing. Its sleep is an entry in the
+  /// hub's sleep set, which one timer serves.
+  struct waiter : sleep_set::sleeper {
+    waiter() = default;
     waiter(const waiter&) = delete;
     waiter& operator=(const waiter&) = delete;
 
-    boost::asio::steady_timer timer;
+    /// Called when its sleep ends (a wake-up, its deadline, interrupt(), fail_all()): it only
+    /// schedules the waiter's resumption, and must not call into the hub.
+    void (*on_unpark)(waiter&) = nullptr;
     bool woken = false;       // retry now; cleared by the waiter when it retries
     bool by_message = false;  // the latest wake-up was an unlock message
-    /// Asleep on its timer with nothing in flight: a local handoff may pick it.
-    bool parked = false;
     /// Picked for a local handoff whose answer is not in yet: wake-ups pass it by, and it does
     /// not retry on its own (its retry could re-enter a lock handed to it meanwhile).
     bool reserved = false;
@@ -62,7 +67,8 @@ class notify_hub {
     std::string refusal;  // Redis's text when the server refused the channel
   };
 
-  explicit notify_hub(session& s) : session_(s) {}
+  notify_hub(session& s, const boost::asio::any_io_executor& ex)
+      : session_(s), timer_(ex, clock::time_point::max()) {}
   notify_hub(const notify_hub&) = delete;
   notify_hub& operator=(const notify_hub&) = delete;
 
@@ -74,6 +80,14 @@ class notify_hub {
   /// Unlinks `w` in O(1). An unconsumed wake-up passes to the next waiter; the last waiter out
   /// unsubscribes.
   void remove(waiter& w);
+
+  /// Puts `w` to sleep until `until`: its on_unpark is called when a wake-up comes, or at
+  /// `until` (an asleep waiter has nothing in flight: a local handoff may pick it).
+  void sleep(waiter& w, clock::time_point until);
+  /// Ends `w`'s sleep now (its caller cancelled); nothing if it is not asleep.
+  void interrupt(waiter& w);
+  /// The client that holds the hub: the timer's handler does nothing once it is gone.
+  void set_owner(std::weak_ptr<void> owner) { owner_ = std::move(owner); }
 
   /// The text of the refusal that failed `w` (empty if none).
   std::string refusal_of(const waiter& w) const;
@@ -112,9 +126,18 @@ class notify_hub {
 
   void wake(waiter& w, bool by_message);
   void wake_one(channel_state& c, bool by_message);
+  void unpark(waiter& w);
+  /// Keeps the timer armed for the earliest sleeper (early is fine: it re-arms), and idle when
+  /// nobody sleeps, so that an io_context with nothing else to do returns from run().
+  void arm();
+  void on_timer();
 
   session& session_;
   std::unordered_map<std::string, channel_state, hash, std::equal_to<>> channels_;
+  sleep_set sleepers_;
+  boost::asio::steady_timer timer_;
+  clock::time_point armed_until_ = clock::time_point::max();
+  std::weak_ptr<void> owner_;
 };
 
 }  // namespace rlock::detail
