@@ -1,6 +1,7 @@
 #include "rlock/client.hpp"
 
 #include "client_impl.hpp"
+#include "lock/lock_ops.hpp"
 #include "lock/lock_state.hpp"
 #include "rlock/error.hpp"
 
@@ -128,6 +129,7 @@ client_impl::client_impl(const asio::any_io_executor& ex, config c)
       session(*session_owner),
       scripts(session),
       hub(session, executor),
+      attempts(cfg.max_attempts_in_flight),
       dog(executor, scripts, cfg.watchdog_timeout),
       latches(executor, session, cfg.command_timeout),
       log_name_(cfg.client_name.empty() ? fmt::format("client {}", uuid.substr(0, 8))
@@ -179,6 +181,7 @@ void client_impl::shutdown(std::error_code reason) {
   dog.stop();  // pending lost() waiters complete with operation_aborted: nobody watches now
   session.close(reason);
   hub.fail_all(reason);
+  fail_waiting_attempts(*this, reason);
 }
 
 void client_impl::append_request_id(std::string& out) {
@@ -357,6 +360,7 @@ client_activity client::activity() const noexcept {
   a.watchdog_armed = impl_->dog.armed();
   a.waiters = impl_->hub.waiter_total();
   a.waiter_channels = impl_->hub.channel_count();
+  a.queued_attempts = impl_->attempts.waiting();
   a.subscriptions = impl_->session.subscriptions();
   a.requests = impl_->session.outstanding();
   a.latches = impl_->latches.pending();

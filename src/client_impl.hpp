@@ -1,5 +1,6 @@
 #pragma once
 
+#include "lock/attempt_gate.hpp"
 #include "lock/decimal.hpp"
 #include "lock/latch_sweeper.hpp"
 #include "lock/lock_kind.hpp"
@@ -131,6 +132,7 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
   /// Everything client::metrics() reports; on the executor.
   client_metrics metrics() const;
   notify_hub hub;
+  attempt_gate attempts;  // after the hub: a waiting attempt may have a waiter in it
   watchdog dog;
   latch_sweeper latches;
 

@@ -79,10 +79,13 @@ struct client_activity {
   std::size_t requests = 0;
   /// Unlock latches waiting to be deleted.
   std::size_t latches = 0;
+  /// lock() attempts waiting for their turn (config::max_attempts_in_flight).
+  std::size_t queued_attempts = 0;
 
   bool idle() const noexcept {
     return renewed_locks == 0 && renewal_batches == 0 && !watchdog_armed && waiters == 0 &&
-           waiter_channels == 0 && subscriptions == 0 && requests == 0 && latches == 0;
+           waiter_channels == 0 && subscriptions == 0 && requests == 0 && latches == 0 &&
+           queued_attempts == 0;
   }
 };
 

@@ -164,6 +164,15 @@ struct RLOCK_EXPORT config {
   };
   handoff_bound local_handoff;
 
+  /// Acquire attempts without a bound (lock(), and its retries) in flight at once; more wait
+  /// their turn in FIFO order, in the client, costing no request. Redis runs attempts one at a
+  /// time, so a burst (a fleet of 100 000 lock() calls at start) gains nothing from having them
+  /// all in flight, and would hold a record, the command's bytes and a handler for each, and a
+  /// write buffer of tens of megabytes. 4 096 in flight keeps a link of 20 ms round trips at
+  /// 200 000 attempts a second. try_lock with a wait is never held back (its bound must hold).
+  /// Zero: no limit.
+  std::size_t max_attempts_in_flight = 4'096;
+
   /// An acquisition that waited this long or longer is logged (warning). Zero: never.
   std::chrono::milliseconds slow_acquire_threshold{1'000};
 

@@ -23,6 +23,7 @@
 
 #include <type_traits>
 #include <variant>
+#include <vector>
 
 namespace rlock::detail {
 
@@ -33,7 +34,7 @@ using action = acquire_fsm::action;
 using answer = acquire_fsm::answer;
 using verdict = acquire_fsm::verdict;
 
-struct acquire_operation {
+struct acquire_operation : attempt_gate::entry {
   using owner = std::unique_ptr<acquire_operation>;
 
   // The handlers are constructed in place, never move-assigned: Boost 1.81's
@@ -51,6 +52,7 @@ struct acquire_operation {
 
   ~acquire_operation() {
     if (link) link->op = nullptr;
+    s->client->attempts.withdraw(*this);
     leave_handoff();
     if (waiter) s->client->hub.remove(*waiter);
   }
@@ -115,14 +117,40 @@ struct acquire_operation {
     if (next == action::interrupt && waiter) {
       client().hub.interrupt(*waiter);
     } else if (next == action::withdraw) {
-      client().session.withdraw(s->key, request,
-                                std::make_error_code(std::errc::operation_canceled));
+      const auto cancelled = std::make_error_code(std::errc::operation_canceled);
+      if (queued()) {
+        // Still waiting for its turn: it never reached the session.
+        client().attempts.withdraw(*this);
+        on_attempt(owner(this), cancelled, resp3::value{});
+        return;
+      }
+      client().session.withdraw(s->key, request, cancelled);
     }
   }
 
   // --- attempts -------------------------------------------------------------------------------
 
   static void attempt(owner op) {
+    client_impl& c = op->client();
+    if (op->fsm.request_deadline() == clock_type::time_point::max()) {
+      // Unbounded: it takes a turn in the gate (released when its answer comes).
+      if (!c.attempts.enter(*op)) {
+        op.release();  // owned by the gate until its turn (take_turn) or the client closes
+        return;
+      }
+      op->counted = true;
+    }
+    send_attempt(std::move(op));
+  }
+
+  /// Its turn came: an attempt in flight was answered.
+  static void take_turn(attempt_gate::entry& e) {
+    owner op(static_cast<acquire_operation*>(&e));
+    op->counted = true;
+    send_attempt(std::move(op));
+  }
+
+  static void send_attempt(owner op) {
     client_impl& c = op->client();
     ++c.counters.acquire_attempts;
     op->written = {};
@@ -155,6 +183,10 @@ struct acquire_operation {
   }
 
   static void on_attempt(owner op, std::error_code ec, const resp3::value& reply) {
+    if (op->counted) {
+      op->counted = false;
+      if (auto* next = op->client().attempts.leave()) take_turn(*next);
+    }
     // Unsynced (config::sync_replicas) matters only for an attempt that took the lock: a busy
     // one wrote nothing.
     const bool unsynced = ec == errc::replicas_not_synced;
@@ -459,6 +491,7 @@ struct acquire_operation {
   std::shared_ptr<handoff_ticket> ticket;    // a local handoff to it in flight
   wake_reason reason = wake_reason::immediate;
   bool wake_by_message = false;  // the wake-up the attempt in flight used was an unlock message
+  bool counted = false;          // its attempt in flight holds a turn of the gate
 };
 
 }  // namespace
@@ -522,6 +555,16 @@ void finish_handoff(const std::shared_ptr<handoff_ticket>& t, bool handed_over,
     w.granted = true;
   }
   c.hub.wake_for_handoff(w);  // it takes the hold, or retries
+}
+
+void fail_waiting_attempts(client_impl& c, std::error_code reason) {
+  // Taken out first: a handler told here may start another acquisition, which must not join
+  // this round.
+  std::vector<acquire_operation::owner> waiting;
+  while (auto* e = c.attempts.take_waiting()) {
+    waiting.emplace_back(static_cast<acquire_operation*>(e));
+  }
+  for (auto& op : waiting) acquire_operation::on_attempt(std::move(op), reason, resp3::value{});
 }
 
 namespace {

@@ -11,8 +11,11 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <system_error>
 
 namespace rlock::detail {
+
+class client_impl;
 
 using void_handler = handler<>;
 using bool_handler = handler<bool>;
@@ -34,5 +37,9 @@ void async_lock(std::shared_ptr<lock_state> s, std::optional<std::chrono::millis
 void async_lost(std::shared_ptr<lock_state> s, void_handler handler);
 /// The release of one hold.
 void async_release(std::shared_ptr<lock_state> s, void_handler handler);
+
+/// Fails every acquisition waiting for its turn to send an attempt (client_impl::attempts) with
+/// `reason`: the client is closing.
+void fail_waiting_attempts(client_impl& c, std::error_code reason);
 
 }  // namespace rlock::detail

@@ -413,6 +413,59 @@ TEST(cancellation, close_ends_a_waiting_lock_with_an_error) {
   });
 }
 
+// lock() calls waiting for their turn (config::max_attempts_in_flight) never reached the session:
+// a cancellation ends one at once, and close() ends the rest.
+TEST(cancellation, a_lock_waiting_for_its_turn_is_cancelled_at_once_and_close_ends_the_rest) {
+  asio::io_context io;
+  auto cfg = make_config();
+  rlock::client holder_client(io.get_executor(), cfg);
+  cfg.max_attempts_in_flight = 1;
+  rlock::client waiter_client(io.get_executor(), cfg);
+  asio::cancellation_signal signal;
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder_client.connect();
+    co_await waiter_client.connect();
+    auto holder = holder_client.get_lock("account");
+    co_await holder.lock(30s);
+
+    std::vector<rlock::reentrant_lock> locks;
+    for (int i = 0; i < 4; ++i) locks.push_back(waiter_client.get_lock("account"));
+    asio::steady_timer bell(io);
+    std::vector<std::optional<boost::system::error_code>> results(locks.size());
+    for (std::size_t i = 0; i < locks.size(); ++i) {
+      auto done = [&, i](boost::system::error_code ec) {
+        results[i] = ec;
+        bell.cancel();
+      };
+      if (i == 1) {
+        locks[i].async_lock(std::nullopt, asio::bind_cancellation_slot(signal.slot(), done));
+      } else {
+        locks[i].async_lock(std::nullopt, done);
+      }
+    }
+    // Started from the client's thread, in order: the first attempt went out, three wait.
+    EXPECT_EQ(waiter_client.activity().queued_attempts, 3u);
+    signal.emit(asio::cancellation_type::terminal);
+    co_await wait_until(
+        bell, [&] { return results[1].has_value(); }, 5s);
+    RLOCK_CO_ASSERT(results[1].has_value());
+    EXPECT_EQ(*results[1], asio::error::operation_aborted) << results[1]->message();
+    EXPECT_FALSE(results[0] || results[2] || results[3]);
+
+    co_await waiter_client.close();
+    co_await wait_until(
+        bell, [&] { return results[0] && results[2] && results[3]; }, 5s);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      RLOCK_CO_ASSERT(results[i].has_value());
+      EXPECT_TRUE(*results[i]) << "lock " << i << " must fail, not acquire";
+    }
+    EXPECT_EQ(waiter_client.activity().queued_attempts, 0u);
+    EXPECT_EQ(co_await holder.hold_count(), 1);  // the holder is untouched
+    co_await holder.unlock();
+    co_await holder_client.close();
+  });
+}
+
 TEST(cancellation, close_ends_a_pending_lost) {
   asio::io_context io;
   auto cfg = make_config();

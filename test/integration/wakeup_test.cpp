@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
@@ -223,6 +224,77 @@ TEST(wakeup, subscription_is_dropped_when_the_last_waiter_leaves) {
     RLOCK_CO_ASSERT(numsub.elements.size() == 2u);
     EXPECT_EQ(numsub.elements[1].integer, 0);
     co_await redis.close();
+  });
+}
+
+// config::max_attempts_in_flight: lock() attempts beyond it wait their turn in the client, in
+// order, and every waiter still gets the lock; bounded try_lock attempts never wait there.
+TEST(wakeup, lock_attempts_beyond_the_limit_wait_their_turn_and_all_acquire) {
+  constexpr std::size_t waiters = 20;
+  constexpr std::size_t limit = 2;
+  asio::io_context io;
+  auto cfg = make_config();
+  rlock::client holder_client(io.get_executor(), cfg);
+  cfg.max_attempts_in_flight = limit;
+  rlock::client waiter_client(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder_client.connect();
+    co_await waiter_client.connect();
+    auto holder = holder_client.get_lock("gate");
+    co_await holder.lock(30s);
+
+    std::vector<rlock::reentrant_lock> locks;
+    for (std::size_t i = 0; i < waiters; ++i) locks.push_back(waiter_client.get_lock("gate"));
+    asio::steady_timer bell(io);
+    std::size_t acquired = 0;
+    int inside = 0;
+    int most_inside = 0;
+    for (std::size_t i = 0; i < waiters; ++i) {
+      // Started from the client's thread: each attempt starts inside the call.
+      locks[i].async_lock(std::nullopt, [&, i](boost::system::error_code ec) {
+        EXPECT_FALSE(ec) << ec.message();
+        ++acquired;
+        most_inside = std::max(most_inside, ++inside);
+        --inside;
+        locks[i].async_unlock([&](boost::system::error_code) { bell.cancel(); });
+      });
+    }
+    // No answer can have come yet: `limit` attempts went out, the rest wait in the client.
+    EXPECT_EQ(waiter_client.activity().queued_attempts, waiters - limit);
+    // Every waiter gets its turn, fails and sleeps: nothing is left in line.
+    RLOCK_CO_ASSERT(co_await rlock::test::poll_until([&] {
+      return waiter_client.activity().queued_attempts == 0 &&
+             waiter_client.activity().waiters == waiters && waiter_client.activity().requests == 0;
+    }));
+    EXPECT_EQ(acquired, 0u);
+
+    co_await holder.unlock();
+    co_await wait_until(
+        bell, [&] { return acquired == waiters && inside == 0; }, 20s);
+    RLOCK_CO_ASSERT(acquired == waiters);
+    EXPECT_EQ(most_inside, 1);
+    EXPECT_EQ(waiter_client.stats().expiry_wakeups, 0u);
+    RLOCK_CO_ASSERT(
+        co_await rlock::test::poll_until([&] { return waiter_client.activity().idle(); }));
+
+    // try_lock with a wait is never held back: all of them go out at once.
+    co_await holder.lock(30s);
+    std::size_t answered = 0;
+    for (std::size_t i = 0; i < waiters; ++i) {
+      locks[i].async_try_lock(300ms, [&](boost::system::error_code ec, bool got) {
+        EXPECT_FALSE(ec || got);
+        ++answered;
+        bell.cancel();
+      });
+    }
+    EXPECT_EQ(waiter_client.activity().queued_attempts, 0u);
+    EXPECT_GE(waiter_client.activity().requests, waiters);
+    co_await wait_until(
+        bell, [&] { return answered == waiters; }, 10s);
+    RLOCK_CO_ASSERT(answered == waiters);
+    co_await holder.unlock();
+    co_await holder_client.close();
+    co_await waiter_client.close();
   });
 }
 
