@@ -98,6 +98,10 @@ action acquire_fsm::on_attempt(answer a, milliseconds ttl, clock::time_point now
       phase_ = phase::reconciling;
       if (cancelled_ && !told_) return tell(verdict::cancelled, action::reconcile);
       return action::reconcile;
+    case answer::not_run:
+      // Refused unrun: tried again at once (it used up no wake-up) while the bound allows.
+      answered_ = true;
+      return on_not_taken(now, true);
     case answer::not_written:
       // Out of the caller's time while queued: it never reached the server.
       if (told_) break;
@@ -126,6 +130,7 @@ action acquire_fsm::on_reconciled(answer a, clock::time_point now) noexcept {
       return action::give_back;
     case answer::busy:
     case answer::unsynced:
+    case answer::not_run:
       answered_ = true;
       not_run_ = true;
       return on_not_taken(now, true);

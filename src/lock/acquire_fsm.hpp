@@ -55,6 +55,7 @@ class acquire_fsm {
     busy,          // held by another owner; `ttl` is the holder's remaining lease
     unknown,       // written, and no answer (connection lost, or the request's own bound)
     not_written,   // never reached the server (withdrawn, out of time while queued)
+    not_run,       // the server answered that it did not run it (NOSCRIPT): attempt again
     failed,        // an error reply, a malformed reply, fail-fast while down
     ran_no_token,  // reconciled as run, but the kind could not recover its result
   };

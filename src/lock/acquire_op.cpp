@@ -69,9 +69,6 @@ struct acquire_operation : attempt_gate::entry {
 
   static void start(owner op) {
     if (op->link) op->link->op = op.get();
-    const auto& c = op->client();
-    const auto lease_ms = c.lease_arg(op->lease.value_or(c.cfg.watchdog_timeout), op->lease_arg);
-    op->s->kind.acquire_call(op->s->identity(), lease_ms, op->call);
     const auto next = op->fsm.start(op->link && op->link->requested.load());
     run(std::move(op), next, true);
   }
@@ -161,12 +158,18 @@ struct acquire_operation : attempt_gate::entry {
       opts.context = op.get();
     }
     opts.written_at = &op->written;
+    // Built for this attempt only: a waiter keeps no bytes of its call while it sleeps.
+    decimal own_lease;
+    acquire_script_call call;
+    op->s->kind.acquire_call(op->s->identity(),
+                             c.lease_arg(op->lease.value_or(c.cfg.watchdog_timeout), own_lease),
+                             call);
     auto* p = op.get();
-    p->request =
-        c.scripts.async_run(p->call.which, p->call.key_span(), p->call.arg_span(), opts,
-                            [op = std::move(op)](std::error_code ec, resp3::value&& reply) mutable {
-                              on_attempt(std::move(op), ec, reply);
-                            });
+    p->request = c.scripts.async_run_once(
+        call.which, call.key_span(), call.arg_span(), opts,
+        [op = std::move(op)](std::error_code ec, resp3::value&& reply) mutable {
+          on_attempt(std::move(op), ec, reply);
+        });
   }
 
   /// The caller's bound passed with the attempt written and unanswered (a stalled server or a
@@ -190,6 +193,7 @@ struct acquire_operation : attempt_gate::entry {
     // Unsynced (config::sync_replicas) matters only for an attempt that took the lock: a busy
     // one wrote nothing.
     const bool unsynced = ec == errc::replicas_not_synced;
+    const bool sent_source = std::exchange(op->sent_source, false);
     answer a = answer::failed;
     milliseconds ttl{-1};
     if (!ec || unsynced) {
@@ -212,7 +216,12 @@ struct acquire_operation : attempt_gate::entry {
       }
     } else if (op->written != clock_type::time_point{}) {
       // Written, and no answer: the server may have run it. Ask it (counted once).
-      if (ec == errc::connection_lost || ec == errc::timeout) {
+      if (script_registry::not_run(reply) && !sent_source) {
+        // NOSCRIPT (the server's script cache was flushed): it did not run, and the next
+        // attempt carries the script's source. Only once in a row: that one cannot get it.
+        op->sent_source = true;
+        a = answer::not_run;
+      } else if (ec == errc::connection_lost || ec == errc::timeout) {
         ++op->client().counters.reconciled_acquires;
         a = answer::unknown;
       } else {
@@ -482,8 +491,6 @@ struct acquire_operation : attempt_gate::entry {
   // Only for a caller with a cancellation slot: it outlives the operation in the slot handler.
   std::shared_ptr<cancel_link<acquire_operation>> link;
   clock_type::time_point written{};  // when the current attempt was written; epoch: not (yet)
-  decimal lease_arg;                 // a lease other than the watchdog's
-  acquire_script_call call;          // the attempt, built once by the kind
   std::int64_t token = 0;            // this acquisition's token (kinds with tokens)
   std::exception_ptr failure;        // the shell's failure, for verdict::failed
   std::optional<notify_hub::waiter> waiter;  // from the first busy answer on
@@ -492,6 +499,7 @@ struct acquire_operation : attempt_gate::entry {
   wake_reason reason = wake_reason::immediate;
   bool wake_by_message = false;  // the wake-up the attempt in flight used was an unlock message
   bool counted = false;          // its attempt in flight holds a turn of the gate
+  bool sent_source = false;      // the attempt in flight follows a NOSCRIPT answer
 };
 
 }  // namespace

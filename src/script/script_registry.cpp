@@ -50,9 +50,30 @@ script_registry::script_registry(session& s) : session_(s) {
   for (std::size_t i = 0; i < script_count; ++i) {
     session_.add_handshake_step({load_command(static_cast<script>(i)).take_payload(),
                                  [this, i](resp3::value& reply, std::string& diagnostic) {
+                                   evicted_[i] = false;
                                    return sha_of(reply, sha_[i], diagnostic);
                                  }});
   }
+}
+
+bool script_registry::not_run(const resp3::value& answer) noexcept { return is_noscript(answer); }
+
+void script_registry::note_cached(script s, std::error_code ec,
+                                  const resp3::value& answer) noexcept {
+  auto& evicted = evicted_[static_cast<std::size_t>(s)];
+  if (is_noscript(answer)) {
+    evicted = true;
+  } else if (!ec || ec == errc::replicas_not_synced) {
+    evicted = false;
+  }
+}
+
+command script_registry::source_call_of(script s, std::span<const std::string_view> keys,
+                                        std::span<const std::string_view> args) const {
+  const auto i = static_cast<std::size_t>(s);
+  command c = command::eval(script_effects[i].kind, script_sources[i], keys, args);
+  if (synced(s)) c.then(wait_command_);
+  return c;
 }
 
 bool script_registry::synced(script s) const noexcept {

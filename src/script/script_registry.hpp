@@ -16,7 +16,8 @@ namespace rlock::detail {
 /// Runs the scripts of scripts.hpp with EVALSHA. Every connection's handshake loads them all
 /// (`SCRIPT LOAD`; the server is the authority on the hash, so no SHA1 code is needed here), so a
 /// restarted server has them before the first lock command; a NOSCRIPT reply (a `SCRIPT FLUSH`
-/// meanwhile) is recovered by loading the script and retrying once.
+/// meanwhile) is recovered by loading the script and retrying once (async_run), or by the
+/// caller's next call, which carries the script's source (async_run_once).
 ///
 /// With config::sync_replicas, the scripts that change a lock (acquire, renew, release) are
 /// followed by `WAIT replicas timeout` in the same request: the multiplexer writes both at once
@@ -47,6 +48,32 @@ class script_registry {
     return send(s, keys, args, opts, std::forward<Handler>(handler), true);
   }
 
+  /// As async_run, for a caller that keeps no copy of its keys and arguments (an acquisition
+  /// asleep between attempts keeps none: bench S6 counts its bytes per waiter): they are read
+  /// in this call only. So nothing is sent again here: a NOSCRIPT answer (the server's script
+  /// cache was flushed) reaches the handler as it is (see not_run), and the script goes by
+  /// `EVAL` with its source, which caches it again, until a call of it succeeds; so it does
+  /// before the handshake has loaded the scripts.
+  template <typename Handler>
+  multiplexer::id_type async_run_once(script s, std::span<const std::string_view> keys,
+                                      std::span<const std::string_view> args, request_options opts,
+                                      Handler&& handler) {
+    const bool with_wait = synced(s);
+    const auto i = static_cast<std::size_t>(s);
+    command c =
+        sha_[i].empty() || evicted_[i] ? source_call_of(s, keys, args) : call_of(s, keys, args);
+    return session_.exec(std::move(c), opts,
+                         [this, s, with_wait, h = std::forward<Handler>(handler)](
+                             std::error_code ec, resp3::value&& answer) mutable {
+                           (void)settle(with_wait, false, ec, answer);
+                           note_cached(s, ec, answer);
+                           std::move(h)(ec, std::move(answer));
+                         });
+  }
+  /// Whether an answer of async_run_once says that the script did not run (NOSCRIPT): the
+  /// caller may call again, and that call carries the source.
+  static bool not_run(const resp3::value& answer) noexcept;
+
   /// Keys of one group may go into one script call (session::group_of: a cluster's hash slot).
   std::uint16_t group_of(std::string_view key) const noexcept { return session_.group_of(key); }
 
@@ -60,6 +87,12 @@ class script_registry {
   /// `EVALSHA`, followed by `WAIT` when `s` changes a lock under config::sync_replicas.
   command call_of(script s, std::span<const std::string_view> keys,
                   std::span<const std::string_view> args) const;
+  /// The same by `EVAL` with the script's source.
+  command source_call_of(script s, std::span<const std::string_view> keys,
+                         std::span<const std::string_view> args) const;
+  /// After an answer of async_run_once: NOSCRIPT means the server lost the script (later calls
+  /// carry its source), a call that ran means it has it again.
+  void note_cached(script s, std::error_code ec, const resp3::value& answer) noexcept;
 
   template <typename Handler>
   multiplexer::id_type send(script s, std::span<const std::string_view> keys,
@@ -85,7 +118,8 @@ class script_registry {
 
   session& session_;
   std::array<std::string, script_count> sha_;
-  std::string wait_command_;  // `WAIT replicas timeout` encoded, or empty
+  std::array<bool, script_count> evicted_{};  // answered NOSCRIPT since it last ran
+  std::string wait_command_;                  // `WAIT replicas timeout` encoded, or empty
   std::int64_t replicas_ = 0;
 };
 

@@ -53,6 +53,33 @@ TEST(acquire_fsm, a_busy_lock_parks_until_woken_then_tries_again) {
   EXPECT_EQ(fsm.outcome(), verdict::acquired);
 }
 
+TEST(acquire_fsm, an_attempt_refused_unrun_is_tried_again_at_once_within_the_bound) {
+  // NOSCRIPT: the server's script cache was flushed; the next attempt carries the source.
+  auto fsm = make(std::nullopt);
+  ASSERT_EQ(fsm.start(false), action::attempt);
+  ASSERT_EQ(fsm.on_attempt(answer::not_run, -1ms, t0), action::attempt);
+  EXPECT_FALSE(fsm.reconciled_not_run());  // it cannot run late: nothing to suspect
+  ASSERT_EQ(fsm.on_attempt(answer::acquired, -1ms, t0 + 1ms), action::complete);
+  EXPECT_EQ(fsm.outcome(), verdict::acquired);
+
+  auto once = make(0ms);  // try_lock(): one attempt, but one that ran
+  once.start(false);
+  ASSERT_EQ(once.on_attempt(answer::not_run, -1ms, t0 + 1ms), action::attempt);
+  ASSERT_EQ(once.on_attempt(answer::busy, 1000ms, t0 + 2ms), action::complete);
+  EXPECT_EQ(once.outcome(), verdict::not_acquired);
+
+  auto late = make(100ms);  // past the caller's bound: told, no attempt
+  late.start(false);
+  ASSERT_EQ(late.on_attempt(answer::not_run, -1ms, t0 + 100ms), action::complete);
+  EXPECT_EQ(late.outcome(), verdict::not_acquired);
+
+  auto cancelled = make(std::nullopt);
+  cancelled.start(false);
+  cancelled.on_cancel(true, true);
+  ASSERT_EQ(cancelled.on_attempt(answer::not_run, -1ms, t0 + 1ms), action::complete);
+  EXPECT_EQ(cancelled.outcome(), verdict::cancelled);
+}
+
 TEST(acquire_fsm, a_holder_without_ttl_is_waited_for_the_default_nap) {
   auto fsm = make(std::nullopt);
   fsm.start(false);
