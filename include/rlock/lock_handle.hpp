@@ -71,11 +71,11 @@ class RLOCK_EXPORT lock_handle {
   /// The lock's name as given to get_lock (without the key prefix).
   std::string_view name() const noexcept;
   /// The Redis key: key prefix + name.
-  const std::string& key() const noexcept;
+  std::string_view key() const noexcept;
   /// This owner's 64-bit id, the second half of its hash field.
   std::uint64_t owner_id() const noexcept;
   /// The hash field identifying this owner: `<client-uuid>:<owner-id>`.
-  const std::string& owner_field() const noexcept;
+  std::string_view owner_field() const noexcept;
   /// The client's executor, where the lock's operations run.
   executor_type get_executor() const noexcept;
   /// How this owner's latest successful acquisition came about.

@@ -34,6 +34,20 @@ using action = acquire_fsm::action;
 using answer = acquire_fsm::answer;
 using verdict = acquire_fsm::verdict;
 
+/// std::optional<milliseconds> in half its bytes (bench S6 counts them): none is
+/// milliseconds::min(). Only for values already validated (op_support.hpp's validate).
+class optional_ms {
+ public:
+  optional_ms(std::optional<milliseconds> v) noexcept : v_(v.value_or(milliseconds::min())) {}
+  explicit operator bool() const noexcept { return v_ != milliseconds::min(); }
+  milliseconds operator*() const noexcept { return v_; }
+  const milliseconds* operator->() const noexcept { return &v_; }
+  milliseconds value_or(milliseconds other) const noexcept { return *this ? v_ : other; }
+
+ private:
+  milliseconds v_;
+};
+
 struct acquire_operation : attempt_gate::entry {
   using owner = std::unique_ptr<acquire_operation>;
 
@@ -46,15 +60,16 @@ struct acquire_operation : attempt_gate::entry {
         lease(l),
         wait(w),
         started(clock_type::now()),
-        fsm(started, wait ? &*wait : nullptr, s->client->cfg.command_timeout,
+        fsm(started, w ? &*w : nullptr, s->client->cfg.command_timeout,
             s->client->cfg.watchdog_timeout),
-        caller(std::in_place_type<Handler>, std::move(h)) {}
+        caller(std::in_place_type<Handler>, std::move(h)),
+        failure(validate(w, l)) {}
 
   ~acquire_operation() {
     if (link) link->op = nullptr;
     s->client->attempts.withdraw(*this);
     leave_handoff();
-    if (waiter) s->client->hub.remove(*waiter);
+    s->client->hub.remove(waiter);
   }
 
   /// Leaves a local handoff in flight to it: the unlock gives the hold back when its answer
@@ -111,8 +126,8 @@ struct acquire_operation : attempt_gate::entry {
       tell(true);
       next = fsm.resume();
     }
-    if (next == action::interrupt && waiter) {
-      client().hub.interrupt(*waiter);
+    if (next == action::interrupt) {
+      client().hub.interrupt(waiter);
     } else if (next == action::withdraw) {
       const auto cancelled = std::make_error_code(std::errc::operation_canceled);
       if (queued()) {
@@ -121,7 +136,7 @@ struct acquire_operation : attempt_gate::entry {
         on_attempt(owner(this), cancelled, resp3::value{});
         return;
       }
-      client().session.withdraw(s->key, request, cancelled);
+      client().session.withdraw(s->key(), request, cancelled);
     }
   }
 
@@ -229,10 +244,10 @@ struct acquire_operation : attempt_gate::entry {
       }
     } else {
       // Never reached the server: it did not run.
-      if (op->fsm.retry_after_wake() && op->waiter) {
+      if (op->fsm.retry_after_wake()) {
         // The retry a wake-up started was never written: leaving passes the wake-up on.
-        op->waiter->woken = true;
-        op->waiter->by_message = op->wake_by_message;
+        op->waiter.woken = true;
+        op->waiter.by_message = op->wake_by_message;
       }
       if (ec == errc::timeout) {
         a = answer::not_written;
@@ -303,16 +318,15 @@ struct acquire_operation : attempt_gate::entry {
   /// between the failed attempt and now).
   void join() {
     client_impl& c = client();
-    waiter.emplace();
-    waiter->owner = this;  // for the sleep and a local handoff
-    waiter->on_unpark = &acquire_operation::on_unparked;
-    c.hub.add(s->key, s->channel(), s->kind.on_message, *waiter);
+    waiter.owner = this;  // for the sleep and a local handoff
+    waiter.on_unpark = &acquire_operation::on_unparked;
+    c.hub.add(s->key(), s->channel(), s->kind.on_message, waiter);
   }
 
   /// Asleep, the operation is owned by the hub's sleep set, which calls on_unparked when the
   /// sleep ends.
   static void sleep(owner op) {
-    notify_hub::waiter& w = *op->waiter;
+    notify_hub::waiter& w = op->waiter;
     if (w.woken || w.failed) return woken(std::move(op));
     notify_hub& hub = op->client().hub;
     const auto until = op->fsm.sleep_until();
@@ -329,7 +343,7 @@ struct acquire_operation : attempt_gate::entry {
   }
 
   static void woken(owner op) {
-    notify_hub::waiter& w = *op->waiter;
+    notify_hub::waiter& w = op->waiter;
     client_impl& c = op->client();
     acquire_fsm::wake why = acquire_fsm::wake::timer;
     if (w.granted) {
@@ -433,10 +447,7 @@ struct acquire_operation : attempt_gate::entry {
   /// retry must not hold on to wake-ups (its unused one passes to the next waiter).
   void tell(bool inside_initiation) {
     leave_handoff();
-    if (waiter) {
-      client().hub.remove(*waiter);
-      waiter.reset();
-    }
+    client().hub.remove(waiter);
     const bool acquired = fsm.outcome() == verdict::acquired;
     if (acquired) {
       s->last_wake = reason;
@@ -450,6 +461,7 @@ struct acquire_operation : attempt_gate::entry {
           if (!waiting) return;  // told already
           if (e) s->set_last_error(e);
           handler_type h(std::move(waiting));
+          const auto slot = asio::get_associated_cancellation_slot(h);  // start_acquire's
           if constexpr (std::is_same_v<handler_type, bool_handler>) {
             deliver(ex, std::move(h), slot, inside_initiation, std::move(e), acquired);
           } else if constexpr (std::is_same_v<handler_type, token_handler>) {
@@ -481,21 +493,20 @@ struct acquire_operation : attempt_gate::entry {
   }
 
   std::shared_ptr<lock_state> s;
-  std::optional<milliseconds> lease;
-  std::optional<milliseconds> wait;
+  optional_ms lease;               // none: the watchdog's
+  optional_ms wait;                // none: no bound
   clock_type::time_point started;  // when the caller asked
   acquire_fsm fsm;
   // lock() has no result to report, try_lock() whether it acquired, a fenced lock its token.
   std::variant<void_handler, bool_handler, token_handler> caller;
-  asio::cancellation_slot slot;
+  std::exception_ptr failure;  // the shell's failure, for verdict::failed
   // Only for a caller with a cancellation slot: it outlives the operation in the slot handler.
   std::shared_ptr<cancel_link<acquire_operation>> link;
   clock_type::time_point written{};  // when the current attempt was written; epoch: not (yet)
   std::int64_t token = 0;            // this acquisition's token (kinds with tokens)
-  std::exception_ptr failure;        // the shell's failure, for verdict::failed
-  std::optional<notify_hub::waiter> waiter;  // from the first busy answer on
-  multiplexer::id_type request = 0;          // the attempt or question in flight
-  std::shared_ptr<handoff_ticket> ticket;    // a local handoff to it in flight
+  notify_hub::waiter waiter;  // in the hub from the first busy answer until the caller is told
+  multiplexer::id_type request = 0;        // the attempt or question in flight
+  std::shared_ptr<handoff_ticket> ticket;  // a local handoff to it in flight
   wake_reason reason = wake_reason::immediate;
   bool wake_by_message = false;  // the wake-up the attempt in flight used was an unlock message
   bool counted = false;          // its attempt in flight holds a turn of the gate
@@ -554,7 +565,7 @@ void finish_handoff(const std::shared_ptr<handoff_ticket>& t, bool handed_over,
     return;
   }
   op->leave_handoff();
-  notify_hub::waiter& w = *op->waiter;
+  notify_hub::waiter& w = op->waiter;
   w.reserved = false;
   if (handed_over) {
     op->record_hold(0, sent);
@@ -579,17 +590,16 @@ namespace {
 
 void start_acquire(std::unique_ptr<acquire_operation> op) {
   const auto ex = op->s->client->executor;
-  op->slot = std::visit([](const auto& h) { return asio::get_associated_cancellation_slot(h); },
-                        op->caller);
-  if (auto invalid = validate(op->wait, op->lease)) {
-    op->failure = std::move(invalid);
+  auto slot = std::visit([](const auto& h) { return asio::get_associated_cancellation_slot(h); },
+                         op->caller);
+  if (op->failure) {  // invalid arguments
     op->fsm.reject();
     op->tell(true);
     return;
   }
-  if (op->slot.is_connected()) {
+  if (slot.is_connected()) {
     op->link = std::make_shared<cancel_link<acquire_operation>>();
-    install_cancellation(op->slot, op->link, ex);
+    install_cancellation(slot, op->link, ex);
   }
   on_client(ex, [op = std::move(op)]() mutable { acquire_operation::start(std::move(op)); });
 }

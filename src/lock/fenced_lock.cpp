@@ -19,7 +19,7 @@ namespace {
 
 asio::awaitable<std::int64_t> counter_op(std::shared_ptr<detail::lock_state> s) {
   co_await asio::this_coro::throw_if_cancelled(false);
-  const std::string counter = detail::token_counter(s->key);
+  const std::string counter = detail::token_counter(s->key());
   // A span over an array, not a braced list: g++ 12 miscompiles those inside coroutines.
   const std::array<std::string_view, 1> key{counter};
   detail::command get(detail::command_kind::query, "GET", key);
@@ -32,7 +32,7 @@ std::int64_t fenced_lock::token() const noexcept {
   return state_of(*this)->token.load(std::memory_order_relaxed);
 }
 
-std::string fenced_lock::token_key() const { return detail::token_counter(state_of(*this)->key); }
+std::string fenced_lock::token_key() const { return detail::token_counter(state_of(*this)->key()); }
 
 void fenced_lock::start_try_lock_token(const lock_handle& l, milliseconds wait,
                                        std::optional<milliseconds> lease,

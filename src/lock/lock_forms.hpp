@@ -52,8 +52,8 @@ inline asio::awaitable<resp3::value> run(std::shared_ptr<lock_state> s, command 
 inline asio::awaitable<resp3::value> query(std::shared_ptr<lock_state> s, std::string_view name,
                                            bool with_field) {
   // Spans over arrays, not braced lists: g++ 12 miscompiles those inside coroutines.
-  const std::array<std::string_view, 1> key{s->key};
-  const std::array<std::string_view, 1> field{s->field};
+  const std::array<std::string_view, 1> key{s->key()};
+  const std::array<std::string_view, 1> field{s->field()};
   command c(
       command_kind::query, name, key,
       with_field ? std::span<const std::string_view>(field) : std::span<const std::string_view>());

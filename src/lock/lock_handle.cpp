@@ -23,7 +23,7 @@ lock_handle::lock_handle(std::shared_ptr<detail::lock_state> state) noexcept
     : state_(std::move(state)) {}
 
 std::string_view lock_handle::name() const noexcept { return state_->name(); }
-const std::string& lock_handle::key() const noexcept { return state_->key; }
+std::string_view lock_handle::key() const noexcept { return state_->key(); }
 std::uint64_t lock_handle::owner_id() const noexcept { return state_->owner; }
 lock_handle::executor_type lock_handle::get_executor() const noexcept {
   return state_->client->executor;
@@ -31,7 +31,7 @@ lock_handle::executor_type lock_handle::get_executor() const noexcept {
 wake_reason lock_handle::last_wake() const noexcept {
   return state_->last_wake.load(std::memory_order_relaxed);
 }
-const std::string& lock_handle::owner_field() const noexcept { return state_->field; }
+std::string_view lock_handle::owner_field() const noexcept { return state_->field(); }
 std::string lock_handle::last_error() const { return state_->last_error(); }
 
 namespace {
@@ -61,7 +61,7 @@ asio::awaitable<milliseconds> ttl_op(std::shared_ptr<detail::lock_state> s) {
 asio::awaitable<bool> force_unlock_op(std::shared_ptr<detail::lock_state> s) {
   co_await asio::this_coro::throw_if_cancelled(false);
   const std::string unlock_to = s->channel();
-  const std::array<std::string_view, 2> keys{s->key, unlock_to};
+  const std::array<std::string_view, 2> keys{s->key(), unlock_to};
   const std::array<std::string_view, 2> args{"0", s->client->session.publish_command()};
   if (s->local_holds > 0) s->reset(false);
   auto [ec, reply] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <string_view>
 
 namespace rlock::detail {
@@ -38,15 +39,32 @@ std::exception_ptr failure_of(const client_impl& c, std::error_code ec, const re
   return std::make_exception_ptr(std::system_error(ec, text));
 }
 
+namespace {
+
+std::string names_of(std::string_view prefix, std::string_view name, std::string_view uuid,
+                     std::uint64_t owner) {
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, owner).ptr;
+  std::string out;
+  out.reserve(prefix.size() + name.size() + uuid.size() + 1 + (end - digits));
+  out.append(prefix).append(name).append(uuid).append(1, ':').append(digits, end);
+  return out;
+}
+
+}  // namespace
+
 lock_state::lock_state(std::shared_ptr<client_impl> c, std::string_view n, std::uint64_t o,
                        const lock_kind& k, bool in_table)
     : client(std::move(c)),
-      key(client->cfg.key_prefix + std::string(n)),
-      field(fmt::format("{}:{}", client->uuid, o)),
-      owner(o),
-      prefix_size(static_cast<std::uint32_t>(client->cfg.key_prefix.size())),
       kind(k),
-      registered(in_table) {}
+      owner(o),
+      registered(in_table),
+      key_size_(static_cast<std::uint32_t>(client->cfg.key_prefix.size() + n.size())),
+      names_(names_of(client->cfg.key_prefix, n, client->uuid, o)) {}
+
+std::string_view lock_state::name() const noexcept {
+  return key().substr(client->cfg.key_prefix.size());
+}
 
 lock_state::~lock_state() {
   client->set_last_error(this, {});
@@ -107,7 +125,7 @@ lock_state::release_outcome lock_state::on_released(const resp3::value& reply,
     reset(false);
     return {std::make_exception_ptr(
         std::system_error(make_error_code(errc::not_owner),
-                          fmt::format("lock '{}' is not held by {}", name(), field)))};
+                          fmt::format("lock '{}' is not held by {}", name(), field())))};
   }
   if (reply.type != resp3::type::number) {
     return {std::make_exception_ptr(std::system_error(make_error_code(errc::protocol_error),

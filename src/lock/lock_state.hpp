@@ -65,34 +65,28 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   /// Stops renewal and tells lost() waiters; local bookkeeping only.
   void reset(bool lost);
 
-  std::string_view name() const noexcept { return std::string_view(key).substr(prefix_size); }
+  std::string_view name() const noexcept;
   std::string channel() const {
     std::string c;
-    kind.channel(key, c);
+    kind.channel(key(), c);
     return c;
   }
   /// What the lock kind sees of it.
-  lock_identity identity() const noexcept { return {key, field}; }
+  lock_identity identity() const noexcept { return {key(), field()}; }
 
-  std::string_view lease_key() const noexcept override { return key; }
-  std::string_view lease_field() const noexcept override { return field; }
+  std::string_view lease_key() const noexcept override { return key(); }
+  std::string_view lease_field() const noexcept override { return field(); }
   script renewal_script() const noexcept override { return kind.renew; }
   void on_lease_lost(std::string_view why) override;
   void on_watchdog_stopped() override { reset(false); }
 
+  // Ordered by size: a lock_state is per owner (bench S5 holds 100 000, S6 one per waiter).
   const std::shared_ptr<client_impl> client;
-  const std::string key;    // key prefix + name
-  const std::string field;  // <client uuid>:<owner>
-  const std::uint64_t owner;
-  const std::uint32_t prefix_size;
   const lock_kind& kind;  // what the engine runs (lock_kind.hpp)
-  const bool registered;  // listed in the client's owner table (explicit owner ids)
+  const std::uint64_t owner;
   /// The fencing token of this owner's latest acquisition (fenced locks; 0 before the first).
   /// Read from any thread.
   std::atomic<std::int64_t> token{0};
-
-  bool lost = false;
-  std::atomic<wake_reason> last_wake{wake_reason::immediate};
   std::uint64_t local_holds = 0;  // acquisitions not yet released, as far as we know
   /// The holds the server counts for this owner as of the latest answer: moved by answers only
   /// (a release lowers it when its answer comes, not when it is sent), so that an HGET asked
@@ -100,25 +94,38 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   std::uint64_t server_holds = 0;
   /// When local_holds went from 0 to 1: the start of the hold the metrics time.
   std::chrono::steady_clock::time_point granted_at{};
+  std::chrono::milliseconds lease{0};  // of the latest acquire: a nested release re-arms it
+  /// Local handoffs in a row that led to this owner's current hold (0: acquired by an attempt),
+  /// and when the first of them was made: config::local_handoff bounds both.
+  std::chrono::steady_clock::time_point streak_since{};
+  std::unique_ptr<boost::asio::steady_timer> lost_signal;  // cancelled to wake lost() waiters
+  std::uint32_t handoff_streak = 0;
   std::uint32_t orphan_releases = 0;  // give-backs of orphaned holds since the last acquire
+  const bool registered;              // listed in the client's owner table (explicit owner ids)
+  bool lost = false;
+  std::atomic<wake_reason> last_wake{wake_reason::immediate};
   /// An acquire of this owner was reconciled as not run (it may still run late), or the client
   /// moved to another node (a failover may have lost releases). Until the server says the lock
   /// is released or not held, a "still held" answer to the final unlock means orphaned holds,
   /// not holds of another handle of this owner.
   bool maybe_orphaned = false;
-  std::chrono::milliseconds lease{0};  // of the latest acquire: a nested release re-arms it
-  /// Local handoffs in a row that led to this owner's current hold (0: acquired by an attempt),
-  /// and when the first of them was made: config::local_handoff bounds both.
-  std::uint32_t handoff_streak = 0;
-  std::chrono::steady_clock::time_point streak_since{};
   bool watched = false;  // the latest acquisition is kept by the watchdog
-  std::unique_ptr<boost::asio::steady_timer> lost_signal;  // cancelled to wake lost() waiters
+
+  /// The Redis key: key prefix + name.
+  std::string_view key() const noexcept { return std::string_view(names_).substr(0, key_size_); }
+  /// `<client uuid>:<owner>`, this owner's hash field.
+  std::string_view field() const noexcept { return std::string_view(names_).substr(key_size_); }
 
   /// Redis's (or the transport's) text of this owner's latest failed operation: what the
   /// async_* forms' error codes cannot carry. Kept by the client beside the state (failures are
   /// rare; a held lock should cost no bytes for them). Read from any thread.
   void set_last_error(const std::exception_ptr& e);
   std::string last_error() const;
+
+ private:
+  // The key, then the field: one string and one heap block for both.
+  const std::uint32_t key_size_;
+  const std::string names_;
 };
 
 }  // namespace rlock::detail

@@ -39,10 +39,10 @@ struct release_operation {
     const auto lease_ms =
         c.lease_arg(s.lease.count() > 0 ? s.lease : c.cfg.watchdog_timeout, op->lease_arg);
     // The channel and the latch key in one buffer: one allocation per unlock.
-    op->names.reserve(64 + 2 * s.key.size() + 32);
-    s.kind.channel(s.key, op->names);
+    op->names.reserve(64 + 2 * s.key().size() + 32);
+    s.kind.channel(s.key(), op->names);
     const std::size_t channel_size = op->names.size();
-    append_unlock_latch(s.key, op->names);
+    append_unlock_latch(s.key(), op->names);
     c.append_request_id(op->names);
     op->channel = std::string_view(op->names).substr(0, channel_size);
     op->latch = std::string_view(op->names).substr(channel_size);
@@ -57,7 +57,7 @@ struct release_operation {
         op->channel, op->latch, lease_ms, c.latch_ttl_arg.view(), c.session.publish_command(),
         {},          {}};
     if (op->ticket) {
-      in.to_field = op->ticket->to->field;
+      in.to_field = op->ticket->to->field();
       in.to_lease_ms = op->ticket->lease_arg.view();
       s.kind.transfer_call(s.identity(), in, op->call);
     } else {
@@ -215,7 +215,7 @@ struct lost_operation {
     if (!s.renewing()) {
       auto e = error_with(
           errc::not_owner,
-          fmt::format("lock '{}' is not held through the watchdog by {}", s.name(), s.field));
+          fmt::format("lock '{}' is not held through the watchdog by {}", s.name(), s.field()));
       return finish(std::move(op), std::move(e), true);
     }
     if (!s.lost_signal) {

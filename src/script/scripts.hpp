@@ -7,11 +7,12 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 namespace rlock::detail {
 
-enum class script : std::size_t {
+enum class script : std::uint8_t {
   acquire,
   release,
   renew,

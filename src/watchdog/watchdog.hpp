@@ -65,13 +65,14 @@ class watchdog {
 
    private:
     friend class watchdog;
+    // The small ones last, together: one per held lock (bench S5) and per waiter (S6).
     lease* prev_ = nullptr;
     lease* next_ = nullptr;
     std::uint64_t generation_ = 0;      // bumped at every add: tells a stale batch reply apart
-    std::uint16_t group_ = 0;           // its key's script group (a cluster's hash slot)
-    script renew_{};                    // its renewal script
     clock::time_point confirmed_{};     // send time of the last acquire/renewal known to have run
     std::shared_ptr<void> keep_alive_;  // the owner stays alive while renewed
+    std::uint16_t group_ = 0;           // its key's script group (a cluster's hash slot)
+    script renew_{};                    // its renewal script
     bool failing_ = false;              // its last renewal call failed (reported once)
   };
 

@@ -54,7 +54,7 @@ rlock::config cluster_config(cluster_topology& c = shared_cluster()) {
 }
 
 /// The lock's hold count for `field` on the node that owns its key (0: none).
-std::int64_t holds_on_owner(cluster_topology& c, const std::string& key, const std::string& field) {
+std::int64_t holds_on_owner(cluster_topology& c, std::string_view key, std::string_view field) {
   raw_client raw(c.owner_of(key_slot(key)));
   const auto v = raw.command({"HGET", key, field});
   return v.is_null() ? 0 : std::stoll(v.str);
@@ -328,7 +328,7 @@ TEST(cluster, after_a_master_is_killed_its_keys_are_locked_on_the_promoted_repli
       [&]() -> asio::awaitable<void> {
         // 50 more contenders on the dead master's slot (its name as their hash tag) keep
         // failing and retrying meanwhile: a storm of link losses, none of refreshes.
-        const std::string tag = "{" + lock.key() + "}";
+        const std::string tag = "{" + std::string(lock.key()) + "}";
         int running = 50;
         for (int i = 0; i < 50; ++i) {
           asio::co_spawn(

@@ -103,7 +103,8 @@ TEST(connection, close_deletes_the_latches_of_answered_unlocks) {
     for (auto& l : locks) co_await l.unlock();
     co_await redis.close();
     for (const auto& l : locks) {
-      const auto left = raw.command({"KEYS", "redisson_unlock_latch:{" + l.key() + "}:*"});
+      const auto left =
+          raw.command({"KEYS", "redisson_unlock_latch:{" + std::string(l.key()) + "}:*"});
       EXPECT_TRUE(left.elements.empty()) << l.key() << " left " << left.elements.size();
     }
   });

@@ -37,7 +37,7 @@ TEST(fenced_lock, every_acquisition_and_re_entry_gets_a_larger_token) {
     auto lock = redis.get_fenced_lock("ledger");
     EXPECT_EQ(lock.token(), 0);
     EXPECT_EQ(co_await lock.current_token(), 0);  // no counter yet
-    EXPECT_EQ(lock.token_key(), "redisson_lock_token:{" + lock.key() + "}");
+    EXPECT_EQ(lock.token_key(), "redisson_lock_token:{" + std::string(lock.key()) + "}");
     const std::int64_t t1 = co_await lock.lock();
     EXPECT_EQ(t1, 1);
     const std::int64_t t2 = co_await lock.lock();  // re-entry: a new token, as Redisson does

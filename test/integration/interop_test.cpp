@@ -106,9 +106,9 @@ const std::regex uuid_v4("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}
 
 /// Redisson's channel rule, written out independently of rlock: braces around the name unless it
 /// already contains one.
-std::string redisson_channel(const std::string& key) {
-  if (key.find('{') != std::string::npos) return "redisson_lock__channel:" + key;
-  return "redisson_lock__channel:{" + key + "}";
+std::string redisson_channel(std::string_view key) {
+  if (key.find('{') != std::string_view::npos) return "redisson_lock__channel:" + std::string(key);
+  return "redisson_lock__channel:{" + std::string(key) + "}";
 }
 
 /// A Redisson client on its own connection: one random v4 UUID and one thread id.
@@ -120,13 +120,13 @@ class foreign_client {
   std::string field() const { return uuid_ + ":" + thread_id_; }
 
   /// nil = acquired, else the holder's PTTL.
-  resp3::value acquire(const std::string& key, std::int64_t lease_ms = 30'000) {
+  resp3::value acquire(std::string_view key, std::int64_t lease_ms = 30'000) {
     const auto lease = std::to_string(lease_ms);
     const auto owner = field();
     return raw_.command({"EVAL", redisson_acquire, "1", key, lease, owner});
   }
   /// nil = not owner, 0 = still held, 1 = released and published.
-  resp3::value release(const std::string& key, std::int64_t lease_ms = 30'000) {
+  resp3::value release(std::string_view key, std::int64_t lease_ms = 30'000) {
     const auto lease = std::to_string(lease_ms);
     const auto owner = field();
     const auto channel = redisson_channel(key);
@@ -134,14 +134,15 @@ class foreign_client {
   }
   /// RFencedLock's acquire: {-1, token} or {pttl, -1}. Its counter name is Redisson's
   /// prefixName("redisson_lock_token", name), the channel's brace rule.
-  resp3::value fenced_acquire(const std::string& key, std::int64_t lease_ms = 30'000) {
+  resp3::value fenced_acquire(std::string_view key, std::int64_t lease_ms = 30'000) {
     const auto lease = std::to_string(lease_ms);
     const auto owner = field();
-    const auto counter = key.find('{') != std::string::npos ? "redisson_lock_token:" + key
-                                                            : "redisson_lock_token:{" + key + "}";
+    const auto counter = key.find('{') != std::string_view::npos
+                             ? "redisson_lock_token:" + std::string(key)
+                             : "redisson_lock_token:{" + std::string(key) + "}";
     return raw_.command({"EVAL", redisson_fenced_acquire, "2", key, counter, lease, owner});
   }
-  resp3::value force_unlock(const std::string& key) {
+  resp3::value force_unlock(std::string_view key) {
     const auto channel = redisson_channel(key);
     return raw_.command({"EVAL", redisson_force_unlock, "2", key, channel, "0"});
   }
@@ -344,8 +345,8 @@ TEST(interop, name_with_brace_uses_the_channel_without_added_braces) {
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
     co_await redis.connect();
     auto lock = redis.get_lock("orders{eu}");
-    const auto channel = "redisson_lock__channel:" + lock.key();
-    const auto braced = "redisson_lock__channel:{" + lock.key() + "}";
+    const auto channel = "redisson_lock__channel:" + std::string(lock.key());
+    const auto braced = "redisson_lock__channel:{" + std::string(lock.key()) + "}";
     EXPECT_EQ(redisson_channel(lock.key()), channel);
     subscribe(subscriber, channel);
     subscribe(subscriber, braced);
@@ -382,7 +383,7 @@ TEST(interop, name_with_brace_waiter_is_woken_by_foreign_unlock) {
           bell.cancel();
         },
         asio::detached);
-    const auto channel = "redisson_lock__channel:" + lock.key();
+    const auto channel = "redisson_lock__channel:" + std::string(lock.key());
     const bool asleep = co_await waiter_asleep(redis, redisson.raw(), channel, 2);
     RLOCK_CO_ASSERT(asleep);
     const auto released_at = clock_type::now();
@@ -470,7 +471,7 @@ TEST(interop, a_local_handoff_leaves_a_valid_redisson_lock_and_publishes_within_
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
     co_await redis.connect();
     rlock::reentrant_lock owners[2] = {redis.get_lock("passed"), redis.get_lock("passed")};
-    const std::string key = owners[0].key();
+    const std::string key(owners[0].key());
     const std::string channel = redisson_channel(key);
     subscribe(listener, channel);
     co_await owners[0].lock();
@@ -547,7 +548,8 @@ TEST(interop, unlock_latch_is_redissons_and_a_retry_gets_the_first_answer) {
     using rlock::detail::latch_sweeper;
     auto lock = redis.get_lock("latched");
     const auto latches_left = [&] {
-      return raw.command({"KEYS", "redisson_unlock_latch:{" + lock.key() + "}:*"}).elements.size();
+      return raw.command({"KEYS", "redisson_unlock_latch:{" + std::string(lock.key()) + "}:*"})
+          .elements.size();
     };
     co_await lock.lock();
     co_await lock.unlock();
@@ -591,7 +593,7 @@ TEST(interop, fenced_tokens_are_one_sequence_with_redissons_rfencedlock) {
     EXPECT_EQ(pair(redisson.fenced_acquire(lock.key())),
               (std::pair<std::int64_t, std::int64_t>{-1, 1}));
     EXPECT_EQ(pair(redisson.fenced_acquire(lock.key())).second, 2);
-    EXPECT_EQ(lock.token_key(), "redisson_lock_token:{" + lock.key() + "}");
+    EXPECT_EQ(lock.token_key(), "redisson_lock_token:{" + std::string(lock.key()) + "}");
     EXPECT_EQ(co_await lock.try_lock(), std::nullopt);  // busy: {pttl, -1} decoded
     EXPECT_EQ(co_await lock.current_token(), 2);
     // Our waiter sleeps on the channel; Redisson's final release wakes it; it takes token 3.
@@ -671,7 +673,7 @@ TEST(interop, cluster_foreign_sharded_unlock_wakes_our_waiter) {
     const auto owner_field = redisson.field();
     const auto channel = redisson_channel(lock.key());
     const std::string latch =
-        "redisson_unlock_latch:{" + lock.key() + "}:0123456789abcdef0123456789abcdef";
+        "redisson_unlock_latch:{" + std::string(lock.key()) + "}:0123456789abcdef0123456789abcdef";
     auto released =
         redisson.raw().command({"EVAL", redisson_latched_release, "3", lock.key(), channel, latch,
                                 "0", "30000", owner_field, "spublish", "10000"});

@@ -38,11 +38,11 @@ rlock::config make_config(std::chrono::milliseconds watchdog_timeout) {
   return cfg;
 }
 
-std::int64_t pttl(rlock::test::raw_client& raw, const std::string& key) {
+std::int64_t pttl(rlock::test::raw_client& raw, std::string_view key) {
   return raw.command_int({"PTTL", key});
 }
 
-std::int64_t exists(rlock::test::raw_client& raw, const std::string& key) {
+std::int64_t exists(rlock::test::raw_client& raw, std::string_view key) {
   return raw.command_int({"EXISTS", key});
 }
 

@@ -151,7 +151,7 @@ inline int kill_client(raw_client& raw, const std::string& name) {
 
 /// Redisson's unlock channel of a lock whose key has no '{'.
 inline std::string channel_of(const rlock::lock_handle& l) {
-  return "redisson_lock__channel:{" + l.key() + "}";
+  return "redisson_lock__channel:{" + std::string(l.key()) + "}";
 }
 
 /// Subscribers of `channel` on the server, all clients together.
