@@ -208,10 +208,16 @@ struct acquire_operation : attempt_gate::entry {
     // Unsynced (config::sync_replicas) matters only for an attempt that took the lock: a busy
     // one wrote nothing.
     const bool unsynced = ec == errc::replicas_not_synced;
-    const bool sent_source = std::exchange(op->sent_source, false);
+    const bool called_again = std::exchange(op->called_again, false);
     answer a = answer::failed;
     milliseconds ttl{-1};
-    if (!ec || unsynced) {
+    if (ec && script_registry::not_run(reply) && !called_again) {
+      // NOSCRIPT (the server's script cache was flushed, or the script was not loaded yet): it
+      // did not run, and the next attempt goes after a SCRIPT LOAD. Once in a row: a second
+      // one is the server's error to report.
+      op->called_again = true;
+      a = answer::not_run;
+    } else if (!ec || unsynced) {
       const auto decoded = op->s->kind.decode(reply);
       switch (decoded.what) {
         case acquire_reply::outcome::acquired:
@@ -231,12 +237,7 @@ struct acquire_operation : attempt_gate::entry {
       }
     } else if (op->written != clock_type::time_point{}) {
       // Written, and no answer: the server may have run it. Ask it (counted once).
-      if (script_registry::not_run(reply) && !sent_source) {
-        // NOSCRIPT (the server's script cache was flushed): it did not run, and the next
-        // attempt carries the script's source. Only once in a row: that one cannot get it.
-        op->sent_source = true;
-        a = answer::not_run;
-      } else if (ec == errc::connection_lost || ec == errc::timeout) {
+      if (ec == errc::connection_lost || ec == errc::timeout) {
         ++op->client().counters.reconciled_acquires;
         a = answer::unknown;
       } else {
@@ -510,7 +511,7 @@ struct acquire_operation : attempt_gate::entry {
   wake_reason reason = wake_reason::immediate;
   bool wake_by_message = false;  // the wake-up the attempt in flight used was an unlock message
   bool counted = false;          // its attempt in flight holds a turn of the gate
-  bool sent_source = false;      // the attempt in flight follows a NOSCRIPT answer
+  bool called_again = false;     // the attempt in flight follows a NOSCRIPT answer
 };
 
 }  // namespace

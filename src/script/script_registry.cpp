@@ -58,22 +58,33 @@ script_registry::script_registry(session& s) : session_(s) {
 
 bool script_registry::not_run(const resp3::value& answer) noexcept { return is_noscript(answer); }
 
-void script_registry::note_cached(script s, std::error_code ec,
-                                  const resp3::value& answer) noexcept {
-  auto& evicted = evicted_[static_cast<std::size_t>(s)];
-  if (is_noscript(answer)) {
-    evicted = true;
-  } else if (!ec || ec == errc::replicas_not_synced) {
-    evicted = false;
-  }
+void script_registry::load(script s, std::string_view route, clock_type::time_point deadline) {
+  request_options opts;
+  opts.deadline = deadline;
+  session_.exec(load_command(s, route), opts, [this, s](std::error_code ec, resp3::value reply) {
+    const auto i = static_cast<std::size_t>(s);
+    std::string diagnostic;
+    if (!ec && !sha_of(reply, sha_[i], diagnostic)) evicted_[i] = false;
+  });
 }
 
-command script_registry::source_call_of(script s, std::span<const std::string_view> keys,
-                                        std::span<const std::string_view> args) const {
-  const auto i = static_cast<std::size_t>(s);
-  command c = command::eval(script_effects[i].kind, script_sources[i], keys, args);
-  if (synced(s)) c.then(wait_command_);
-  return c;
+void script_registry::load_then_call_again(script s, std::string_view route,
+                                           clock_type::time_point deadline, reply_handler handler) {
+  request_options opts;
+  opts.deadline = deadline;
+  session_.exec(load_command(s, route), opts,
+                [this, s, h = std::move(handler)](std::error_code ec, resp3::value reply) mutable {
+                  if (ec) return std::move(h)(ec, resp3::value{});
+                  const auto i = static_cast<std::size_t>(s);
+                  std::string diagnostic;
+                  if (auto e = sha_of(reply, sha_[i], diagnostic)) {
+                    return std::move(h)(e, resp3::error_reply(std::move(diagnostic)));
+                  }
+                  evicted_[i] = false;
+                  std::move(h)(
+                      make_error_code(errc::server_error),
+                      resp3::error_reply("NOSCRIPT not loaded before this call; it is now"));
+                });
 }
 
 bool script_registry::synced(script s) const noexcept {

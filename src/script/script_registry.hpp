@@ -17,7 +17,7 @@ namespace rlock::detail {
 /// (`SCRIPT LOAD`; the server is the authority on the hash, so no SHA1 code is needed here), so a
 /// restarted server has them before the first lock command; a NOSCRIPT reply (a `SCRIPT FLUSH`
 /// meanwhile) is recovered by loading the script and retrying once (async_run), or by the
-/// caller's next call, which carries the script's source (async_run_once).
+/// caller's next call, which a `SCRIPT LOAD` precedes (async_run_once).
 ///
 /// With config::sync_replicas, the scripts that change a lock (acquire, renew, release) are
 /// followed by `WAIT replicas timeout` in the same request: the multiplexer writes both at once
@@ -50,28 +50,33 @@ class script_registry {
 
   /// As async_run, for a caller that keeps no copy of its keys and arguments (an acquisition
   /// asleep between attempts keeps none: bench S6 counts its bytes per waiter): they are read
-  /// in this call only. So nothing is sent again here: a NOSCRIPT answer (the server's script
-  /// cache was flushed) reaches the handler as it is (see not_run), and the script goes by
-  /// `EVAL` with its source, which caches it again, until a call of it succeeds; so it does
-  /// before the handshake has loaded the scripts.
+  /// in this call only, so nothing is sent again here. A NOSCRIPT answer (the server's script
+  /// cache was flushed) reaches the handler as it is (see not_run), and the caller's next call
+  /// goes right after a `SCRIPT LOAD` on its connection. Before the handshake has loaded the
+  /// script there is no hash to call it by: the script is loaded, and the handler gets a
+  /// NOSCRIPT reply to call again. `EVAL` is never used (README's ACL user may not run it).
   template <typename Handler>
   multiplexer::id_type async_run_once(script s, std::span<const std::string_view> keys,
                                       std::span<const std::string_view> args, request_options opts,
                                       Handler&& handler) {
-    const bool with_wait = synced(s);
     const auto i = static_cast<std::size_t>(s);
-    command c =
-        sha_[i].empty() || evicted_[i] ? source_call_of(s, keys, args) : call_of(s, keys, args);
-    return session_.exec(std::move(c), opts,
+    const std::string_view route = keys.empty() ? std::string_view{} : keys.front();
+    if (sha_[i].empty()) {
+      load_then_call_again(s, route, opts.deadline, reply_handler(std::forward<Handler>(handler)));
+      return 0;
+    }
+    if (evicted_[i]) load(s, route, opts.deadline);  // written before the call, on its connection
+    const bool with_wait = synced(s);
+    return session_.exec(call_of(s, keys, args), opts,
                          [this, s, with_wait, h = std::forward<Handler>(handler)](
                              std::error_code ec, resp3::value&& answer) mutable {
                            (void)settle(with_wait, false, ec, answer);
-                           note_cached(s, ec, answer);
+                           if (not_run(answer)) evicted_[static_cast<std::size_t>(s)] = true;
                            std::move(h)(ec, std::move(answer));
                          });
   }
   /// Whether an answer of async_run_once says that the script did not run (NOSCRIPT): the
-  /// caller may call again, and that call carries the source.
+  /// caller may call again.
   static bool not_run(const resp3::value& answer) noexcept;
 
   /// Keys of one group may go into one script call (session::group_of: a cluster's hash slot).
@@ -87,12 +92,12 @@ class script_registry {
   /// `EVALSHA`, followed by `WAIT` when `s` changes a lock under config::sync_replicas.
   command call_of(script s, std::span<const std::string_view> keys,
                   std::span<const std::string_view> args) const;
-  /// The same by `EVAL` with the script's source.
-  command source_call_of(script s, std::span<const std::string_view> keys,
-                         std::span<const std::string_view> args) const;
-  /// After an answer of async_run_once: NOSCRIPT means the server lost the script (later calls
-  /// carry its source), a call that ran means it has it again.
-  void note_cached(script s, std::error_code ec, const resp3::value& answer) noexcept;
+  /// `SCRIPT LOAD` of `s` on the node of `route`, bounded by `deadline`; its answer clears
+  /// evicted_.
+  void load(script s, std::string_view route, clock_type::time_point deadline);
+  /// The same, then `handler` gets the load's failure, or a NOSCRIPT reply: call again.
+  void load_then_call_again(script s, std::string_view route, clock_type::time_point deadline,
+                            reply_handler handler);
 
   template <typename Handler>
   multiplexer::id_type send(script s, std::span<const std::string_view> keys,
@@ -118,7 +123,7 @@ class script_registry {
 
   session& session_;
   std::array<std::string, script_count> sha_;
-  std::array<bool, script_count> evicted_{};  // answered NOSCRIPT since it last ran
+  std::array<bool, script_count> evicted_{};  // answered NOSCRIPT since it was last loaded
   std::string wait_command_;                  // `WAIT replicas timeout` encoded, or empty
   std::int64_t replicas_ = 0;
 };

@@ -44,19 +44,19 @@ command::command(command_kind kind, std::string_view name, std::span<const std::
   put_keys_and_args(p, keys, args);
 }
 
-command command::call(command_kind kind, std::string_view verb, std::string_view script,
-                      std::span<const std::string_view> keys,
-                      std::span<const std::string_view> args) {
+command command::script(command_kind kind, std::string_view sha,
+                        std::span<const std::string_view> keys,
+                        std::span<const std::string_view> args) {
   command c(kind);
   char digits[24];
   const auto end = std::to_chars(digits, digits + sizeof digits, keys.size()).ptr;
   const std::string_view numkeys(digits, static_cast<std::size_t>(end - digits));
   const std::size_t count = 3 + keys.size() + args.size();
-  c.payload_.resize(resp3::header_size(count) + resp3::bulk_size(verb) + resp3::bulk_size(script) +
-                    resp3::bulk_size(numkeys) + bulks_size(keys, args));
+  c.payload_.resize(resp3::header_size(count) + resp3::bulk_size("EVALSHA") +
+                    resp3::bulk_size(sha) + resp3::bulk_size(numkeys) + bulks_size(keys, args));
   char* p = resp3::put_header(c.payload_.data(), '*', count);
-  p = resp3::put_bulk(p, verb);
-  p = resp3::put_bulk(p, script);
+  p = resp3::put_bulk(p, "EVALSHA");
+  p = resp3::put_bulk(p, sha);
   p = resp3::put_bulk(p, numkeys);
   c.put_keys_and_args(p, keys, args);
   return c;

@@ -47,15 +47,7 @@ class command {
   /// `EVALSHA sha numkeys keys... args...`.
   static command script(command_kind kind, std::string_view sha,
                         std::span<const std::string_view> keys,
-                        std::span<const std::string_view> args) {
-    return call(kind, "EVALSHA", sha, keys, args);
-  }
-  /// `EVAL source numkeys keys... args...`: runs the script and caches it on the server.
-  static command eval(command_kind kind, std::string_view source,
-                      std::span<const std::string_view> keys,
-                      std::span<const std::string_view> args) {
-    return call(kind, "EVAL", source, keys, args);
-  }
+                        std::span<const std::string_view> args);
   /// `name args...`, a command with no key, run on the node of `route` (SCRIPT LOAD, WAIT).
   static command about(command_kind kind, std::string_view route, std::string_view name,
                        std::initializer_list<std::string_view> args);
@@ -89,10 +81,6 @@ class command {
 
  private:
   explicit command(command_kind kind) : kind_(kind) {}
-  /// `verb script numkeys keys... args...`.
-  static command call(command_kind kind, std::string_view verb, std::string_view script,
-                      std::span<const std::string_view> keys,
-                      std::span<const std::string_view> args);
   /// Writes the keys (the first is the route) and arguments at `p`, inside payload_.
   char* put_keys_and_args(char* p, std::span<const std::string_view> keys,
                           std::span<const std::string_view> args) noexcept;

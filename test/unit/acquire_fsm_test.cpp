@@ -54,7 +54,7 @@ TEST(acquire_fsm, a_busy_lock_parks_until_woken_then_tries_again) {
 }
 
 TEST(acquire_fsm, an_attempt_refused_unrun_is_tried_again_at_once_within_the_bound) {
-  // NOSCRIPT: the server's script cache was flushed; the next attempt carries the source.
+  // NOSCRIPT: the server's script cache was flushed; the next attempt follows a SCRIPT LOAD.
   auto fsm = make(std::nullopt);
   ASSERT_EQ(fsm.start(false), action::attempt);
   ASSERT_EQ(fsm.on_attempt(answer::not_run, -1ms, t0), action::attempt);
