@@ -352,9 +352,10 @@ struct acquire_operation : attempt_gate::entry {
       w.granted = false;
       w.woken = false;
     } else if (w.failed) {
+      const auto why_failed = c.hub.failure_of(w);
       std::string text = c.hub.refusal_of(w);
-      if (text.empty()) text = fmt::format("lock '{}': {}", op->s->name(), w.failed.message());
-      op->failure = std::make_exception_ptr(std::system_error(w.failed, text));
+      if (text.empty()) text = fmt::format("lock '{}': {}", op->s->name(), why_failed.message());
+      op->failure = std::make_exception_ptr(std::system_error(why_failed, text));
       why = acquire_fsm::wake::failed;
     } else if (w.woken) {
       why = w.by_message ? acquire_fsm::wake::message : acquire_fsm::wake::subscribed;
@@ -451,7 +452,7 @@ struct acquire_operation : attempt_gate::entry {
     client().hub.remove(waiter);
     const bool acquired = fsm.outcome() == verdict::acquired;
     if (acquired) {
-      s->last_wake = reason;
+      s->last_wake.store(static_cast<std::uint8_t>(reason), std::memory_order_relaxed);
       account();
     }
     auto e = verdict_error();

@@ -29,7 +29,7 @@ lock_handle::executor_type lock_handle::get_executor() const noexcept {
   return state_->client->executor;
 }
 wake_reason lock_handle::last_wake() const noexcept {
-  return state_->last_wake.load(std::memory_order_relaxed);
+  return static_cast<wake_reason>(state_->last_wake.load(std::memory_order_relaxed));
 }
 std::string_view lock_handle::owner_field() const noexcept { return state_->field(); }
 std::string lock_handle::last_error() const { return state_->last_error(); }

@@ -100,10 +100,12 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   std::chrono::steady_clock::time_point streak_since{};
   std::unique_ptr<boost::asio::steady_timer> lost_signal;  // cancelled to wake lost() waiters
   std::uint32_t handoff_streak = 0;
-  std::uint32_t orphan_releases = 0;  // give-backs of orphaned holds since the last acquire
-  const bool registered;              // listed in the client's owner table (explicit owner ids)
+  /// How this owner's latest acquisition came about (a wake_reason, in one byte). Read from any
+  /// thread.
+  std::atomic<std::uint8_t> last_wake{static_cast<std::uint8_t>(wake_reason::immediate)};
+  std::uint8_t orphan_releases = 0;  // give-backs of orphaned holds since the last acquire
+  const bool registered;             // listed in the client's owner table (explicit owner ids)
   bool lost = false;
-  std::atomic<wake_reason> last_wake{wake_reason::immediate};
   /// An acquire of this owner was reconciled as not run (it may still run late), or the client
   /// moved to another node (a failover may have lost releases). Until the server says the lock
   /// is released or not held, a "still held" answer to the final unlock means orphaned holds,

@@ -166,7 +166,7 @@ struct release_operation {
     ++s->client->counters.given_back;
     async_release(s, [](std::exception_ptr) {});
   }
-  static constexpr std::uint32_t max_orphan_releases = 16;
+  static constexpr std::uint8_t max_orphan_releases = 16;  // lock_state::orphan_releases
 
   /// Tells the caller (once). Posted when called from the deadline hook, which runs inside the
   /// session's bookkeeping.

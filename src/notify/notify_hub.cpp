@@ -99,7 +99,7 @@ void notify_hub::remove(waiter& w) {
   w.prev = w.next = nullptr;
   w.channel = nullptr;
   --c->size;
-  if (w.woken && w.failed == std::error_code{}) wake_one(*c, w.by_message);
+  if (w.woken && !w.failed) wake_one(*c, w.by_message);
   if (c->size == 0) {
     session_.unsubscribe(c->key, c->name);
     channels_.erase(channels_.find(c->name));
@@ -146,19 +146,21 @@ void notify_hub::on_refused(std::string_view channel, std::error_code ec, std::s
   auto it = channels_.find(channel);
   if (it == channels_.end()) return;
   it->second.refusal = std::string(text);
+  it->second.refused = ec;
   // Only this channel's waiters fail; they leave (and the channel goes) as they see it.
   for (waiter* w = it->second.head; w != nullptr; w = w->next) {
-    w->failed = ec;
+    w->failed = true;
     wake(*w, false);
   }
 }
 
 void notify_hub::fail_all(std::error_code reason) {
+  closed_ = reason;
   auto channels = std::exchange(channels_, {});
   for (auto& [name, c] : channels) {
     for (waiter* w = c.head; w != nullptr;) {
       waiter* next = w->next;
-      w->failed = reason;
+      w->failed = true;
       w->channel = nullptr;
       w->prev = w->next = nullptr;
       wake(*w, false);
@@ -168,7 +170,7 @@ void notify_hub::fail_all(std::error_code reason) {
   // Every sleeper is on a channel; this only makes sure none is left asleep.
   while (auto* s = sleepers_.take_any()) {
     auto& w = static_cast<waiter&>(*s);
-    w.failed = reason;
+    w.failed = true;
     w.woken = true;
     w.on_unpark(w);
   }

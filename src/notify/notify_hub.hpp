@@ -50,8 +50,9 @@ class notify_hub {
     bool reserved = false;
     /// The handoff's answer came: it holds the lock (set with `woken`).
     bool granted = false;
-    void* owner = nullptr;   // the waiting operation, for a local handoff
-    std::error_code failed;  // the client closed, or the server refused the channel
+    /// The client closed, or the server refused the channel: failure_of() says why.
+    bool failed = false;
+    void* owner = nullptr;  // the waiting operation, for a local handoff
     channel_state* channel = nullptr;
     waiter* prev = nullptr;
     waiter* next = nullptr;
@@ -64,7 +65,8 @@ class notify_hub {
     waiter* head = nullptr;
     waiter* tail = nullptr;
     std::size_t size = 0;
-    std::string refusal;  // Redis's text when the server refused the channel
+    std::string refusal;      // Redis's text when the server refused the channel
+    std::error_code refused;  // and its code
   };
 
   notify_hub(session& s, const boost::asio::any_io_executor& ex)
@@ -89,7 +91,11 @@ class notify_hub {
   /// The client that holds the hub: the timer's handler does nothing once it is gone.
   void set_owner(std::weak_ptr<void> owner) { owner_ = std::move(owner); }
 
-  /// The text of the refusal that failed `w` (empty if none).
+  /// Why `w` failed: its channel's refusal (the code, and Redis's text), or the reason the
+  /// client closed (and no text).
+  std::error_code failure_of(const waiter& w) const noexcept {
+    return w.channel != nullptr ? w.channel->refused : closed_;
+  }
   std::string refusal_of(const waiter& w) const;
 
   /// The oldest waiter on `channel` that a local handoff may pick (parked, not woken, not
@@ -135,6 +141,7 @@ class notify_hub {
   session& session_;
   std::unordered_map<std::string, channel_state, hash, std::equal_to<>> channels_;
   sleep_set sleepers_;
+  std::error_code closed_;  // fail_all's reason
   boost::asio::steady_timer timer_;
   clock::time_point armed_until_ = clock::time_point::max();
   std::weak_ptr<void> owner_;
