@@ -167,14 +167,8 @@ void notify_hub::fail_all(std::error_code reason) {
       w = next;
     }
   }
-  // Every sleeper is on a channel; this only makes sure none is left asleep.
-  while (auto* s = sleepers_.take_any()) {
-    auto& w = static_cast<waiter&>(*s);
-    w.failed = true;
-    w.woken = true;
-    w.on_unpark(w);
-  }
-  arm();
+  // Every sleeper is on a channel (a waiter joins before it sleeps), so none is left asleep,
+  // and the last unpark left the timer idle.
 }
 
 std::size_t notify_hub::waiter_count(std::string_view channel) const {

@@ -47,13 +47,6 @@ class sleep_set {
     set_.erase(set_.begin());
     return &s;
   }
-  /// Takes out any sleeper (for waking everybody); null when empty.
-  sleeper* take_any() noexcept {
-    if (set_.empty()) return nullptr;
-    sleeper& s = *set_.begin();
-    set_.erase(set_.begin());
-    return &s;
-  }
   std::size_t size() const noexcept { return set_.size(); }
   bool empty() const noexcept { return set_.empty(); }
 

@@ -58,22 +58,12 @@ script_registry::script_registry(session& s) : session_(s) {
 
 bool script_registry::not_run(const resp3::value& answer) noexcept { return is_noscript(answer); }
 
-void script_registry::load(script s, std::string_view route, clock_type::time_point deadline) {
-  request_options opts;
-  opts.deadline = deadline;
-  session_.exec(load_command(s, route), opts, [this, s](std::error_code ec, resp3::value reply) {
-    const auto i = static_cast<std::size_t>(s);
-    std::string diagnostic;
-    if (!ec && !sha_of(reply, sha_[i], diagnostic)) evicted_[i] = false;
-  });
-}
-
-void script_registry::load_then_call_again(script s, std::string_view route,
-                                           clock_type::time_point deadline, reply_handler handler) {
+void script_registry::load(script s, std::string_view route, clock_type::time_point deadline,
+                           reply_handler then) {
   request_options opts;
   opts.deadline = deadline;
   session_.exec(load_command(s, route), opts,
-                [this, s, h = std::move(handler)](std::error_code ec, resp3::value reply) mutable {
+                [this, s, h = std::move(then)](std::error_code ec, resp3::value&& reply) mutable {
                   if (ec) return std::move(h)(ec, resp3::value{});
                   const auto i = static_cast<std::size_t>(s);
                   std::string diagnostic;
@@ -81,10 +71,18 @@ void script_registry::load_then_call_again(script s, std::string_view route,
                     return std::move(h)(e, resp3::error_reply(std::move(diagnostic)));
                   }
                   evicted_[i] = false;
-                  std::move(h)(
-                      make_error_code(errc::server_error),
-                      resp3::error_reply("NOSCRIPT not loaded before this call; it is now"));
+                  std::move(h)(std::error_code{}, resp3::value{});
                 });
+}
+
+void script_registry::load_then_call_again(script s, std::string_view route,
+                                           clock_type::time_point deadline, reply_handler handler) {
+  load(s, route, deadline,
+       [h = std::move(handler)](std::error_code ec, resp3::value&& failure) mutable {
+         if (ec) return std::move(h)(ec, std::move(failure));
+         std::move(h)(make_error_code(errc::server_error),
+                      resp3::error_reply("NOSCRIPT not loaded before this call; it is now"));
+       });
 }
 
 bool script_registry::synced(script s) const noexcept {
@@ -129,18 +127,12 @@ void script_registry::reload_and_send(script s, std::span<const std::string_view
                                       std::span<const std::string_view> args, request_options opts,
                                       reply_handler handler) {
   const std::string_view key = keys.empty() ? std::string_view{} : keys.front();
-  request_options load_opts;
-  load_opts.deadline = opts.deadline;
-  session_.exec(load_command(s, key), load_opts,
-                [this, s, keys, args, opts, h = std::move(handler)](std::error_code ec,
-                                                                    resp3::value reply) mutable {
-                  if (ec) return std::move(h)(ec, resp3::value{});
-                  std::string diagnostic;
-                  if (auto e = sha_of(reply, sha_[static_cast<std::size_t>(s)], diagnostic)) {
-                    return std::move(h)(e, resp3::error_reply(std::move(diagnostic)));
-                  }
-                  send(s, keys, args, opts, std::move(h), false);
-                });
+  load(s, key, opts.deadline,
+       [this, s, keys, args, opts, h = std::move(handler)](std::error_code ec,
+                                                           resp3::value&& failure) mutable {
+         if (ec) return std::move(h)(ec, std::move(failure));
+         send(s, keys, args, opts, std::move(h), false);
+       });
 }
 
 }  // namespace rlock::detail

@@ -65,7 +65,10 @@ class script_registry {
       load_then_call_again(s, route, opts.deadline, reply_handler(std::forward<Handler>(handler)));
       return 0;
     }
-    if (evicted_[i]) load(s, route, opts.deadline);  // written before the call, on its connection
+    if (evicted_[i]) {
+      // Written before the call, on its connection; its outcome shows in the call's answer.
+      load(s, route, opts.deadline, [](std::error_code, resp3::value&&) {});
+    }
     const bool with_wait = synced(s);
     return session_.exec(call_of(s, keys, args), opts,
                          [this, s, with_wait, h = std::forward<Handler>(handler)](
@@ -92,9 +95,10 @@ class script_registry {
   /// `EVALSHA`, followed by `WAIT` when `s` changes a lock under config::sync_replicas.
   command call_of(script s, std::span<const std::string_view> keys,
                   std::span<const std::string_view> args) const;
-  /// `SCRIPT LOAD` of `s` on the node of `route`, bounded by `deadline`; its answer clears
-  /// evicted_.
-  void load(script s, std::string_view route, clock_type::time_point deadline);
+  /// `SCRIPT LOAD` of `s` on the node of `route`, bounded by `deadline`: records its hash (and
+  /// clears evicted_), then `then` gets no error, or the load's failure (Redis's text as an
+  /// error reply). Every load after the handshake goes through here.
+  void load(script s, std::string_view route, clock_type::time_point deadline, reply_handler then);
   /// The same, then `handler` gets the load's failure, or a NOSCRIPT reply: call again.
   void load_then_call_again(script s, std::string_view route, clock_type::time_point deadline,
                             reply_handler handler);
