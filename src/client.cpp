@@ -70,6 +70,11 @@ const config& validated(const config& cfg) {
                             "({} ms), got {} ms",
                             cfg.command_timeout.count(), sync.timeout.count()));
   }
+  if (cfg.fair_lock.wait_timeout.count() <= 0) {
+    throw_error(errc::invalid_argument,
+                fmt::format("fair_lock.wait_timeout must be positive, got {} ms",
+                            cfg.fair_lock.wait_timeout.count()));
+  }
   if (!cfg.cluster.nodes.empty() && !cfg.sentinel.nodes.empty()) {
     throw_error(
         errc::invalid_argument,
@@ -125,6 +130,7 @@ client_impl::client_impl(const asio::any_io_executor& ex, config c)
       uuid(random_uuid()),
       watchdog_lease_arg(cfg.watchdog_timeout.count()),
       latch_ttl_arg(std::max<std::int64_t>(1, 2 * cfg.command_timeout.count())),
+      fair_wait_arg(cfg.fair_lock.wait_timeout.count()),
       session_owner(make_session(executor, cfg)),
       session(*session_owner),
       scripts(session),
@@ -210,8 +216,9 @@ std::string client_impl::last_error(const lock_state* owner) {
   return it == last_errors_.end() ? std::string{} : it->second;
 }
 
-void client_impl::on_message(std::string_view channel, std::string_view payload) {
-  hub.on_message(channel, payload);
+void client_impl::on_message(std::string_view channel, std::string_view payload,
+                             std::chrono::steady_clock::time_point since) {
+  hub.on_message(channel, payload, since);
 }
 
 void client_impl::on_subscribed(std::string_view channel) { hub.on_subscribed(channel); }
@@ -450,6 +457,26 @@ fenced_lock client::get_fenced_lock(std::string_view name) {
 
 fenced_lock client::get_fenced_lock(std::string_view name, std::uint64_t owner_id) {
   return fenced_lock(impl_->state_for(name, owner_id, detail::fenced_kind));
+}
+
+non_reentrant_lock client::get_non_reentrant_lock(std::string_view name) {
+  return non_reentrant_lock(impl_->new_owner(name, detail::non_reentrant_kind));
+}
+non_reentrant_lock client::get_non_reentrant_lock(std::string_view name, std::uint64_t owner_id) {
+  return non_reentrant_lock(impl_->state_for(name, owner_id, detail::non_reentrant_kind));
+}
+fair_lock client::get_fair_lock(std::string_view name) {
+  return fair_lock(impl_->new_owner(name, detail::fair_kind));
+}
+fair_lock client::get_fair_lock(std::string_view name, std::uint64_t owner_id) {
+  return fair_lock(impl_->state_for(name, owner_id, detail::fair_kind));
+}
+non_reentrant_fair_lock client::get_non_reentrant_fair_lock(std::string_view name) {
+  return non_reentrant_fair_lock(impl_->new_owner(name, detail::non_reentrant_fair_kind));
+}
+non_reentrant_fair_lock client::get_non_reentrant_fair_lock(std::string_view name,
+                                                            std::uint64_t owner_id) {
+  return non_reentrant_fair_lock(impl_->state_for(name, owner_id, detail::non_reentrant_fair_kind));
 }
 
 config config::from_url(const std::string& url) {

@@ -79,6 +79,12 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
   /// release's bound and one reconnect later).
   const decimal watchdog_lease_arg;
   const decimal latch_ttl_arg;
+  const decimal fair_wait_arg;  // config::fair_lock::wait_timeout
+  /// A new acquisition's ticket (never 0): names it in a fair lock's handoff by push.
+  std::uint32_t next_ticket() noexcept {
+    if (++last_ticket_ == 0) ++last_ticket_;
+    return last_ticket_;
+  }
   /// `lease` as a script argument: the watchdog's, formatted once, or formatted into `own`.
   std::string_view lease_arg(std::chrono::milliseconds lease, decimal& own) const noexcept {
     if (lease == cfg.watchdog_timeout) return watchdog_lease_arg.view();
@@ -137,12 +143,14 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
   latch_sweeper latches;
 
  private:
-  void on_message(std::string_view channel, std::string_view payload) override;
+  void on_message(std::string_view channel, std::string_view payload,
+                  std::chrono::steady_clock::time_point since) override;
   void on_subscribed(std::string_view channel) override;
   void on_refused(std::string_view channel, std::error_code ec, std::string_view text) override;
   void on_state(connection_state state, std::error_code reason,
                 const std::string& diagnostic) override;
 
+  std::uint32_t last_ticket_ = 0;  // on the executor
   std::mutex states_mutex_;
   std::unordered_map<std::string, std::weak_ptr<lock_state>> states_;
   std::unordered_map<const lock_state*, std::string> last_errors_;  // under states_mutex_

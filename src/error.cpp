@@ -61,6 +61,8 @@ class category final : public std::error_category {
         return "the cluster does not serve the key's slot";
       case errc::too_many_redirects:
         return "too many cluster redirects";
+      case errc::reentry_refused:
+        return "the owner already holds the lock, which refuses this acquisition";
     }
     return "unknown rlock error";
   }

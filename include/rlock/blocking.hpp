@@ -77,6 +77,22 @@ inline rlock::fenced_lock get_lock<rlock::fenced_lock>(rlock::client& c, std::st
                                                        std::uint64_t owner) {
   return c.get_fenced_lock(name, owner);
 }
+template <>
+inline rlock::non_reentrant_lock get_lock<rlock::non_reentrant_lock>(rlock::client& c,
+                                                                     std::string_view name,
+                                                                     std::uint64_t owner) {
+  return c.get_non_reentrant_lock(name, owner);
+}
+template <>
+inline rlock::fair_lock get_lock<rlock::fair_lock>(rlock::client& c, std::string_view name,
+                                                   std::uint64_t owner) {
+  return c.get_fair_lock(name, owner);
+}
+template <>
+inline rlock::non_reentrant_fair_lock get_lock<rlock::non_reentrant_fair_lock>(
+    rlock::client& c, std::string_view name, std::uint64_t owner) {
+  return c.get_non_reentrant_fair_lock(name, owner);
+}
 
 /// Whether an acquisition's result (nothing, a bool, a token or an optional token) took it.
 constexpr bool acquired() noexcept { return true; }
@@ -262,6 +278,12 @@ class basic_lock {
 using reentrant_lock = basic_lock<rlock::reentrant_lock>;
 /// Lockable and TimedLockable over rlock::fenced_lock; token() after an acquisition.
 using fenced_lock = basic_lock<rlock::fenced_lock>;
+/// Lockable and TimedLockable over rlock::non_reentrant_lock: a second lock() by the same
+/// thread throws errc::reentry_refused instead of deadlocking.
+using non_reentrant_lock = basic_lock<rlock::non_reentrant_lock>;
+/// Lockable and TimedLockable over rlock::fair_lock: threads of every process get it in order.
+using fair_lock = basic_lock<rlock::fair_lock>;
+using non_reentrant_fair_lock = basic_lock<rlock::non_reentrant_fair_lock>;
 
 template <owned_lock Lock>
 basic_lock<Lock> client::get(std::string_view name) {

@@ -4,8 +4,10 @@
 #include "rlock/connection_state.hpp"
 #include "rlock/detail/completion.hpp"
 #include "rlock/export.hpp"
+#include "rlock/fair_lock.hpp"
 #include "rlock/fenced_lock.hpp"
 #include "rlock/metrics.hpp"
+#include "rlock/non_reentrant_lock.hpp"
 #include "rlock/reentrant_lock.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -194,6 +196,18 @@ class RLOCK_EXPORT client {
   /// two owners, and with the same owner id they share the hold: one hash field.
   fenced_lock get_fenced_lock(std::string_view name);
   fenced_lock get_fenced_lock(std::string_view name, std::uint64_t owner_id);
+
+  /// A non-reentrant lock (Redisson's RNonReentrantLock), a fair lock (RFairLock) and a
+  /// non-reentrant fair lock (RNonReentrantFairLock) `name`, with a new owner or owned by
+  /// `owner_id` (as for get_lock). Every kind on one name shares the lock hash: handles of
+  /// different kinds exclude each other like any two owners.
+  non_reentrant_lock get_non_reentrant_lock(std::string_view name);
+  non_reentrant_lock get_non_reentrant_lock(std::string_view name, std::uint64_t owner_id);
+  fair_lock get_fair_lock(std::string_view name);
+  fair_lock get_fair_lock(std::string_view name, std::uint64_t owner_id);
+  non_reentrant_fair_lock get_non_reentrant_fair_lock(std::string_view name);
+  non_reentrant_fair_lock get_non_reentrant_fair_lock(std::string_view name,
+                                                      std::uint64_t owner_id);
 
  private:
   using start_fn = void (*)(const std::shared_ptr<detail::client_impl>&, detail::handler<>);

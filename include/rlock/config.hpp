@@ -173,6 +173,24 @@ struct RLOCK_EXPORT config {
   /// Zero: no limit.
   std::size_t max_attempts_in_flight = 4'096;
 
+  /// Fair locks (client::get_fair_lock): FIFO across processes through a queue on the server.
+  struct fair_lock_policy {
+    /// How long past its expected turn a waiter keeps its place in the queue (Redisson's
+    /// fairLockWaitTimeout, default 5 minutes, used for lock() and try_lock() without a wait;
+    /// a try_lock's own wait is used instead). rlock's waiters come back while they wait, each
+    /// time moving their deadline on, so a live waiter is never dropped; this bounds how long a
+    /// waiter that died (or a Redisson waiter that gave up silently) holds up the queue once it
+    /// is its turn. Positive.
+    std::chrono::milliseconds wait_timeout{60'000};
+    /// rlock's handoff by push: a release that finds an rlock waiter at the head of the queue
+    /// makes it the holder inside the release script and tells it on its channel, so it holds
+    /// the lock when the push arrives, with no acquire round trip (Redisson waiters on the same
+    /// lock get Redisson's protocol). false: every waiter acquires by itself after the push, as
+    /// in Redisson. Off under sync_replicas (the grant would skip the replicas' check).
+    bool handoff_by_push = true;
+  };
+  fair_lock_policy fair_lock;
+
   /// An acquisition that waited this long or longer is logged (warning). Zero: never.
   std::chrono::milliseconds slow_acquire_threshold{1'000};
 

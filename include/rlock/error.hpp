@@ -82,6 +82,10 @@ enum class errc {
   /// config::cluster: a request was redirected (`-MOVED`/`-ASK`) more often than the router
   /// follows (5): the nodes disagree about who serves its slot.
   too_many_redirects,
+  /// The owner asked for a hold it cannot take while it holds what it holds: a re-acquire of a
+  /// non-reentrant lock by its holder (Redisson's `NON_REENTRANT_REACQUIRE`). Waiting would
+  /// wait for itself, so the acquisition fails at once; Redis's text travels beside the code.
+  reentry_refused,
 };
 
 /// The category of `rlock::errc`; its name is "rlock".

@@ -208,6 +208,12 @@ class RLOCK_EXPORT lock_handle {
   void start_hold_count(detail::handler<std::int64_t> h) const;
   void start_remaining_ttl(detail::handler<milliseconds> h) const;
   void start_lost(detail::handler<> h) const;
+  /// The engine's acquisitions of the kind the handle's factory chose: until acquired (`lock`),
+  /// or within `wait` reporting whether (`try_lock`).
+  static void start_acquire(const lock_handle& l, std::optional<milliseconds> lease,
+                            detail::handler<> h);
+  static void start_try_acquire(const lock_handle& l, milliseconds wait,
+                                std::optional<milliseconds> lease, detail::handler<bool> h);
 
  private:
   template <typename Lock>

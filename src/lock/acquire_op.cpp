@@ -84,6 +84,7 @@ struct acquire_operation : attempt_gate::entry {
 
   static void start(owner op) {
     if (op->link) op->link->op = op.get();
+    if (op->s->kind.leave_call != nullptr) op->waiter.ticket = op->client().next_ticket();
     const auto next = op->fsm.start(op->link && op->link->requested.load());
     run(std::move(op), next, true);
   }
@@ -109,10 +110,12 @@ struct acquire_operation : attempt_gate::entry {
           op->tell(inside_initiation);
           next = op->fsm.resume();
           break;
+        case action::done:
+          if (op->maybe_queued && !op->took_hold) leave_queue(*op);
+          return;
         case action::interrupt:
         case action::withdraw:
         case action::wait:  // only events from hooks yield these
-        case action::done:
           return;
       }
     }
@@ -175,16 +178,81 @@ struct acquire_operation : attempt_gate::entry {
     opts.written_at = &op->written;
     // Built for this attempt only: a waiter keeps no bytes of its call while it sleeps.
     decimal own_lease;
+    acquire_inputs in;
+    in.lease_ms = c.lease_arg(op->lease.value_or(c.cfg.watchdog_timeout), own_lease);
+    fair_inputs fair;
+    if (op->s->kind.leave_call != nullptr) fair.fill(*op, in);
     acquire_script_call call;
-    op->s->kind.acquire_call(op->s->identity(),
-                             c.lease_arg(op->lease.value_or(c.cfg.watchdog_timeout), own_lease),
-                             call);
+    op->s->kind.acquire_call(op->s->identity(), in, call);
     auto* p = op.get();
     p->request = c.scripts.async_run_once(
         call.which, call.key_span(), call.arg_span(), opts,
         [op = std::move(op)](std::error_code ec, resp3::value&& reply) mutable {
           on_attempt(std::move(op), ec, reply);
         });
+  }
+
+  /// A fair kind's attempt arguments: the queue allowance, the ticket (none for a single
+  /// attempt, which is never queued) and the registration for a handoff by push.
+  struct fair_inputs {
+    decimal wait;
+    decimal ticket;
+    std::string handoff;
+
+    void fill(acquire_operation& op, acquire_inputs& in) {
+      const client_impl& c = op.client();
+      const bool single = op.wait && op.wait->count() == 0;
+      if (op.wait && op.wait->count() > 0) {
+        wait.assign(op.wait->count());
+        in.wait_ms = wait.view();
+      } else {
+        in.wait_ms = c.fair_wait_arg.view();
+      }
+      if (single) return;
+      op.maybe_queued = true;  // from its first write on, it may be in the queue
+      ticket.assign(op.waiter.ticket);
+      in.ticket = ticket.view();
+      if (c.cfg.fair_lock.handoff_by_push && c.cfg.sync_replicas.replicas == 0) {
+        handoff.append(in.lease_ms).push_back(':');
+        handoff.append(in.wait_ms);
+        in.handoff = handoff;
+      }
+    }
+  };
+
+  /// A fair waiter that gives up (out of time, cancelled, failed) leaves the queue: Redisson's
+  /// acquireFailed, which also gives back a handoff by push made to it meanwhile. Nobody waits
+  /// for it; idempotent, so it is written again after a reconnect, within command_timeout (a
+  /// waiter it never reaches is dropped at its deadline).
+  static void leave_queue(acquire_operation& op) {
+    client_impl& c = op.client();
+    struct leaving {
+      std::shared_ptr<lock_state> s;  // the call views its key and field
+      std::string channel;
+      decimal wait;
+      decimal ticket;
+      release_script_call call;
+    };
+    auto l = std::make_unique<leaving>();
+    l->s = op.s;
+    op.s->kind.channel(op.s->key(), l->channel);
+    leave_inputs in;
+    in.channel = l->channel;
+    if (op.wait && op.wait->count() > 0) {
+      l->wait.assign(op.wait->count());
+      in.wait_ms = l->wait.view();
+    } else {
+      in.wait_ms = c.fair_wait_arg.view();
+    }
+    l->ticket.assign(op.waiter.ticket);
+    in.ticket = l->ticket.view();
+    in.publish = c.session.publish_command();
+    op.s->kind.leave_call(op.s->identity(), in, l->call);
+    request_options opts;
+    opts.deadline = clock_type::now() + c.cfg.command_timeout;
+    auto& call = l->call;
+    c.scripts.async_run(call.which, call.key_span(), call.arg_span(), opts,
+                        [l = std::move(l)](std::error_code, const resp3::value&) {});
   }
 
   /// The caller's bound passed with the attempt written and unanswered (a stalled server or a
@@ -219,6 +287,9 @@ struct acquire_operation : attempt_gate::entry {
       a = answer::not_run;
     } else if (!ec || unsynced) {
       const auto decoded = op->s->kind.decode(reply);
+      // The server ran this attempt after any handoff by push heard before its answer: the
+      // answer says what holds (a handoff it found is claimed by it, the lease restarted).
+      op->waiter.pushed_grant = false;
       switch (decoded.what) {
         case acquire_reply::outcome::acquired:
           op->record_hold(decoded.token);
@@ -228,6 +299,8 @@ struct acquire_operation : attempt_gate::entry {
         case acquire_reply::outcome::busy:
           a = answer::busy;
           ttl = decoded.ttl;
+          // A handoff by push to it can only come after this ran (fair kinds).
+          op->busy_written = op->written;
           break;
         case acquire_reply::outcome::malformed:
           op->failure = error_with(errc::protocol_error,
@@ -287,7 +360,7 @@ struct acquire_operation : attempt_gate::entry {
       const auto judged = op->s->kind.judge(op->s->server_holds, reply);
       switch (judged.what) {
         case reconcile_result::outcome::ran:
-          op->record_hold(judged.token);
+          op->record_hold(judged.token, op->reconciled_start());
           a = answer::acquired;
           break;
         case reconcile_result::outcome::ran_no_token:
@@ -351,6 +424,10 @@ struct acquire_operation : attempt_gate::entry {
       why = acquire_fsm::wake::granted;  // the handoff recorded the hold
       w.granted = false;
       w.woken = false;
+    } else if (w.pushed_grant && !w.failed) {
+      w.pushed_grant = false;
+      w.woken = false;
+      why = op->take_pushed_grant() ? acquire_fsm::wake::granted : acquire_fsm::wake::message;
     } else if (w.failed) {
       const auto why_failed = c.hub.failure_of(w);
       std::string text = c.hub.refusal_of(w);
@@ -367,6 +444,11 @@ struct acquire_operation : attempt_gate::entry {
     const auto next = op->fsm.on_woken(why, clock_type::now(), w.reserved);
     if (why == acquire_fsm::wake::granted) {
       op->reason = wake_reason::handoff;
+    } else if (why == acquire_fsm::wake::message && next == action::attempt) {
+      // Not from woken flags alone: a stale handoff by push is claimed by this attempt.
+      op->reason = wake_reason::notification;
+      ++c.counters.notified_wakeups;
+      op->wake_by_message = true;
     } else if (next == action::attempt) {
       op->reason = why == acquire_fsm::wake::timer     ? wake_reason::expiry
                    : why == acquire_fsm::wake::message ? wake_reason::notification
@@ -381,10 +463,34 @@ struct acquire_operation : attempt_gate::entry {
 
   // --- holds ----------------------------------------------------------------------------------
 
+  /// A fair lock's release made this acquisition the holder and told it by push. Its lease
+  /// began when that script ran, which was after this waiter's latest busy attempt ran and
+  /// (where messages share the lock's connection) after the connection's latest answered
+  /// request: the later of the two is where the lease is counted from. If that leaves less
+  /// than three quarters of the lease, the hold is not taken from the push alone: an attempt
+  /// claims it instead and restarts its lease (one round trip, only after a long silence).
+  bool take_pushed_grant() {
+    client_impl& c = client();
+    auto since = busy_written;
+    if (c.session.ordered_pushes()) since = std::max(since, c.hub.take_grant_since(waiter));
+    const auto held_for = lease.value_or(c.cfg.watchdog_timeout);
+    if (since == clock_type::time_point{} || clock_type::now() - since > held_for / 4) return false;
+    record_hold(0, since);
+    return true;
+  }
+
+  /// Where a hold a reconciliation found began at the latest: the lost attempt's write, or,
+  /// for a fair kind, a handoff by push made before it (after its latest busy attempt).
+  clock_type::time_point reconciled_start() const noexcept {
+    if (s->kind.leave_call == nullptr || busy_written == clock_type::time_point{}) return written;
+    return std::min(written, busy_written);
+  }
+
   /// Bookkeeping of a hold an answer took for this operation (kept even if it is given back),
   /// its lease counted from `sent` (the attempt's, or a handoff's, write).
   void record_hold(std::int64_t t) { record_hold(t, written); }
   void record_hold(std::int64_t t, clock_type::time_point sent) {
+    took_hold = true;
     s->on_acquired(lease.value_or(client().cfg.watchdog_timeout), !lease, sent);
     if (t > 0) {
       token = t;
@@ -504,8 +610,9 @@ struct acquire_operation : attempt_gate::entry {
   std::exception_ptr failure;  // the shell's failure, for verdict::failed
   // Only for a caller with a cancellation slot: it outlives the operation in the slot handler.
   std::shared_ptr<cancel_link<acquire_operation>> link;
-  clock_type::time_point written{};  // when the current attempt was written; epoch: not (yet)
-  std::int64_t token = 0;            // this acquisition's token (kinds with tokens)
+  clock_type::time_point written{};       // when the current attempt was written; epoch: not (yet)
+  clock_type::time_point busy_written{};  // the latest attempt answered busy (fair kinds)
+  std::int64_t token = 0;                 // this acquisition's token (kinds with tokens)
   notify_hub::waiter waiter;  // in the hub from the first busy answer until the caller is told
   multiplexer::id_type request = 0;        // the attempt or question in flight
   std::shared_ptr<handoff_ticket> ticket;  // a local handoff to it in flight
@@ -513,6 +620,8 @@ struct acquire_operation : attempt_gate::entry {
   bool wake_by_message = false;  // the wake-up the attempt in flight used was an unlock message
   bool counted = false;          // its attempt in flight holds a turn of the gate
   bool called_again = false;     // the attempt in flight follows a NOSCRIPT answer
+  bool maybe_queued = false;     // a fair kind's attempt was written: it may be in the queue
+  bool took_hold = false;        // an answer or a handoff gave it a hold (kept or given back)
 };
 
 }  // namespace

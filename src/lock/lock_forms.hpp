@@ -71,18 +71,6 @@ inline std::int64_t as_integer(const resp3::value& v) {
   return n;
 }
 
-/// The awaitable form of an operation: the caller's coroutine awaits the operation's own
-/// completion (its exception, with Redis's text, is thrown as is), with no coroutine between.
-template <typename... Result, typename Handle, typename Start>
-auto awaitable_of(const Handle& l, Start start) {
-  return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr, Result...)>(
-      [](auto completion, Handle self, Start st) {
-        const auto ex = self.get_executor();
-        st(self, handler<Result...>(std::move(completion), ex));
-      },
-      asio::use_awaitable, l, std::move(start));
-}
-
 /// A single-round-trip query run as a coroutine on the client's executor, completing `h`. It
 /// ignores cancellation: bounded by config::command_timeout, it always runs to its answer.
 template <typename T>

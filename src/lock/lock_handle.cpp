@@ -2,6 +2,7 @@
 
 #include "client_impl.hpp"
 #include "lock/lock_forms.hpp"
+#include "lock/lock_kind.hpp"
 #include "lock/lock_ops.hpp"
 #include "lock/lock_state.hpp"
 #include "resp3/request.hpp"
@@ -34,6 +35,15 @@ wake_reason lock_handle::last_wake() const noexcept {
 std::string_view lock_handle::owner_field() const noexcept { return state_->field(); }
 std::string lock_handle::last_error() const { return state_->last_error(); }
 
+void lock_handle::start_acquire(const lock_handle& l, std::optional<milliseconds> lease,
+                                detail::handler<> h) {
+  detail::async_lock(l.state_, lease, std::move(h));
+}
+void lock_handle::start_try_acquire(const lock_handle& l, milliseconds wait,
+                                    std::optional<milliseconds> lease, detail::handler<bool> h) {
+  detail::async_acquire(l.state_, wait, lease, std::move(h));
+}
+
 namespace {
 
 using detail::as_integer;
@@ -60,14 +70,15 @@ asio::awaitable<milliseconds> ttl_op(std::shared_ptr<detail::lock_state> s) {
 }
 asio::awaitable<bool> force_unlock_op(std::shared_ptr<detail::lock_state> s) {
   co_await asio::this_coro::throw_if_cancelled(false);
-  const std::string unlock_to = s->channel();
-  const std::array<std::string_view, 2> keys{s->key(), unlock_to};
-  const std::array<std::string_view, 2> args{"0", s->client->session.publish_command()};
+  std::string unlock_to;
+  s->kind.channel(s->key(), unlock_to);
+  detail::release_script_call call;
+  s->kind.force_call(s->identity(), unlock_to, s->client->session.publish_command(), call);
   if (s->local_holds > 0) s->reset(false);
   auto [ec, reply] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
                                                    void(std::error_code, detail::resp3::value)>(
       [&](auto handler) {
-        s->client->scripts.async_run(detail::script::force_unlock, keys, args, round_trip(*s),
+        s->client->scripts.async_run(call.which, call.key_span(), call.arg_span(), round_trip(*s),
                                      std::move(handler));
       },
       asio::use_awaitable);

@@ -25,10 +25,10 @@ struct lock_identity {
   std::string_view field;
 };
 
-/// The keys and arguments of one script call, viewing the lock's state and `scratch` (a key the
-/// kind derives, such as the fenced lock's token counter): filled in place, no allocation for a
-/// kind that derives nothing. Sized per use: an acquisition keeps its call while it waits (bench
-/// S6 counts its bytes per parked waiter).
+/// The keys and arguments of one script call, viewing the lock's state and `scratch` (keys the
+/// kind derives, such as the fenced lock's token counter or the fair lock's queue): filled in
+/// place, no allocation for a kind that derives nothing. Built per request, never kept while a
+/// waiter sleeps.
 template <std::size_t Keys, std::size_t Args>
 struct basic_script_call {
   script which{};
@@ -41,11 +41,24 @@ struct basic_script_call {
   std::span<const std::string_view> key_span() const noexcept { return {keys.data(), key_count}; }
   std::span<const std::string_view> arg_span() const noexcept { return {args.data(), arg_count}; }
 };
-/// An acquire attempt: up to 3 keys and 4 arguments (a fair lock's queue and timeout set, its
-/// wait and clock).
-using acquire_script_call = basic_script_call<3, 4>;
-/// A release, or a handoff: the latched unlock's 3 keys and up to 7 arguments.
-using release_script_call = basic_script_call<3, 7>;
+/// An acquire attempt: up to 4 keys and 6 arguments (a fair lock's queue, timeouts and handoff
+/// registrations; its wait, ticket and registration).
+using acquire_script_call = basic_script_call<4, 6>;
+/// A release or a handoff: the fair lock's 6 keys (its own 5 and the latch), or the latched
+/// unlock's 3; up to 7 arguments. Also a fair waiter's leave and a force unlock.
+using release_script_call = basic_script_call<6, 7>;
+
+/// What an acquire attempt needs beyond the state.
+struct acquire_inputs {
+  std::string_view lease_ms;
+  /// Fair kinds: the allowance for the waiter's queue deadline (Redisson's threadWaitTime).
+  std::string_view wait_ms;
+  /// Fair kinds: the acquisition's ticket in decimal, naming it in a handoff by push; empty for
+  /// a single attempt (which never joins the queue).
+  std::string_view ticket;
+  /// Fair kinds: `<lease>:<wait>` to register for a handoff by push; empty: Redisson's protocol.
+  std::string_view handoff;
+};
 
 /// What a release script call needs beyond the state: views the release operation owns.
 struct release_inputs {
@@ -57,6 +70,14 @@ struct release_inputs {
   /// A local handoff (lock_kind::transfer_call): the owner the lock goes to, and its lease.
   std::string_view to_field;
   std::string_view to_lease_ms;
+};
+
+/// What a waiter that gives up needs to leave a fair queue.
+struct leave_inputs {
+  std::string_view channel;  // the lock's unlock channel (the next waiter's is derived)
+  std::string_view wait_ms;  // the allowance its attempts gave
+  std::string_view ticket;   // the acquisition's
+  std::string_view publish;
 };
 
 /// What the answer to a reconcile question says about a lost attempt.
@@ -71,13 +92,14 @@ struct reconcile_result {
 };
 
 struct lock_kind {
-  /// For logs and the owner table ("reentrant", "fenced").
+  /// For logs and the owner table ("reentrant", "fenced", "fair", ...).
   std::string_view name;
 
-  /// The acquire attempt with lease `lease_ms`: KEYS and ARGV of the kind's acquire script.
-  void (*acquire_call)(const lock_identity& s, std::string_view lease_ms,
-                       acquire_script_call& call);
-  /// Its reply: acquired (with a token, if the kind has them) or busy (with the holder's TTL).
+  /// The acquire attempt: KEYS and ARGV of the kind's acquire script.
+  void (*acquire_call)(const lock_identity& s, const acquire_inputs& in, acquire_script_call& call);
+  /// Its reply: acquired (with a token, if the kind has them) or busy (with the holder's TTL, or
+  /// how long to sleep without a message), malformed otherwise. An error reply (a refusal such
+  /// as NON_REENTRANT_REACQUIRE) never reaches it.
   acquire_reply (*decode)(const resp3::value& reply) noexcept;
 
   /// After an attempt's answer was lost: one round trip whose answer, judged against the holds
@@ -92,9 +114,18 @@ struct lock_kind {
   /// A final release that hands the lock to another owner of this client in the same script
   /// (config::local_handoff): the release's KEYS and ARGV plus `in.to_field` and
   /// `in.to_lease_ms`; the reply is nil, 0, or 2 (handed over: the new owner holds it once).
-  /// Null: the kind does not hand off (a fenced acquisition must take a new token).
+  /// Null: the kind does not hand off locally (a fenced acquisition must take a new token; a
+  /// fair lock hands over to the head of its queue only).
   void (*transfer_call)(const lock_identity& s, const release_inputs& in,
                         release_script_call& call);
+  /// force_unlock: deletes the lock whoever holds it and tells its waiters; 1 if it was locked.
+  void (*force_call)(const lock_identity& s, std::string_view channel, std::string_view publish,
+                     release_script_call& call);
+
+  /// Fair kinds: the script a waiter that gives up (out of time, cancelled, failed) runs to
+  /// leave the queue; idempotent (a release-kind command, written again after a reconnect).
+  /// Null: waiters are not queued on the server.
+  void (*leave_call)(const lock_identity& s, const leave_inputs& in, release_script_call& call);
 
   /// The watchdog's batched renewal: KEYS = lock keys, ARGV[1] = lease ms, ARGV[i + 1] = the
   /// owner field of KEYS[i]; one 1 (renewed) or 0 (no longer ours) per key.
@@ -102,6 +133,9 @@ struct lock_kind {
 
   /// The channel its unlocks publish on (appended to `out`), and whom a message there wakes.
   void (*channel)(std::string_view key, std::string& out);
+  /// Waiters listen on `<channel>:<owner field>` (the fair lock's channel per waiter), not on
+  /// the lock's channel.
+  bool channel_per_owner;
   message_policy on_message;
 };
 
@@ -110,5 +144,13 @@ extern const lock_kind reentrant_kind;
 /// Redisson's RFencedLock: {-1, token} when acquired, {pttl, -1} when busy; every acquisition
 /// increments the token counter `redisson_lock_token:{<key>}`.
 extern const lock_kind fenced_kind;
+/// Redisson's RNonReentrantLock: RLock, except that a re-acquire by the holder is refused
+/// (errc::reentry_refused) instead of counted.
+extern const lock_kind non_reentrant_kind;
+/// Redisson's RFairLock: FIFO across processes through a queue on the server, a channel per
+/// waiter, and rlock's handoff by push (scripts.hpp, RLOCK_FAIR_LUA).
+extern const lock_kind fair_kind;
+/// Redisson's RNonReentrantFairLock: the fair lock refusing a re-acquire by its holder.
+extern const lock_kind non_reentrant_fair_kind;
 
 }  // namespace rlock::detail

@@ -1,6 +1,8 @@
-// The two kinds the engine runs today, as descriptors: the reentrant lock (Redisson's RLock) and
-// the fenced lock (RFencedLock). They share the hash, the release, the channel and the renewal;
-// they differ in the acquire script, its reply and what a lost acquire's reconciliation reads.
+// The kinds the engine runs, as descriptors: the reentrant lock (Redisson's RLock), the fenced
+// lock (RFencedLock), the non-reentrant lock (RNonReentrantLock) and the fair locks (RFairLock,
+// RNonReentrantFairLock). They share the hash and the renewal; they differ in the acquire script,
+// its reply, what a lost acquire's reconciliation reads, and (fair) the queue, the channel per
+// waiter and the release that passes the lock on.
 #include "lock/lock_kind.hpp"
 #include "lock/names.hpp"
 #include "resp3/request.hpp"
@@ -20,6 +22,9 @@ std::int64_t integer_of(const resp3::value& v) noexcept {
 
 // --- shared by both kinds ---------------------------------------------------------------------
 
+/// Redisson's refusal of a re-acquire by a non-reentrant lock's holder.
+constexpr std::string_view reentry_refusal = "NON_REENTRANT_REACQUIRE";
+
 void release_call(const lock_identity& s, const release_inputs& in, release_script_call& call) {
   call.which = script::release;
   call.keys = {s.key, in.channel, in.latch};
@@ -36,9 +41,18 @@ void transfer_call(const lock_identity& s, const release_inputs& in, release_scr
   call.arg_count = 7;
 }
 
+void force_call(const lock_identity& s, std::string_view channel, std::string_view publish,
+                release_script_call& call) {
+  call.which = script::force_unlock;
+  call.keys = {s.key, channel};
+  call.key_count = 2;
+  call.args = {"0", publish};
+  call.arg_count = 2;
+}
+
 /// Redisson publishes "0" (an unlock: one waiter per process may take it) or "1" (a read
 /// unlock, or a forced one: everybody tries).
-wake_policy on_unlock_message(std::string_view payload) noexcept {
+wake_policy on_unlock_message(std::string_view payload, std::uint32_t&) noexcept {
   return payload == "1" ? wake_policy::all : wake_policy::one;
 }
 
@@ -51,12 +65,12 @@ bool ran(std::uint64_t server_holds, const resp3::value& count) noexcept {
 
 // --- reentrant --------------------------------------------------------------------------------
 
-void reentrant_acquire(const lock_identity& s, std::string_view lease_ms,
+void reentrant_acquire(const lock_identity& s, const acquire_inputs& in,
                        acquire_script_call& call) {
   call.which = script::acquire;
   call.keys[0] = s.key;
   call.key_count = 1;
-  call.args[0] = lease_ms;
+  call.args[0] = in.lease_ms;
   call.args[1] = s.field;
   call.arg_count = 2;
 }
@@ -83,13 +97,13 @@ reconcile_result reentrant_judge(std::uint64_t holds, const resp3::value& answer
 
 // --- fenced -----------------------------------------------------------------------------------
 
-void fenced_acquire(const lock_identity& s, std::string_view lease_ms, acquire_script_call& call) {
+void fenced_acquire(const lock_identity& s, const acquire_inputs& in, acquire_script_call& call) {
   call.which = script::acquire_fenced;
   if (call.scratch.empty()) call.scratch = token_counter(s.key);
   call.keys[0] = s.key;
   call.keys[1] = call.scratch;
   call.key_count = 2;
-  call.args[0] = lease_ms;
+  call.args[0] = in.lease_ms;
   call.args[1] = s.field;
   call.arg_count = 2;
 }
@@ -132,6 +146,108 @@ reconcile_result fenced_judge(std::uint64_t holds, const resp3::value& answer) n
   return {reconcile_result::outcome::ran, token};
 }
 
+// --- non-reentrant ----------------------------------------------------------------------------
+
+void non_reentrant_acquire(const lock_identity& s, const acquire_inputs& in,
+                           acquire_script_call& call) {
+  reentrant_acquire(s, in, call);
+  call.which = script::acquire_non_reentrant;
+  call.args[2] = reentry_refusal;
+  call.arg_count = 3;
+}
+
+// --- fair ---------------------------------------------------------------------------------------
+
+/// The fair lock's keys: the lock, its queue, its timeouts and the handoff registrations (in
+/// `scratch`, views taken once it is complete), then the channel.
+template <typename Call>
+void fair_keys(std::string_view key, Call& call) {
+  auto& names = call.scratch;
+  names.clear();
+  names.reserve(3 * key.size() + 72);
+  append_tagged_name(fair_queue_prefix, key, names);
+  const std::size_t queue_end = names.size();
+  append_tagged_name(fair_timeout_prefix, key, names);
+  const std::size_t timeouts_end = names.size();
+  append_tagged_name(fair_handoff_prefix, key, names);
+  const std::string_view all(names);
+  call.keys[0] = key;
+  call.keys[1] = all.substr(0, queue_end);
+  call.keys[2] = all.substr(queue_end, timeouts_end - queue_end);
+  call.keys[3] = all.substr(timeouts_end);
+  call.key_count = 4;
+}
+
+void fair_acquire_with(const lock_identity& s, const acquire_inputs& in, std::string_view refusal,
+                       acquire_script_call& call) {
+  call.which = script::acquire_fair;
+  fair_keys(s.key, call);
+  call.args = {in.lease_ms, s.field, in.wait_ms, in.ticket, in.handoff, refusal};
+  call.arg_count = 6;
+}
+
+void fair_acquire(const lock_identity& s, const acquire_inputs& in, acquire_script_call& call) {
+  fair_acquire_with(s, in, {}, call);
+}
+
+void non_reentrant_fair_acquire(const lock_identity& s, const acquire_inputs& in,
+                                acquire_script_call& call) {
+  fair_acquire_with(s, in, reentry_refusal, call);
+}
+
+/// nil: acquired; -3: handed over by push already (the attempt restarted the lease); a number
+/// >= -1: busy, sleep that long (-1: the holder has no TTL).
+acquire_reply fair_decode(const resp3::value& reply) noexcept {
+  acquire_reply out;
+  if (reply.is_null() || (reply.type == resp3::type::number && reply.integer == -3)) {
+    out.what = acquire_reply::outcome::acquired;
+  } else if (reply.type == resp3::type::number && reply.integer >= -1) {
+    out.what = acquire_reply::outcome::busy;
+    out.ttl = std::chrono::milliseconds(reply.integer);
+  }
+  return out;
+}
+
+void fair_release(const lock_identity& s, const release_inputs& in, release_script_call& call) {
+  call.which = script::release_fair;
+  fair_keys(s.key, call);
+  call.keys[4] = in.channel;
+  call.keys[5] = in.latch;
+  call.key_count = 6;
+  call.args = {in.lease_ms, s.field, in.publish, in.latch_ttl};
+  call.arg_count = 4;
+}
+
+void fair_force(const lock_identity& s, std::string_view channel, std::string_view publish,
+                release_script_call& call) {
+  call.which = script::force_unlock_fair;
+  fair_keys(s.key, call);
+  call.keys[4] = channel;
+  call.key_count = 5;
+  call.args[0] = publish;
+  call.arg_count = 1;
+}
+
+void fair_leave(const lock_identity& s, const leave_inputs& in, release_script_call& call) {
+  call.which = script::leave_fair;
+  fair_keys(s.key, call);
+  call.keys[4] = in.channel;
+  call.key_count = 5;
+  call.args = {s.field, in.wait_ms, in.ticket, in.publish};
+  call.arg_count = 4;
+}
+
+/// On a waiter's own channel: Redisson's "0" (the lock is free and it is this waiter's turn: it
+/// acquires), or rlock's `g<ticket>` (the lock was handed to the acquisition with that ticket).
+wake_policy on_fair_message(std::string_view payload, std::uint32_t& ticket) noexcept {
+  if (payload.size() > 1 && payload.front() == 'g') {
+    const auto* end = payload.data() + payload.size();
+    auto [p, ec] = std::from_chars(payload.data() + 1, end, ticket);
+    return ec == std::errc{} && p == end ? wake_policy::grant : wake_policy::none;
+  }
+  return payload == "1" ? wake_policy::all : wake_policy::one;
+}
+
 }  // namespace
 
 const lock_kind reentrant_kind{
@@ -142,8 +258,11 @@ const lock_kind reentrant_kind{
     .judge = &reentrant_judge,
     .release_call = &release_call,
     .transfer_call = &transfer_call,
+    .force_call = &force_call,
+    .leave_call = nullptr,
     .renew = script::renew,
     .channel = &append_unlock_channel,
+    .channel_per_owner = false,
     .on_message = &on_unlock_message,
 };
 
@@ -155,9 +274,60 @@ const lock_kind fenced_kind{
     .judge = &fenced_judge,
     .release_call = &release_call,
     .transfer_call = nullptr,  // every acquisition takes a new token: no handoff
+    .force_call = &force_call,
+    .leave_call = nullptr,
     .renew = script::renew,
     .channel = &append_unlock_channel,
+    .channel_per_owner = false,
     .on_message = &on_unlock_message,
+};
+
+const lock_kind non_reentrant_kind{
+    .name = "non-reentrant",
+    .acquire_call = &non_reentrant_acquire,
+    .decode = &reentrant_decode,
+    .reconcile_question = &reentrant_question,
+    .judge = &reentrant_judge,
+    .release_call = &release_call,
+    .transfer_call = &transfer_call,  // the new owner holds it once, as its acquire would
+    .force_call = &force_call,
+    .leave_call = nullptr,
+    .renew = script::renew,
+    .channel = &append_unlock_channel,
+    .channel_per_owner = false,
+    .on_message = &on_unlock_message,
+};
+
+const lock_kind fair_kind{
+    .name = "fair",
+    .acquire_call = &fair_acquire,
+    .decode = &fair_decode,
+    .reconcile_question = &reentrant_question,
+    .judge = &reentrant_judge,
+    .release_call = &fair_release,
+    .transfer_call = nullptr,  // the queue's head is next, not a waiter of this client
+    .force_call = &fair_force,
+    .leave_call = &fair_leave,
+    .renew = script::renew,
+    .channel = &append_unlock_channel,
+    .channel_per_owner = true,
+    .on_message = &on_fair_message,
+};
+
+const lock_kind non_reentrant_fair_kind{
+    .name = "non-reentrant-fair",
+    .acquire_call = &non_reentrant_fair_acquire,
+    .decode = &fair_decode,
+    .reconcile_question = &reentrant_question,
+    .judge = &reentrant_judge,
+    .release_call = &fair_release,
+    .transfer_call = nullptr,
+    .force_call = &fair_force,
+    .leave_call = &fair_leave,
+    .renew = script::renew,
+    .channel = &append_unlock_channel,
+    .channel_per_owner = true,
+    .on_message = &on_fair_message,
 };
 
 }  // namespace rlock::detail

@@ -66,9 +66,14 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   void reset(bool lost);
 
   std::string_view name() const noexcept;
+  /// Where this owner's waiters listen: the lock's channel, or (fair kinds) their own.
   std::string channel() const {
     std::string c;
     kind.channel(key(), c);
+    if (kind.channel_per_owner) {
+      c.push_back(':');
+      c.append(field());
+    }
     return c;
   }
   /// What the lock kind sees of it.

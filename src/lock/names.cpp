@@ -46,4 +46,8 @@ void append_unlock_latch(std::string_view key, std::string& out) {
 
 std::string token_counter(std::string_view key) { return tagged("redisson_lock_token:", key); }
 
+void append_tagged_name(std::string_view prefix, std::string_view key, std::string& out) {
+  append_tagged(out, prefix, key);
+}
+
 }  // namespace rlock::detail

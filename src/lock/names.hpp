@@ -24,4 +24,12 @@ void append_unlock_latch(std::string_view key, std::string& out);
 /// no TTL, incremented by every successful acquisition.
 std::string token_counter(std::string_view key);
 
+/// Appends `<prefix>{<key>}` to `out` (no braces if the key has its own tag): the fair lock's
+/// queue (`redisson_lock_queue:`), timeouts (`redisson_lock_timeout:`) and rlock's handoff
+/// registrations (`rlock_fair_handoff:`).
+void append_tagged_name(std::string_view prefix, std::string_view key, std::string& out);
+inline constexpr std::string_view fair_queue_prefix = "redisson_lock_queue:";
+inline constexpr std::string_view fair_timeout_prefix = "redisson_lock_timeout:";
+inline constexpr std::string_view fair_handoff_prefix = "rlock_fair_handoff:";
+
 }  // namespace rlock::detail

@@ -1,5 +1,6 @@
 #include "notify/notify_hub.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace rlock::detail {
@@ -119,10 +120,24 @@ std::string notify_hub::refusal_of(const waiter& w) const {
   return w.channel != nullptr ? w.channel->refusal : std::string{};
 }
 
-void notify_hub::on_message(std::string_view channel, std::string_view payload) {
+void notify_hub::on_message(std::string_view channel, std::string_view payload,
+                            clock::time_point since) {
   auto it = channels_.find(channel);
   if (it == channels_.end()) return;
-  switch (it->second.policy(payload)) {
+  std::uint32_t ticket = 0;
+  switch (it->second.policy(payload, ticket)) {
+    case wake_policy::grant:
+      // To the acquisition it names; none here (it left: its leave script gives the hold back
+      // on the server) takes nothing.
+      for (waiter* w = it->second.head; w != nullptr; w = w->next) {
+        if (w->ticket == ticket && !w->failed) {
+          it->second.grant_since = std::min(it->second.grant_since, since);
+          w->pushed_grant = true;
+          wake(*w, true);
+          break;
+        }
+      }
+      break;
     case wake_policy::all:
       for (waiter* w = it->second.head; w != nullptr; w = w->next) wake(*w, true);
       break;

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
+#include <utility>
 
 namespace rlock::detail {
 
@@ -52,6 +53,11 @@ class notify_hub {
     bool granted = false;
     /// The client closed, or the server refused the channel: failure_of() says why.
     bool failed = false;
+    /// A fair lock's release handed the lock to this waiter's acquisition by push (set with
+    /// `woken`): grant_since() bounds when.
+    bool pushed_grant = false;
+    /// Names the acquisition in a fair lock's handoff by push (its `g<ticket>` message).
+    std::uint32_t ticket = 0;
     void* owner = nullptr;  // the waiting operation, for a local handoff
     channel_state* channel = nullptr;
     waiter* prev = nullptr;
@@ -67,6 +73,8 @@ class notify_hub {
     std::size_t size = 0;
     std::string refusal;      // Redis's text when the server refused the channel
     std::error_code refused;  // and its code
+    /// The earliest `since` of the grants pushed here and not yet taken (grant_since()).
+    clock::time_point grant_since = clock::time_point::max();
   };
 
   notify_hub(session& s, const boost::asio::any_io_executor& ex)
@@ -104,8 +112,15 @@ class notify_hub {
   /// Wakes `w` (a handoff's answer came: granted or not).
   void wake_for_handoff(waiter& w) { wake(w, false); }
 
-  /// From the session: an unlock message, a (re)confirmed channel, a refused one.
-  void on_message(std::string_view channel, std::string_view payload);
+  /// From the session: an unlock message, a (re)confirmed channel, a refused one. `since`: the
+  /// server sent the message after running a request written then (connection::listener).
+  void on_message(std::string_view channel, std::string_view payload, clock::time_point since);
+  /// When a grant pushed to `w` (pushed_grant) was made at the earliest: the server ran the
+  /// release that made it after a request written then. Taken once.
+  clock::time_point take_grant_since(waiter& w) noexcept {
+    if (w.channel == nullptr) return clock::time_point{};
+    return std::exchange(w.channel->grant_since, clock::time_point::max());
+  }
   void on_subscribed(std::string_view channel);
   void on_refused(std::string_view channel, std::error_code ec, std::string_view text);
 

@@ -19,8 +19,13 @@ enum class script : std::uint8_t {
   force_unlock,
   acquire_fenced,
   transfer,
+  acquire_non_reentrant,
+  acquire_fair,
+  release_fair,
+  leave_fair,
+  force_unlock_fair,
 };
-inline constexpr std::size_t script_count = 6;
+inline constexpr std::size_t script_count = 11;
 
 /// What running a script means, for the registry's policies (it knows no lock semantics): the
 /// command kind (what a lost answer becomes, command.hpp) and whether it changes a lock (then
@@ -38,7 +43,60 @@ inline constexpr std::array<script_effect, script_count> script_effects{{
     {command_kind::force_release, false},  // force_unlock: nobody's lease to protect
     {command_kind::acquire, true},         // acquire_fenced
     {command_kind::release, true},         // transfer: latched like a release
+    {command_kind::acquire, true},         // acquire_non_reentrant
+    {command_kind::acquire, true},         // acquire_fair
+    {command_kind::release, true},         // release_fair
+    {command_kind::release, true},         // leave_fair: idempotent (see below)
+    {command_kind::force_release, false},  // force_unlock_fair
 }};
+
+// The fair lock's shared Lua (Redisson's RFairLock, with rlock's direct handoff), pasted into each
+// of its scripts by the preprocessor. Every fair script takes the same first keys: KEYS[1] = lock
+// key, KEYS[2] = queue `redisson_lock_queue:{<key>}` (owner fields, FIFO), KEYS[3] = timeouts
+// `redisson_lock_timeout:{<key>}` (owner field -> deadline, ms since the epoch), KEYS[4] = handoff
+// registrations `rlock_fair_handoff:{<key>}` (rlock's only key), KEYS[5] = the unlock channel
+// `redisson_lock__channel:{<key>}` (a waiter listens on `<channel>:<owner field>`).
+//
+// The handoff hash: an rlock waiter that will take the lock from a push alone registers
+// `<lease>:<wait>:<ticket>` under its owner field (the ticket names its acquisition); a release
+// that finds it at the queue's head makes it the holder inside the script (what its own acquire
+// would have done), marks it `g:<ticket>` and publishes `g<ticket>` on its channel. A Redisson
+// waiter (never registered) gets Redisson's `0` and runs its own acquire. A marker is consumed
+// by the acquisition's own attempt (if the push was lost), given back by its leave script (if it
+// gave up meanwhile), or deleted by its owner's final release. The hash expires with the last
+// registration it needs.
+//
+// Deadlines use the server's clock (`TIME`); Redisson's scripts use their client's clock, so a
+// skew between them shifts whose deadline is taken as passed: fairness, never exclusion (the
+// hash's PEXPIRE is the server's).
+#define RLOCK_FAIR_LUA                                                                          \
+  "local function now_ms() local t = redis.call('time'); "                                      \
+  "return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000); end; "                     \
+  "local function keep(ms) ms = math.max(math.floor(ms), 1000); "                               \
+  "if redis.call('pttl', KEYS[4]) < ms then redis.call('pexpire', KEYS[4], ms); end; end; "     \
+  "local function drop_stale(now) while true do "                                               \
+  "local head = redis.call('lindex', KEYS[2], 0); if head == false then break; end; "           \
+  "local d = redis.call('zscore', KEYS[3], head); "                                             \
+  "if d ~= false and tonumber(d) <= now then "                                                  \
+  "redis.call('zrem', KEYS[3], head); redis.call('lpop', KEYS[2]); "                            \
+  "local r = redis.call('hget', KEYS[4], head); "                                               \
+  "if r ~= false and string.sub(r, 1, 2) ~= 'g:' then redis.call('hdel', KEYS[4], head); end; " \
+  "else break; end; end; end; "                                                                 \
+  "local function take(field, lease, wait) "                                                    \
+  "redis.call('lpop', KEYS[2]); redis.call('zrem', KEYS[3], field); "                           \
+  "local ws = redis.call('zrange', KEYS[3], 0, -1); "                                           \
+  "for i = 1, #ws, 1 do redis.call('zincrby', KEYS[3], -tonumber(wait), ws[i]); end; "          \
+  "redis.call('hset', KEYS[1], field, 1); redis.call('pexpire', KEYS[1], lease); end; "         \
+  "local function pass_on(publish) "                                                            \
+  "local head = redis.call('lindex', KEYS[2], 0); if head == false then return; end; "          \
+  "local r = redis.call('hget', KEYS[4], head); "                                               \
+  "if r ~= false then "                                                                         \
+  "local lease, wait, ticket = string.match(r, '^(%d+):(%d+):(%d+)$'); "                        \
+  "if lease ~= nil then "                                                                       \
+  "take(head, lease, wait); redis.call('hset', KEYS[4], head, 'g:' .. ticket); "                \
+  "keep(tonumber(lease)); redis.call(publish, KEYS[5] .. ':' .. head, 'g' .. ticket); "         \
+  "return; end; end; "                                                                          \
+  "redis.call(publish, KEYS[5] .. ':' .. head, '0'); end; "
 
 /// The source of each script, indexed by `script`.
 inline constexpr std::array<std::string_view, script_count> script_sources{
@@ -124,6 +182,127 @@ inline constexpr std::array<std::string_view, script_count> script_sources{
     "redis.call('pexpire', KEYS[1], ARGV[7]); "
     "redis.call('set', KEYS[3], 2, 'px', ARGV[5]); "
     "return 2;",
+
+    // acquire_non_reentrant (Redisson's RNonReentrantLock, 4.4.0) — KEYS and ARGV as acquire, plus
+    // ARGV[3] = the refusal `NON_REENTRANT_REACQUIRE`. nil: acquired; an error reply: the owner
+    // holds it already; otherwise the holder's PTTL.
+    "if redis.call('exists', KEYS[1]) == 0 then "
+    "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "return nil; "
+    "end; "
+    "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
+    "return redis.error_reply(ARGV[3]); "
+    "end; "
+    "return redis.call('pttl', KEYS[1]);",
+
+    // acquire_fair (Redisson's RFairLock acquire, its effects on the hash, queue and timeouts
+    // unchanged, with the server's clock and rlock's handoff) — KEYS[1..4] as RLOCK_FAIR_LUA;
+    // ARGV[1] = lease ms, ARGV[2] = owner field, ARGV[3] = wait ms (the queue deadline's
+    // allowance), ARGV[4] = the acquisition's ticket, or '' for a single attempt (never queued:
+    // Redisson's tryLock() without a wait), ARGV[5] = '<lease>:<wait>' to register for a handoff
+    // by push, or '' (Redisson's protocol: a `0` and an acquire of its own), ARGV[6] = '' for a
+    // reentrant lock, else the refusal of a re-acquire (`NON_REENTRANT_REACQUIRE`).
+    // nil: acquired or re-entered; -3: a handoff to this acquisition was already made (its lease
+    // restarted now); otherwise busy, and how long to sleep without a message (ms; -1: the
+    // holder has no TTL). A queued waiter's retry moves its deadline on (a live waiter is never
+    // dropped as stale), and sleeps no longer than its allowance.
+    RLOCK_FAIR_LUA
+    "local now = now_ms(); drop_stale(now); "
+    "if ARGV[4] ~= '' and redis.call('hget', KEYS[4], ARGV[2]) == 'g:' .. ARGV[4] then "
+    "redis.call('hdel', KEYS[4], ARGV[2]); "
+    "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); return -3; end; "
+    "end; "
+    "if redis.call('exists', KEYS[1]) == 0 and (redis.call('exists', KEYS[2]) == 0 "
+    "or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then "
+    "take(ARGV[2], ARGV[1], ARGV[3]); redis.call('hdel', KEYS[4], ARGV[2]); return nil; "
+    "end; "
+    "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
+    "if ARGV[6] ~= '' then return redis.error_reply(ARGV[6]); end; "
+    "redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "return nil; "
+    "end; "
+    "local pttl = redis.call('pttl', KEYS[1]); "
+    "if ARGV[4] == '' then return math.max(pttl, 0); end; "
+    "local wait = tonumber(ARGV[3]); "
+    "local deadline = redis.call('zscore', KEYS[3], ARGV[2]); "
+    "if deadline ~= false then "
+    "local moved = now + math.max(pttl, 0) + wait; "
+    "if moved > tonumber(deadline) then redis.call('zadd', KEYS[3], moved, ARGV[2]); end; "
+    "else "
+    "local last = redis.call('lindex', KEYS[2], -1); local ttl = pttl; "
+    "if last ~= false and last ~= ARGV[2] and redis.call('zscore', KEYS[3], last) ~= false then "
+    "ttl = tonumber(redis.call('zscore', KEYS[3], last)) - now; end; "
+    "if redis.call('zadd', KEYS[3], ttl + wait + now, ARGV[2]) == 1 then "
+    "redis.call('rpush', KEYS[2], ARGV[2]); end; "
+    "end; "
+    "if ARGV[5] ~= '' then "
+    "redis.call('hset', KEYS[4], ARGV[2], ARGV[5] .. ':' .. ARGV[4]); "
+    "keep(tonumber(redis.call('zscore', KEYS[3], ARGV[2])) - now + tonumber(ARGV[1])); "
+    "else redis.call('hdel', KEYS[4], ARGV[2]); end; "
+    "local nap = math.floor(wait / 2); "
+    "if pttl == -2 then "
+    "local head = redis.call('lindex', KEYS[2], 0); "
+    "local d = head and redis.call('zscore', KEYS[3], head); "
+    "if d then nap = math.min(nap, tonumber(d) - now + 1); end; "
+    "elseif pttl >= 0 then nap = math.min(nap, pttl); "
+    "end; "
+    "return math.max(nap, 1);",
+
+    // release_fair (Redisson's RFairLock unlock, latched; the next waiter gets the lock by push
+    // if it registered for it) — KEYS[1..5] as RLOCK_FAIR_LUA, KEYS[6] = latch key;
+    // ARGV[1] = lease ms, ARGV[2] = owner field, ARGV[3] = publish command, ARGV[4] = latch TTL ms.
+    // nil: not the owner (a free lock's next waiter is told anyway); 0: still held; 1: released
+    // and passed on. A retry with the same request id returns the first answer.
+    RLOCK_FAIR_LUA
+    "local val = redis.call('get', KEYS[6]); if val ~= false then return tonumber(val); end; "
+    "drop_stale(now_ms()); "
+    "if redis.call('exists', KEYS[1]) == 0 then pass_on(ARGV[3]); return nil; end; "
+    "if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then return nil; end; "
+    "if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "redis.call('set', KEYS[6], 0, 'px', ARGV[4]); return 0; "
+    "end; "
+    "redis.call('del', KEYS[1]); redis.call('hdel', KEYS[4], ARGV[2]); "
+    "redis.call('set', KEYS[6], 1, 'px', ARGV[4]); "
+    "pass_on(ARGV[3]); return 1;",
+
+    // leave_fair (Redisson's acquireFailed: a waiter that gives up leaves the queue, later
+    // deadlines move back by its allowance) — KEYS[1..5] as RLOCK_FAIR_LUA; ARGV[1] = owner
+    // field, ARGV[2] = wait ms, ARGV[3] = the acquisition's ticket, ARGV[4] = publish command.
+    // A handoff made to this acquisition meanwhile is given back (one hold: the owner's other
+    // holds stay) and passed on; a registration of another acquisition of the same owner keeps
+    // the owner's place. Running it twice is running it once. 1: a handoff was given back.
+    RLOCK_FAIR_LUA
+    "local r = redis.call('hget', KEYS[4], ARGV[1]); "
+    "if r == 'g:' .. ARGV[3] then "
+    "redis.call('hdel', KEYS[4], ARGV[1]); "
+    "if redis.call('hexists', KEYS[1], ARGV[1]) == 1 "
+    "and redis.call('hincrby', KEYS[1], ARGV[1], -1) <= 0 then "
+    "redis.call('del', KEYS[1]); drop_stale(now_ms()); pass_on(ARGV[4]); end; "
+    "return 1; "
+    "end; "
+    "if r ~= false and string.sub(r, 1, 2) ~= 'g:' then "
+    "if string.match(r, ':(%d+)$') ~= ARGV[3] then return 0; end; "
+    "redis.call('hdel', KEYS[4], ARGV[1]); end; "
+    "local q = redis.call('lrange', KEYS[2], 0, -1); local i = 1; "
+    "while i <= #q and q[i] ~= ARGV[1] do i = i + 1; end; "
+    "if i > #q then return 0; end; "
+    "for j = i + 1, #q, 1 do redis.call('zincrby', KEYS[3], -tonumber(ARGV[2]), q[j]); end; "
+    "redis.call('zrem', KEYS[3], ARGV[1]); redis.call('lrem', KEYS[2], 0, ARGV[1]); "
+    "if i == 1 and redis.call('exists', KEYS[1]) == 0 then "
+    "drop_stale(now_ms()); pass_on(ARGV[4]); end; "
+    "return 0;",
+
+    // force_unlock_fair (Redisson's RFairLock forceUnlock) — KEYS[1..5] as RLOCK_FAIR_LUA;
+    // ARGV[1] = publish command. 1: deleted, and the next waiter told (or handed the lock);
+    // 0: was not locked.
+    RLOCK_FAIR_LUA
+    "drop_stale(now_ms()); "
+    "if redis.call('del', KEYS[1]) == 1 then pass_on(ARGV[1]); return 1; end; return 0;",
 };
+
+#undef RLOCK_FAIR_LUA
 
 }  // namespace rlock::detail

@@ -101,8 +101,9 @@ struct cluster_session::link final : connection::listener {
   std::string address;
   std::shared_ptr<connection> conn;
 
-  void on_message(std::string_view channel, std::string_view payload) override {
-    if (owner->listener_ != nullptr) owner->listener_->on_message(channel, payload);
+  void on_message(std::string_view channel, std::string_view payload,
+                  std::chrono::steady_clock::time_point since) override {
+    if (owner->listener_ != nullptr) owner->listener_->on_message(channel, payload, since);
   }
   void on_subscribed(std::string_view channel) override {
     // A confirmation from a node the channel has moved away from wakes nobody.

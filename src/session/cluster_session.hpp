@@ -67,6 +67,7 @@ class cluster_session final : public session {
   std::string_view publish_command() const noexcept override {
     return sharded_ ? "spublish" : "publish";
   }
+  bool ordered_pushes() const noexcept override { return sharded_; }
 
  private:
   struct link;

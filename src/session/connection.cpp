@@ -604,7 +604,7 @@ void connection::on_push(resp3::value& v) {
   }
   if (v.elements.size() < 3 || listener_ == nullptr) return;
   if (kind == "message" || kind == "smessage") {
-    listener_->on_message(v.elements[1].str, v.elements[2].str);
+    listener_->on_message(v.elements[1].str, v.elements[2].str, mux_.last_answered_write());
   }
 }
 

@@ -49,7 +49,13 @@ class connection : public std::enable_shared_from_this<connection> {
  public:
   /// Who hears about pushes and state changes (the client); called on the executor.
   struct listener {
-    virtual void on_message(std::string_view channel, std::string_view payload) = 0;
+    /// A message on a subscribed channel. `since`: when the latest request this connection had
+    /// answered before the message was written (epoch: none yet). The server answers and
+    /// pushes in the order it runs things, so it published the message after running that
+    /// request: a lower bound on when the publishing script ran (a fair lock's handoff by push
+    /// counts its lease from there).
+    virtual void on_message(std::string_view channel, std::string_view payload,
+                            std::chrono::steady_clock::time_point since) = 0;
     /// A channel became active (its SUBSCRIBE confirmed), first time or after a reconnect.
     virtual void on_subscribed(std::string_view channel) = 0;
     /// The server refused to subscribe a wanted channel (e.g. -NOPERM).

@@ -99,6 +99,7 @@ std::size_t multiplexer::prepare_write(std::string& out, bool ready, clock_type:
       }
       out.append(r.payload);
       r.was_written = true;
+      r.written = now;
       if (r.opts.written_at != nullptr) *r.opts.written_at = now;
       // Only an idempotent request is ever written again; the others need not keep their bytes.
       if (r.opts.unknown != if_unknown::retry || r.opts.handshake) r.payload = std::string();
@@ -138,6 +139,7 @@ multiplexer::verdict multiplexer::on_value(resp3::value& v) {
     return verdict::out_of_step;
   }
   const slot s = written_.front();
+  last_answered_write_ = at(s).written;
   if (record& front = at(s); front.opts.answers > 1) {
     // One of several replies: the request is answered by the last one.
     if (!front.collected) {

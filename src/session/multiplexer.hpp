@@ -126,6 +126,9 @@ class multiplexer {
   std::size_t written() const noexcept { return written_.size(); }
   /// Requests written again after their connection died unanswered (stats).
   std::uint64_t retried() const noexcept { return retried_; }
+  /// When the latest request answered so far was written (epoch: none yet). Pushes read after
+  /// that answer were sent by the server after it ran that request.
+  clock_type::time_point last_answered_write() const noexcept { return last_answered_write_; }
 
  private:
   /// A reply_handler that can be move-assigned: Boost 1.81's any_completion_handler move
@@ -152,6 +155,7 @@ class multiplexer {
     std::unique_ptr<resp3::value> collected;  // the replies so far, when opts.answers > 1
     /// Written at least once: back in the queue after a reconnect, it is still `unknown`.
     bool was_written = false;
+    clock_type::time_point written{};  // its latest write
   };
 
   /// Records live in reused slots and the queues hold slot numbers: a request passes from the
@@ -211,6 +215,7 @@ class multiplexer {
   push_handler on_push_;
   id_type next_id_ = 1;
   std::uint64_t retried_ = 0;
+  clock_type::time_point last_answered_write_{};
   clock_type::time_point next_deadline_ = clock_type::time_point::max();
 };
 

@@ -19,6 +19,10 @@ inline errc errc_of_reply(std::string_view text) noexcept {
     if (text.find("command") != std::string_view::npos) return errc::command_not_permitted;
     return errc::permission_denied;
   }
+  // A lock script's refusal of its own holder (Redisson's non-reentrant locks).
+  if (text.find("NON_REENTRANT_REACQUIRE") != std::string_view::npos) {
+    return errc::reentry_refused;
+  }
   if (text.starts_with("WRONGPASS") || text.starts_with("NOAUTH")) return errc::auth_failed;
   return errc::server_error;
 }

@@ -56,7 +56,8 @@ void sentinel_session::close(std::error_code reason) {
 }
 
 void sentinel_session::switch_listener::on_message(std::string_view channel,
-                                                   std::string_view payload) {
+                                                   std::string_view payload,
+                                                   std::chrono::steady_clock::time_point) {
   if (channel != switch_channel) return;
   auto event = parse_switch_master(payload);
   const auto& cfg = owner->node_->cfg();

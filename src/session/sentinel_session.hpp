@@ -23,7 +23,8 @@ class sentinel_session final : public node_session {
   /// Hears `+switch-master` on the sentinel connection.
   struct switch_listener final : connection::listener {
     sentinel_session* owner = nullptr;
-    void on_message(std::string_view channel, std::string_view payload) override;
+    void on_message(std::string_view channel, std::string_view payload,
+                    std::chrono::steady_clock::time_point since) override;
     void on_subscribed(std::string_view) override {}
     void on_refused(std::string_view, std::error_code, std::string_view) override {}
     void on_state(connection_state, std::error_code, const std::string&) override {}

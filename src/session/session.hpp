@@ -94,6 +94,11 @@ class session {
   /// The command the unlock scripts publish with: `publish`, or `spublish` where the session
   /// subscribes sharded channels.
   virtual std::string_view publish_command() const noexcept { return "publish"; }
+  /// Whether a message on a lock's channel arrives on the connection that runs the lock's
+  /// commands, in the order the server ran them (connection::listener::on_message's `since`
+  /// then bounds when it was published). Not so for a cluster's classic pub/sub, whose messages
+  /// cross the cluster bus to whichever node the client subscribed on.
+  virtual bool ordered_pushes() const noexcept { return true; }
 
  protected:
   explicit session(config cfg) : cfg_(std::move(cfg)) {}

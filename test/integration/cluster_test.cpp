@@ -19,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -187,6 +188,61 @@ TEST(cluster, waiters_are_woken_across_shards_by_sharded_unlock_messages) {
   EXPECT_EQ(m.acquisitions_notification, 3u);
   EXPECT_EQ(m.acquisitions_expiry, 0u);
   EXPECT_EQ(waiter.stats().expiry_wakeups, 0u);
+}
+
+TEST(cluster, fair_locks_on_every_shard_hand_over_by_sharded_push_in_order) {
+  auto& cluster = shared_cluster();
+  asio::io_context io;
+  const auto cfg = cluster_config();
+  rlock::client holder(io.get_executor(), cfg);
+  rlock::client first(io.get_executor(), cfg);
+  rlock::client second(io.get_executor(), cfg);
+  // One name per master: the queue, timeouts, handoff registrations and each waiter's channel
+  // share the lock's slot (Redisson's braces), so every script stays on one node.
+  std::vector<std::string> names;
+  std::set<std::uint16_t> masters;
+  for (int i = 0; names.size() < 3 && i < 1000; ++i) {
+    const std::string name = "fair-" + std::to_string(i);
+    if (masters.insert(cluster.owner_of(key_slot(cfg.key_prefix + name))).second) {
+      names.push_back(name);
+    }
+  }
+  ASSERT_EQ(names.size(), 3u);
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await holder.connect();
+    co_await first.connect();
+    co_await second.connect();
+    std::vector<rlock::fair_lock> held;
+    for (const auto& n : names) {
+      held.push_back(holder.get_fair_lock(n));
+      co_await held.back().lock();
+    }
+    std::vector<std::string> order;
+    auto wait = [&](rlock::client& c, std::string n, std::string who) -> asio::awaitable<void> {
+      auto l = c.get_fair_lock(n);
+      if (co_await l.try_lock(20s, 5s)) {
+        order.push_back(n + "/" + who + "/" + std::string(rlock::to_string(l.last_wake())));
+        co_await l.unlock();
+      }
+    };
+    for (const auto& n : names) asio::co_spawn(io, wait(first, n, "first"), asio::detached);
+    auto probe = first.get_fair_lock(names[0]);
+    EXPECT_TRUE(co_await rlock::test::until_asleep(first, probe, 6));
+    for (const auto& n : names) asio::co_spawn(io, wait(second, n, "second"), asio::detached);
+    auto probe2 = second.get_fair_lock(names[0]);
+    EXPECT_TRUE(co_await rlock::test::until_asleep(second, probe2, 6));
+    for (auto& l : held) co_await l.unlock();
+    EXPECT_TRUE(co_await poll_until([&] { return order.size() == 6; }, 15s));
+    for (const auto& n : names) {
+      const auto at = [&](const std::string& who) {
+        return std::find(order.begin(), order.end(), n + "/" + who + "/handoff") - order.begin();
+      };
+      EXPECT_LT(at("first"), at("second")) << n;  // in order, each by push
+      EXPECT_LT(at("second"), static_cast<std::ptrdiff_t>(order.size())) << n;
+    }
+  });
+  EXPECT_EQ(first.stats().expiry_wakeups, 0u);
+  EXPECT_EQ(second.stats().expiry_wakeups, 0u);
 }
 
 TEST(cluster, renewals_never_span_slots_and_keep_every_lock) {

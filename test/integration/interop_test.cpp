@@ -102,6 +102,92 @@ end;
 return {redis.call('pttl', KEYS[1]), -1};
 )lua";
 
+// Redisson's RNonReentrantLock acquire (4.4.0; RedissonNonReentrantLock.tryLockInnerAsync), as
+// read from its source and written out here: KEYS = [name], ARGV = [lease_ms, owner_field,
+// "NON_REENTRANT_REACQUIRE"]. nil | error reply | pttl.
+constexpr std::string_view redisson_non_reentrant_acquire = R"lua(
+if redis.call('exists', KEYS[1]) == 0 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1);
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  return nil;
+end;
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then return redis.error_reply(ARGV[3]); end;
+return redis.call('pttl', KEYS[1]);
+)lua";
+
+// Redisson's RFairLock (RedissonFairLock 4.7.x), as read from its source and written out here.
+// Acquire, the form that returns a TTL: KEYS = [name, queue, timeouts], ARGV = [lease_ms,
+// owner_field, wait_ms, now_ms] with `now` from the client's clock. nil = acquired, else the TTL
+// to wait. Drops expired heads; takes the lock when free and the caller is first (or nobody
+// waits), shifting the others' deadlines down by the wait; re-enters; otherwise joins the queue
+// with deadline = previous waiter's (or the lock's PTTL) + wait + now.
+constexpr std::string_view redisson_fair_acquire = R"lua(
+while true do
+  local head = redis.call('lindex', KEYS[2], 0);
+  if head == false then break; end;
+  local d = redis.call('zscore', KEYS[3], head);
+  if d ~= false and tonumber(d) <= tonumber(ARGV[4]) then
+    redis.call('zrem', KEYS[3], head); redis.call('lpop', KEYS[2]);
+  else break; end;
+end;
+if redis.call('exists', KEYS[1]) == 0 and (redis.call('exists', KEYS[2]) == 0
+    or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
+  redis.call('lpop', KEYS[2]); redis.call('zrem', KEYS[3], ARGV[2]);
+  local all = redis.call('zrange', KEYS[3], 0, -1);
+  for i = 1, #all do redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), all[i]); end;
+  redis.call('hset', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]);
+  return nil;
+end;
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]);
+  return nil;
+end;
+if redis.call('zscore', KEYS[3], ARGV[2]) ~= false then
+  return math.max(0, redis.call('pttl', KEYS[1]));
+end;
+local last = redis.call('lindex', KEYS[2], -1);
+local ttl;
+if last ~= false and last ~= ARGV[2] and redis.call('zscore', KEYS[3], last) ~= false then
+  ttl = tonumber(redis.call('zscore', KEYS[3], last)) - tonumber(ARGV[4]);
+else
+  ttl = redis.call('pttl', KEYS[1]);
+end;
+if redis.call('zadd', KEYS[3], ttl + tonumber(ARGV[3]) + tonumber(ARGV[4]), ARGV[2]) == 1 then
+  redis.call('rpush', KEYS[2], ARGV[2]);
+end;
+return ttl;
+)lua";
+// Its latched unlock: KEYS = [name, queue, timeouts, channel, latch], ARGV = ["0", lease_ms,
+// owner_field, now_ms, publish_command, latch_ttl_ms]. Tells the queue's head on
+// `<channel>:<its owner field>`.
+constexpr std::string_view redisson_fair_release = R"lua(
+local val = redis.call('get', KEYS[5]);
+if val ~= false then return tonumber(val); end;
+while true do
+  local head = redis.call('lindex', KEYS[2], 0);
+  if head == false then break; end;
+  local d = redis.call('zscore', KEYS[3], head);
+  if d ~= false and tonumber(d) <= tonumber(ARGV[4]) then
+    redis.call('zrem', KEYS[3], head); redis.call('lpop', KEYS[2]);
+  else break; end;
+end;
+if redis.call('exists', KEYS[1]) == 0 then
+  local next = redis.call('lindex', KEYS[2], 0);
+  if next ~= false then redis.call(ARGV[5], KEYS[4] .. ':' .. next, ARGV[1]); end;
+  redis.call('set', KEYS[5], 1, 'px', ARGV[6]);
+  return 1;
+end;
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil; end;
+if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2]); redis.call('set', KEYS[5], 0, 'px', ARGV[6]);
+  return 0;
+end;
+redis.call('del', KEYS[1]); redis.call('set', KEYS[5], 1, 'px', ARGV[6]);
+local next = redis.call('lindex', KEYS[2], 0);
+if next ~= false then redis.call(ARGV[5], KEYS[4] .. ':' .. next, ARGV[1]); end;
+return 1;
+)lua";
+
 const std::regex uuid_v4("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
 
 /// Redisson's channel rule, written out independently of rlock: braces around the name unless it
@@ -141,6 +227,41 @@ class foreign_client {
                              ? "redisson_lock_token:" + std::string(key)
                              : "redisson_lock_token:{" + std::string(key) + "}";
     return raw_.command({"EVAL", redisson_fenced_acquire, "2", key, counter, lease, owner});
+  }
+  /// RNonReentrantLock's acquire: nil, the refusal of a re-acquire, or the holder's PTTL.
+  resp3::value non_reentrant_acquire(std::string_view key, std::int64_t lease_ms = 30'000) {
+    const auto lease = std::to_string(lease_ms);
+    const auto owner = field();
+    return raw_.command({"EVAL", redisson_non_reentrant_acquire, "1", key, lease, owner,
+                         "NON_REENTRANT_REACQUIRE"});
+  }
+  /// RFairLock's acquire with this client's clock: nil, or the TTL to wait (queued).
+  resp3::value fair_acquire(std::string_view key, std::int64_t wait_ms = 300'000) {
+    const auto k = std::string(key);
+    const auto owner = field();
+    const auto wait = std::to_string(wait_ms);
+    const auto now = std::to_string(epoch_ms());
+    return raw_.command({"EVAL", redisson_fair_acquire, "3", k, "redisson_lock_queue:{" + k + "}",
+                         "redisson_lock_timeout:{" + k + "}", "30000", owner, wait, now});
+  }
+  /// RFairLock's latched unlock.
+  resp3::value fair_release(std::string_view key) {
+    const auto k = std::string(key);
+    const auto owner = field();
+    const auto now = std::to_string(epoch_ms());
+    return raw_.command({"EVAL", redisson_fair_release, "5", k, "redisson_lock_queue:{" + k + "}",
+                         "redisson_lock_timeout:{" + k + "}", redisson_channel(k),
+                         "redisson_unlock_latch:{" + k + "}:00ff", "0", "30000", owner, now,
+                         "publish", "10000"});
+  }
+  /// The channel RFairLock's waiter of this client listens on.
+  std::string fair_channel(std::string_view key) const {
+    return redisson_channel(key) + ":" + field();
+  }
+  static std::int64_t epoch_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
   }
   resp3::value force_unlock(std::string_view key) {
     const auto channel = redisson_channel(key);
@@ -713,6 +834,145 @@ TEST(interop, cluster_our_unlock_wakes_a_foreign_sharded_subscriber) {
     EXPECT_EQ(message.elements[1].str, channel);
     EXPECT_EQ(message.elements[2].str, "0");
     co_await redis.close();
+  });
+}
+
+TEST(interop, non_reentrant_locks_refuse_their_holder_on_both_sides) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  foreign_client redisson(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_non_reentrant_lock("single");
+    // Redisson holds it: we wait like any other owner; its own re-acquire is refused.
+    RLOCK_CO_ASSERT(redisson.non_reentrant_acquire(lock.key()).is_null());
+    EXPECT_FALSE(co_await lock.try_lock());
+    const auto again = redisson.non_reentrant_acquire(lock.key());
+    EXPECT_TRUE(again.is_error());
+    EXPECT_NE(again.str.find("NON_REENTRANT_REACQUIRE"), std::string::npos);
+    EXPECT_EQ(redisson.release(lock.key()).integer, 1);
+    // We hold it: Redisson waits on it as on any lock.
+    co_await lock.lock();
+    EXPECT_EQ(redisson.non_reentrant_acquire(lock.key()).type, resp3::type::number);
+    EXPECT_EQ(redisson.raw()
+                  .command({"HGET", std::string(lock.key()), std::string(lock.owner_field())})
+                  .str,
+              "1");
+    co_await lock.unlock();
+    co_await redis.close();
+  });
+}
+
+TEST(interop, our_fair_unlock_tells_a_redisson_waiter_at_the_head_on_its_own_channel) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  foreign_client redisson(cfg.port);
+  rlock::test::raw_client subscriber(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_fair_lock("fifo");
+    co_await lock.lock();
+    const auto channel = redisson.fair_channel(lock.key());
+    subscribe(subscriber, channel);
+    const auto queued = redisson.fair_acquire(lock.key());
+    EXPECT_EQ(queued.type, resp3::type::number);  // queued behind us
+    co_await lock.unlock();
+    // Redisson's protocol for a Redisson waiter: "0" on its channel, then its own acquire.
+    auto message = subscriber.read_push(5s);
+    EXPECT_TRUE(is_message(message, channel, "0")) << rlock::test::describe(message);
+    EXPECT_TRUE(redisson.fair_acquire(lock.key()).is_null());
+    const auto key = std::string(lock.key());
+    EXPECT_EQ(redisson.raw().command({"HGET", key, redisson.field()}).str, "1");
+    EXPECT_EQ(redisson.raw().command_int({"LLEN", "redisson_lock_queue:{" + key + "}"}), 0);
+    EXPECT_EQ(redisson.fair_release(lock.key()).integer, 1);
+    co_await redis.close();
+  });
+}
+
+TEST(interop, a_redisson_fair_unlock_wakes_our_waiter_which_acquires) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  foreign_client redisson(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_fair_lock("fifo-in");
+    RLOCK_CO_ASSERT(redisson.fair_acquire(lock.key()).is_null());
+    bool got = false;
+    asio::steady_timer bell(io);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          got = co_await lock.try_lock(10s);
+          bell.cancel();
+        },
+        asio::detached);
+    const auto waiter_channel =
+        redisson_channel(lock.key()) + ":" + std::string(lock.owner_field());
+    const bool asleep = co_await waiter_asleep(redis, redisson.raw(), waiter_channel, 2);
+    RLOCK_CO_ASSERT(asleep);
+    EXPECT_EQ(redisson.fair_release(lock.key()).integer, 1);
+    co_await wait_until(
+        bell, [&] { return got; }, 10s);
+    EXPECT_TRUE(got);
+    EXPECT_EQ(lock.last_wake(), rlock::wake_reason::notification);
+    EXPECT_EQ(redis.stats().expiry_wakeups, 0u);
+    co_await lock.unlock();
+    co_await redis.close();
+  });
+}
+
+TEST(interop, our_handoff_by_push_leaves_a_fair_lock_redissons_scripts_accept) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client holder_client(io.get_executor(), cfg);
+  rlock::client waiter_client(io.get_executor(), cfg);
+  foreign_client redisson(cfg.port);
+  rlock::test::raw_client subscriber(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder_client.connect();
+    co_await waiter_client.connect();
+    auto holder = holder_client.get_fair_lock("mixed");
+    auto waiter = waiter_client.get_fair_lock("mixed");
+    const auto key = std::string(holder.key());
+    co_await holder.lock();
+    bool got = false;
+    asio::steady_timer bell(io);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await waiter.lock();
+          got = true;
+          bell.cancel();
+        },
+        asio::detached);
+    const bool asleep = co_await rlock::test::until_asleep(waiter_client, waiter, 2);
+    RLOCK_CO_ASSERT(asleep);
+    // A Redisson waiter behind ours.
+    subscribe(subscriber, redisson.fair_channel(key));
+    EXPECT_EQ(redisson.fair_acquire(key).type, resp3::type::number);
+    co_await holder.unlock();
+    co_await wait_until(
+        bell, [&] { return got; }, 10s);
+    RLOCK_CO_ASSERT(got);
+    EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::handoff);
+    // What our waiter's own acquire would have left: its hold, once, with a lease; Redisson's
+    // waiter still queued, and refused by Redisson's script while the lock is held.
+    EXPECT_EQ(redisson.raw().command({"HGET", key, std::string(waiter.owner_field())}).str, "1");
+    EXPECT_EQ(redisson.raw().command_int({"HLEN", key}), 1);
+    EXPECT_GT(redisson.raw().command_int({"PTTL", key}), 0);
+    EXPECT_EQ(redisson.raw().command_int({"LLEN", "redisson_lock_queue:{" + key + "}"}), 1);
+    EXPECT_EQ(redisson.fair_acquire(key).type, resp3::type::number);
+    co_await waiter.unlock();
+    auto message = subscriber.read_push(5s);
+    EXPECT_TRUE(is_message(message, redisson.fair_channel(key), "0"))
+        << rlock::test::describe(message);
+    EXPECT_TRUE(redisson.fair_acquire(key).is_null());
+    EXPECT_EQ(redisson.fair_release(key).integer, 1);
+    co_await holder_client.close();
+    co_await waiter_client.close();
   });
 }
 

@@ -92,8 +92,10 @@ TEST(lock_kind, the_calls_are_redissons_keys_and_arguments) {
   using rlock::detail::release_script_call;
   using rlock::detail::script;
   const lock_identity id{"acct", "uuid:7"};
+  rlock::detail::acquire_inputs lease;
+  lease.lease_ms = "30000";
   acquire_script_call acquire;
-  reentrant_kind.acquire_call(id, "30000", acquire);
+  reentrant_kind.acquire_call(id, lease, acquire);
   EXPECT_EQ(acquire.which, script::acquire);
   ASSERT_EQ(acquire.key_span().size(), 1u);
   EXPECT_EQ(acquire.keys[0], "acct");
@@ -101,7 +103,7 @@ TEST(lock_kind, the_calls_are_redissons_keys_and_arguments) {
   EXPECT_EQ(acquire.args[0], "30000");
   EXPECT_EQ(acquire.args[1], "uuid:7");
   acquire_script_call fenced;
-  fenced_kind.acquire_call(id, "30000", fenced);
+  fenced_kind.acquire_call(id, lease, fenced);
   EXPECT_EQ(fenced.which, script::acquire_fenced);
   ASSERT_EQ(fenced.key_span().size(), 2u);
   EXPECT_EQ(fenced.keys[1], "redisson_lock_token:{acct}");
@@ -132,12 +134,93 @@ TEST(lock_kind, the_calls_are_redissons_keys_and_arguments) {
 
 TEST(lock_kind, unlock_messages_wake_one_and_forced_ones_all) {
   using rlock::detail::wake_policy;
-  EXPECT_EQ(reentrant_kind.on_message("0"), wake_policy::one);
-  EXPECT_EQ(reentrant_kind.on_message("1"), wake_policy::all);
-  EXPECT_EQ(fenced_kind.on_message("0"), wake_policy::one);
+  std::uint32_t ticket = 0;
+  EXPECT_EQ(reentrant_kind.on_message("0", ticket), wake_policy::one);
+  EXPECT_EQ(reentrant_kind.on_message("1", ticket), wake_policy::all);
+  EXPECT_EQ(fenced_kind.on_message("0", ticket), wake_policy::one);
+  // A reentrant lock's channel carries Redisson's messages only: nothing is a grant there.
+  EXPECT_EQ(reentrant_kind.on_message("g7", ticket), wake_policy::one);
+  EXPECT_EQ(ticket, 0u);
   std::string channel = "kept:";
   reentrant_kind.channel("a", channel);
   EXPECT_EQ(channel, "kept:redisson_lock__channel:{a}");  // appended
+}
+
+TEST(lock_kind, non_reentrant_refuses_its_holder_with_redissons_words) {
+  using rlock::detail::non_reentrant_kind;
+  using rlock::detail::script;
+  const rlock::detail::lock_identity id{"acct", "uuid:7"};
+  rlock::detail::acquire_inputs in;
+  in.lease_ms = "30000";
+  rlock::detail::acquire_script_call call;
+  non_reentrant_kind.acquire_call(id, in, call);
+  EXPECT_EQ(call.which, script::acquire_non_reentrant);
+  ASSERT_EQ(call.arg_span().size(), 3u);
+  EXPECT_EQ(call.args[2], "NON_REENTRANT_REACQUIRE");
+  EXPECT_EQ(non_reentrant_kind.decode(null()).what, outcome::acquired);
+  EXPECT_EQ(non_reentrant_kind.decode(number(40)).what, outcome::busy);
+}
+
+TEST(lock_kind, fair_calls_name_redissons_queue_and_rlocks_handoff_registrations) {
+  using rlock::detail::fair_kind;
+  using rlock::detail::non_reentrant_fair_kind;
+  using rlock::detail::script;
+  const rlock::detail::lock_identity id{"acct", "uuid:7"};
+  rlock::detail::acquire_inputs in{"30000", "60000", "12", "30000:60000"};
+  rlock::detail::acquire_script_call call;
+  fair_kind.acquire_call(id, in, call);
+  EXPECT_EQ(call.which, script::acquire_fair);
+  ASSERT_EQ(call.key_span().size(), 4u);
+  EXPECT_EQ(call.keys[0], "acct");
+  EXPECT_EQ(call.keys[1], "redisson_lock_queue:{acct}");
+  EXPECT_EQ(call.keys[2], "redisson_lock_timeout:{acct}");
+  EXPECT_EQ(call.keys[3], "rlock_fair_handoff:{acct}");
+  ASSERT_EQ(call.arg_span().size(), 6u);
+  EXPECT_EQ(call.args[1], "uuid:7");
+  EXPECT_EQ(call.args[3], "12");
+  EXPECT_EQ(call.args[4], "30000:60000");
+  EXPECT_EQ(call.args[5], "");
+  rlock::detail::acquire_script_call refusing;
+  non_reentrant_fair_kind.acquire_call(id, in, refusing);
+  EXPECT_EQ(refusing.args[5], "NON_REENTRANT_REACQUIRE");
+  // A name with its own hash tag keeps it (Redisson's prefixName): one slot for every key.
+  const rlock::detail::lock_identity tagged{"{t}x", "uuid:7"};
+  fair_kind.acquire_call(tagged, in, call);
+  EXPECT_EQ(call.keys[1], "redisson_lock_queue:{t}x");
+  // The release, the leave and the forced unlock take the same keys and the unlock channel.
+  const rlock::detail::release_inputs rel{
+      "redisson_lock__channel:{acct}", "latch", "9000", "10000", "publish", {}, {}};
+  rlock::detail::release_script_call release;
+  fair_kind.release_call(id, rel, release);
+  EXPECT_EQ(release.which, script::release_fair);
+  ASSERT_EQ(release.key_span().size(), 6u);
+  EXPECT_EQ(release.keys[4], "redisson_lock__channel:{acct}");
+  EXPECT_EQ(release.keys[5], "latch");
+  rlock::detail::release_script_call leave;
+  fair_kind.leave_call(id, {"redisson_lock__channel:{acct}", "60000", "12", "publish"}, leave);
+  EXPECT_EQ(leave.which, script::leave_fair);
+  ASSERT_EQ(leave.arg_span().size(), 4u);
+  EXPECT_EQ(leave.args[2], "12");
+  EXPECT_EQ(fair_kind.transfer_call, nullptr);  // the queue's head is next, not a local waiter
+  EXPECT_TRUE(fair_kind.channel_per_owner);
+  // Busy replies are how long to sleep; -3 is a handoff the attempt found.
+  EXPECT_EQ(fair_kind.decode(null()).what, outcome::acquired);
+  EXPECT_EQ(fair_kind.decode(number(-3)).what, outcome::acquired);
+  EXPECT_EQ(fair_kind.decode(number(250)).what, outcome::busy);
+  EXPECT_EQ(fair_kind.decode(number(-1)).what, outcome::busy);
+  EXPECT_EQ(fair_kind.decode(number(-7)).what, outcome::malformed);
+}
+
+TEST(lock_kind, fair_waiter_messages_are_redissons_zero_or_a_grant_to_a_ticket) {
+  using rlock::detail::fair_kind;
+  using rlock::detail::wake_policy;
+  std::uint32_t ticket = 0;
+  EXPECT_EQ(fair_kind.on_message("0", ticket), wake_policy::one);
+  EXPECT_EQ(fair_kind.on_message("g42", ticket), wake_policy::grant);
+  EXPECT_EQ(ticket, 42u);
+  EXPECT_EQ(fair_kind.on_message("g", ticket), wake_policy::one);
+  EXPECT_EQ(fair_kind.on_message("g4x", ticket), wake_policy::none);
+  EXPECT_EQ(fair_kind.on_message("g99999999999", ticket), wake_policy::none);  // not a ticket
 }
 
 }  // namespace

@@ -105,6 +105,42 @@ TEST(lock_view, status_of_a_free_lock_and_of_other_keys) {
   EXPECT_EQ(rlockctl::describe(text), "s: not a lock (the key is a string)");
 }
 
+TEST(lock_view, status_of_a_fair_lock_shows_its_queue_in_order) {
+  rlock::detail::resp3::value queue;
+  queue.type = type::array;
+  queue.elements = {str("a:2"), str("b:3")};
+  // ZRANGE WITHSCORES in RESP3: [member, score] pairs.
+  rlock::detail::resp3::value timeouts;
+  timeouts.type = type::array;
+  for (auto [member, score] :
+       {std::pair{"b:3", 1'000'061'000.0}, std::pair{"a:2", 1'000'005'000.0}}) {
+    rlock::detail::resp3::value pair;
+    pair.type = type::array;
+    rlock::detail::resp3::value d;
+    d.type = type::double_type;
+    d.real = score;
+    pair.elements = {str(member), d};
+    timeouts.elements.push_back(pair);
+  }
+  rlock::detail::resp3::value time;
+  time.type = type::array;
+  time.elements = {str("1000000"), str("0")};  // 1 000 000 000 ms
+  const auto v = rlockctl::read_status(
+      "jobs", {str("hash", type::simple_string), hash({{"h:1", "1"}}), num(9000), numsub(2), null(),
+               queue, timeouts, hash({{"a:2", "30000:60000:7"}, {"h:1", "g:3"}}), time});
+  EXPECT_EQ(v.kind(), "fair");
+  ASSERT_EQ(v.queue.size(), 2U);
+  EXPECT_EQ(v.queue[0].owner, "a:2");
+  EXPECT_TRUE(v.queue[0].by_push);
+  EXPECT_EQ(v.queue[0].deadline_in_ms, 5000);
+  EXPECT_FALSE(v.queue[1].by_push);
+  EXPECT_EQ(v.queue[1].deadline_in_ms, 61000);
+  EXPECT_EQ(rlockctl::describe(v),
+            "jobs: held by h:1 (count 1), ttl 9000 ms, 2 subscriber(s), fair, queue: a:2 (by "
+            "push, deadline in 5000 ms), b:3 (deadline in 61000 ms)");
+  EXPECT_EQ(rlockctl::to_json(v).at("queue").as_array().size(), 2U);
+}
+
 TEST(lock_view, a_refused_command_is_an_error_with_redis_text) {
   try {
     rlockctl::read_status("x", {str("NOPERM this user has no permissions", type::simple_error)});

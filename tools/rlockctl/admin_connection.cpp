@@ -128,7 +128,8 @@ asio::awaitable<std::vector<reply>> admin_connection::send(std::vector<command> 
 
 void admin_connection::subscribe(std::string_view channel) { conn_->subscribe({}, channel); }
 
-void admin_connection::on_message(std::string_view channel, std::string_view payload) {
+void admin_connection::on_message(std::string_view channel, std::string_view payload,
+                                  std::chrono::steady_clock::time_point) {
   if (events.message) events.message(channel, payload);
 }
 

@@ -69,7 +69,8 @@ class admin_connection : private rlock::detail::connection::listener {
   callbacks events;
 
  private:
-  void on_message(std::string_view channel, std::string_view payload) override;
+  void on_message(std::string_view channel, std::string_view payload,
+                  std::chrono::steady_clock::time_point since) override;
   void on_subscribed(std::string_view channel) override;
   void on_refused(std::string_view channel, std::error_code ec, std::string_view text) override;
   void on_state(rlock::connection_state state, std::error_code reason,

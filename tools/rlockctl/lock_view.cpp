@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <system_error>
 
 namespace rlockctl {
@@ -53,6 +54,71 @@ std::string holders_text(const std::vector<holder>& hs) {
   return text;
 }
 
+std::string tagged(std::string_view prefix, const std::string& key) {
+  std::string name;
+  rlock::detail::append_tagged_name(prefix, key, name);
+  return name;
+}
+
+/// The fair lock's queue from LRANGE, its deadlines from ZRANGE WITHSCORES (pairs, flat or
+/// nested), the handoff registrations and TIME (answers 5 to 8, when present).
+std::vector<queued_waiter> read_queue(const std::vector<reply>& answers) {
+  std::vector<queued_waiter> q;
+  if (answers.size() < 9) return q;
+  const reply& list = checked(answers, 5, "LRANGE");
+  const reply& timeouts = checked(answers, 6, "ZRANGE");
+  const reply& handoff = checked(answers, 7, "HGETALL");
+  const reply& time = checked(answers, 8, "TIME");
+  std::optional<std::int64_t> now;
+  if (time.elements.size() == 2) {
+    const auto s = to_int(time.elements[0].str);
+    const auto us = to_int(time.elements[1].str);
+    if (s && us) now = *s * 1000 + *us / 1000;
+  }
+  auto deadline_of = [&](std::string_view owner) -> std::optional<std::int64_t> {
+    const auto& e = timeouts.elements;
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      // RESP3 nests [member, score] pairs; RESP2 alternates them.
+      const bool nested = e[i].type == type::array && e[i].elements.size() == 2;
+      const reply& member = nested ? e[i].elements[0] : e[i];
+      if (member.str != owner) {
+        if (!nested) ++i;
+        continue;
+      }
+      const reply* score = nested ? &e[i].elements[1] : (i + 1 < e.size() ? &e[i + 1] : nullptr);
+      if (score == nullptr || !now) return std::nullopt;
+      const double at =
+          score->type == type::double_type ? score->real : std::atof(score->str.c_str());
+      return static_cast<std::int64_t>(at) - *now;
+    }
+    return std::nullopt;
+  };
+  auto registered = [&](std::string_view owner) {
+    const auto& e = handoff.elements;
+    for (std::size_t i = 0; i + 1 < e.size(); i += 2) {
+      if (e[i].str == owner) return !e[i + 1].str.starts_with("g:");
+    }
+    return false;
+  };
+  for (const auto& e : list.elements) q.push_back({e.str, deadline_of(e.str), registered(e.str)});
+  return q;
+}
+
+std::string queue_text(const std::vector<queued_waiter>& q) {
+  std::string text;
+  for (const auto& w : q) {
+    if (!text.empty()) text += ", ";
+    text += w.owner;
+    std::string notes = w.by_push ? "by push" : "";
+    if (w.deadline_in_ms) {
+      if (!notes.empty()) notes += ", ";
+      notes += fmt::format("deadline in {} ms", *w.deadline_in_ms);
+    }
+    if (!notes.empty()) text += " (" + notes + ")";
+  }
+  return text;
+}
+
 const holder* find(const std::vector<holder>& hs, std::string_view owner) {
   for (const auto& h : hs)
     if (h.owner == owner) return &h;
@@ -93,7 +159,11 @@ std::vector<command> status_commands(const std::string& key, bool sharded) {
           {"HGETALL", key},
           {"PTTL", key},
           {"PUBSUB", sharded ? "SHARDNUMSUB" : "NUMSUB", rlock::detail::unlock_channel(key)},
-          {"GET", rlock::detail::token_counter(key)}};
+          {"GET", rlock::detail::token_counter(key)},
+          {"LRANGE", tagged(rlock::detail::fair_queue_prefix, key), "0", "-1"},
+          {"ZRANGE", tagged(rlock::detail::fair_timeout_prefix, key), "0", "-1", "WITHSCORES"},
+          {"HGETALL", tagged(rlock::detail::fair_handoff_prefix, key)},
+          {"TIME"}};
 }
 
 std::vector<command> state_commands(const std::string& key) {
@@ -138,16 +208,18 @@ lock_view read_status(std::string name, const std::vector<reply>& answers) {
   if (numsub.elements.size() == 2) v.subscribers = numsub.elements[1].integer;
   const reply& token = checked(answers, 4, "GET");
   if (!token.is_null()) v.token = to_int(token.str);
+  v.queue = read_queue(answers);
   return v;
 }
 
 std::string describe(const lock_view& v) {
   switch (v.status) {
     case lock_view::state::free:
-      return fmt::format("{}: free{}", v.name,
-                         v.subscribers && *v.subscribers > 0
-                             ? fmt::format(", {} subscriber(s)", *v.subscribers)
-                             : std::string());
+      return fmt::format(
+          "{}: free{}{}", v.name,
+          v.subscribers && *v.subscribers > 0 ? fmt::format(", {} subscriber(s)", *v.subscribers)
+                                              : std::string(),
+          v.queue.empty() ? std::string() : fmt::format(", fair, queue: {}", queue_text(v.queue)));
     case lock_view::state::not_a_lock:
       return fmt::format("{}: not a lock (the key is a {})", v.name, v.key_type);
     case lock_view::state::held:
@@ -160,6 +232,7 @@ std::string describe(const lock_view& v) {
   if (v.subscribers) text += fmt::format(", {} subscriber(s)", *v.subscribers);
   text += fmt::format(", {}", v.kind());
   if (v.token) text += fmt::format(" (last token {})", *v.token);
+  if (!v.queue.empty()) text += fmt::format(", queue: {}", queue_text(v.queue));
   return text;
 }
 
@@ -178,6 +251,15 @@ boost::json::object to_json(const lock_view& v) {
   }
   if (v.subscribers) o["subscribers"] = *v.subscribers;
   if (v.token) o["token"] = *v.token;
+  if (!v.queue.empty()) {
+    boost::json::array q;
+    for (const auto& w : v.queue) {
+      boost::json::object e{{"owner", w.owner}, {"by_push", w.by_push}};
+      if (w.deadline_in_ms) e["deadline_in_ms"] = *w.deadline_in_ms;
+      q.push_back(std::move(e));
+    }
+    o["queue"] = std::move(q);
+  }
   return o;
 }
 

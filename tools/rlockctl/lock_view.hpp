@@ -23,6 +23,15 @@ struct holder {
   friend bool operator==(const holder&, const holder&) = default;
 };
 
+/// A fair lock's waiter, as its queue and deadlines record it.
+struct queued_waiter {
+  std::string owner;
+  /// Until the waiter is dropped unless it comes back (server clock; negative: overdue).
+  std::optional<std::int64_t> deadline_in_ms;
+  bool by_push = false;  // an rlock waiter registered for the handoff by push
+  friend bool operator==(const queued_waiter&, const queued_waiter&) = default;
+};
+
 /// What a key says about the lock it may be. Sans I/O: built from the answers to the commands
 /// below, which the caller runs (pipelined).
 struct lock_view {
@@ -40,8 +49,13 @@ struct lock_view {
   /// The last fencing token handed out, when RFencedLock's counter `redisson_lock_token:{name}`
   /// exists: the lock is then a fenced lock.
   std::optional<std::int64_t> token;
+  /// A fair lock's queue (`redisson_lock_queue:{name}`), head first: the lock is then a fair
+  /// lock (one without waiters looks like any reentrant lock).
+  std::vector<queued_waiter> queue;
 
-  std::string_view kind() const noexcept { return token ? "fenced" : "reentrant"; }
+  std::string_view kind() const noexcept {
+    return token ? "fenced" : !queue.empty() ? "fair" : "reentrant";
+  }
   std::string_view status_name() const noexcept;
 };
 
@@ -50,7 +64,9 @@ struct lock_view {
 /// empty list.
 std::optional<std::vector<holder>> lock_holders(const reply& hgetall);
 
-/// status: TYPE, HGETALL, PTTL, PUBSUB NUMSUB <channel>, GET <token counter>, in this order.
+/// status: TYPE, HGETALL, PTTL, PUBSUB NUMSUB <channel>, GET <token counter>, then a fair
+/// lock's LRANGE <queue>, ZRANGE <timeouts> WITHSCORES, HGETALL <handoff registrations> and
+/// TIME, in this order (all in the key's slot).
 std::vector<command> status_commands(const std::string& key, bool sharded = false);
 /// Decodes the answers to status_commands (an error reply throws std::system_error).
 lock_view read_status(std::string name, const std::vector<reply>& answers);

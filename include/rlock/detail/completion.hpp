@@ -10,6 +10,7 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/deferred.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
@@ -102,6 +103,20 @@ handler<Result...> with_error_code(Handler h, const boost::asio::any_io_executor
   return handler<Result...>(boost::asio::bind_cancellation_slot(
                                 slot, boost::asio::bind_executor(handler_ex, std::move(convert))),
                             ex);
+}
+
+/// The awaitable form of an operation started by `start(handle, handler)`: the caller's coroutine
+/// awaits the operation's own completion (its exception, with Redis's text, is thrown as is),
+/// with no coroutine between.
+template <typename... Result, typename Handle, typename Start>
+auto awaitable_of(const Handle& l, Start start) {
+  namespace asio = boost::asio;
+  return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr, Result...)>(
+      [](auto completion, Handle self, Start st) {
+        const auto ex = self.get_executor();
+        st(self, handler<Result...>(std::move(completion), ex));
+      },
+      asio::use_awaitable, l, std::move(start));
 }
 
 }  // namespace detail

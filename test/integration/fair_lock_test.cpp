@@ -1,0 +1,403 @@
+// rlock::fair_lock (Redisson's RFairLock) and the non-reentrant kinds against a real server:
+// FIFO across clients, the handoff by push (the waiter holds the lock when the push arrives,
+// with no acquire round trip), waiters that give up or die never blocking the queue, and the
+// refusal of a re-acquire by a non-reentrant lock's holder. Redisson's side of each is in
+// interop_test.cpp.
+#include "rlock/rlock.hpp"
+#include "script/scripts.hpp"
+#include "support/lock_env.hpp"
+#include "support/raw_client.hpp"
+#include "support/redis_server.hpp"
+#include "support/run.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+using rlock::test::error_of;
+using rlock::test::make_config;
+using rlock::test::poll_until;
+using rlock::test::wait_until;
+using namespace std::chrono_literals;
+
+std::string queue_of(std::string_view key) {
+  return "redisson_lock_queue:{" + std::string(key) + "}";
+}
+std::string timeouts_of(std::string_view key) {
+  return "redisson_lock_timeout:{" + std::string(key) + "}";
+}
+
+/// The owner fields in the lock's queue, head first.
+std::vector<std::string> queue(rlock::test::raw_client& raw, std::string_view key) {
+  std::vector<std::string> out;
+  for (const auto& e : raw.command({"LRANGE", queue_of(key), "0", "-1"}).elements) {
+    out.push_back(e.str);
+  }
+  return out;
+}
+
+TEST(fair_lock, waiters_of_three_clients_get_it_in_the_order_they_asked_each_by_one_push) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client holder_client(io.get_executor(), cfg);
+  std::vector<std::unique_ptr<rlock::client>> clients;
+  for (int i = 0; i < 3; ++i)
+    clients.push_back(std::make_unique<rlock::client>(io.get_executor(), cfg));
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder_client.connect();
+    for (auto& c : clients) co_await c->connect();
+    auto holder = holder_client.get_fair_lock("turns");
+    co_await holder.lock();
+    std::vector<rlock::fair_lock> waiters;
+    std::vector<int> order;
+    asio::steady_timer bell(io);
+    for (std::size_t i = 0; i < clients.size(); ++i) {
+      waiters.push_back(clients[i]->get_fair_lock("turns"));
+      asio::co_spawn(
+          io,
+          [&, i]() -> asio::awaitable<void> {
+            co_await waiters[i].lock();
+            order.push_back(static_cast<int>(i));
+            bell.cancel();
+            co_await waiters[i].unlock();
+          },
+          asio::detached);
+      // In the queue before the next one asks: the order asked is the order queued.
+      const bool queued =
+          co_await poll_until([&] { return queue(raw, holder.key()).size() == i + 1; });
+      RLOCK_CO_ASSERT(queued);
+    }
+    const auto q = queue(raw, holder.key());
+    for (std::size_t i = 0; i < q.size(); ++i) EXPECT_EQ(q[i], waiters[i].owner_field());
+    // Each waiter is asleep after its first attempt and the retry once its channel was
+    // confirmed; a handoff by push costs it no attempt more.
+    const bool asleep = co_await poll_until([&] {
+      for (auto& c : clients) {
+        if (c->stats().acquire_attempts < 2) return false;
+      }
+      return true;
+    });
+    RLOCK_CO_ASSERT(asleep);
+    std::vector<std::uint64_t> attempts;
+    for (auto& c : clients) attempts.push_back(c->stats().acquire_attempts);
+    co_await holder.unlock();
+    co_await wait_until(
+        bell, [&] { return order.size() == 3; }, 10s);
+    EXPECT_EQ(order, (std::vector<int>{0, 1, 2}));
+    for (std::size_t i = 0; i < clients.size(); ++i) {
+      EXPECT_EQ(waiters[i].last_wake(), rlock::wake_reason::handoff) << i;
+      EXPECT_EQ(clients[i]->stats().acquire_attempts, attempts[i]) << i;
+    }
+    // Everything a waiter wrote is gone with it.
+    const bool empty = co_await poll_until([&] {
+      return raw.command_int({"EXISTS", holder.key()}) == 0;
+    });
+    EXPECT_TRUE(empty);
+    EXPECT_EQ(raw.command_int({"EXISTS", queue_of(holder.key())}), 0);
+    EXPECT_EQ(raw.command_int({"EXISTS", timeouts_of(holder.key())}), 0);
+    EXPECT_EQ(raw.command_int({"HLEN", "rlock_fair_handoff:{" + std::string(holder.key()) + "}"}),
+              0);
+    co_await holder_client.close();
+    for (auto& c : clients) co_await c->close();
+  });
+}
+
+TEST(fair_lock, without_handoff_by_push_a_waiter_acquires_after_redissons_message) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.fair_lock.handoff_by_push = false;
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    auto holder = a.get_fair_lock("plain");
+    auto waiter = b.get_fair_lock("plain");
+    co_await holder.lock();
+    bool got = false;
+    asio::steady_timer bell(io);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          got = co_await waiter.try_lock(10s);
+          bell.cancel();
+        },
+        asio::detached);
+    const bool asleep = co_await rlock::test::until_asleep(b, waiter, 2);
+    RLOCK_CO_ASSERT(asleep);
+    co_await holder.unlock();
+    co_await wait_until(
+        bell, [&] { return got; }, 10s);
+    EXPECT_TRUE(got);
+    EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::notification);
+    EXPECT_EQ(b.stats().acquire_attempts, 3u);  // the push, then its own acquire
+    co_await waiter.unlock();
+    co_await a.close();
+    co_await b.close();
+  });
+}
+
+TEST(fair_lock, a_waiter_that_gives_up_or_is_cancelled_leaves_the_queue) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    auto holder = a.get_fair_lock("leave");
+    co_await holder.lock();
+    // Out of time.
+    auto timed = b.get_fair_lock("leave");
+    EXPECT_FALSE(co_await timed.try_lock(100ms));
+    bool gone = co_await poll_until([&] { return queue(raw, holder.key()).empty(); });
+    EXPECT_TRUE(gone);
+    // A single attempt never joins the queue.
+    EXPECT_FALSE(co_await timed.try_lock());
+    EXPECT_TRUE(queue(raw, holder.key()).empty());
+    // Cancelled while queued.
+    auto cancelled = b.get_fair_lock("leave");
+    asio::cancellation_signal stop;
+    std::error_code ec;
+    bool done = false;
+    asio::steady_timer bell(io);
+    asio::co_spawn(io, cancelled.lock(),
+                   asio::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr e) {
+                     try {
+                       if (e) std::rethrow_exception(e);
+                     } catch (const std::system_error& err) {
+                       ec = err.code();
+                     }
+                     done = true;
+                     bell.cancel();
+                   }));
+    const bool queued = co_await poll_until([&] { return queue(raw, holder.key()).size() == 1; });
+    RLOCK_CO_ASSERT(queued);
+    stop.emit(asio::cancellation_type::terminal);
+    co_await wait_until(
+        bell, [&] { return done; }, 5s);
+    EXPECT_EQ(ec, std::errc::operation_canceled);
+    gone = co_await poll_until([&] { return queue(raw, holder.key()).empty(); });
+    EXPECT_TRUE(gone);
+    EXPECT_EQ(raw.command_int({"ZCARD", timeouts_of(holder.key())}), 0);
+    // Nobody left in the queue: the next waiter takes the lock as soon as it is released.
+    co_await holder.unlock();
+    auto next = b.get_fair_lock("leave");
+    EXPECT_TRUE(co_await next.try_lock(0ms));
+    co_await next.unlock();
+    co_await a.close();
+    co_await b.close();
+  });
+}
+
+TEST(fair_lock, a_dead_waiter_ahead_is_dropped_at_its_deadline_and_never_blocks_the_queue) {
+  asio::io_context io;
+  auto cfg = make_config();
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    auto holder = a.get_fair_lock("dead");
+    co_await holder.lock();
+    // A waiter of another process that died in the queue: its entry and a deadline 300 ms on,
+    // as its last acquire left them, and nobody to come back.
+    const auto key = std::string(holder.key());
+    const auto now_ms = raw.command({"TIME"});
+    RLOCK_CO_ASSERT(now_ms.elements.size() == 2u);
+    const auto deadline = std::to_string(std::stoll(now_ms.elements[0].str) * 1000 +
+                                         std::stoll(now_ms.elements[1].str) / 1000 + 300);
+    raw.command({"RPUSH", queue_of(key), "dead-uuid:1"});
+    raw.command({"ZADD", timeouts_of(key), deadline, "dead-uuid:1"});
+    auto waiter = b.get_fair_lock("dead");
+    bool got = false;
+    asio::steady_timer bell(io);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          // Nobody tells it the dead head is gone: it looks again within half its allowance
+          // (1 s here), and then after the head's deadline.
+          got = co_await waiter.try_lock(2s);
+          bell.cancel();
+        },
+        asio::detached);
+    const bool behind = co_await poll_until([&] { return queue(raw, key).size() == 2; });
+    RLOCK_CO_ASSERT(behind);
+    co_await holder.unlock();  // tells the dead head: nobody hears it
+    co_await wait_until(
+        bell, [&] { return got; }, 10s);
+    EXPECT_TRUE(got);
+    EXPECT_TRUE(queue(raw, key).empty());
+    co_await waiter.unlock();
+    co_await a.close();
+    co_await b.close();
+  });
+}
+
+TEST(fair_lock, a_handoff_to_an_acquisition_that_left_is_given_back_to_the_next) {
+  // The race a push cannot settle, played on the scripts: the release hands the lock to a waiter
+  // whose leave is already on its way. The leave gives it back and passes it on.
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    auto holder = a.get_fair_lock("race");
+    co_await holder.lock();
+    const auto key = std::string(holder.key());
+    const auto handoff = "rlock_fair_handoff:{" + key + "}";
+    // A registered waiter of ticket 5 at the head, as its acquire leaves it.
+    raw.command({"RPUSH", queue_of(key), "gone-uuid:1"});
+    raw.command({"ZADD", timeouts_of(key), "99999999999999", "gone-uuid:1"});
+    raw.command({"HSET", handoff, "gone-uuid:1", "30000:60000:5"});
+    auto next = b.get_fair_lock("race");
+    bool got = false;
+    asio::steady_timer bell(io);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          got = co_await next.try_lock(10s);
+          bell.cancel();
+        },
+        asio::detached);
+    const bool behind = co_await poll_until([&] { return queue(raw, key).size() == 2; });
+    RLOCK_CO_ASSERT(behind);
+    co_await holder.unlock();
+    // Handed to the head: the hash is its, the marker names the ticket.
+    EXPECT_EQ(raw.command({"HGET", key, "gone-uuid:1"}).str, "1");
+    EXPECT_EQ(raw.command({"HGET", handoff, "gone-uuid:1"}).str, "g:5");
+    // Its leave (ticket 5), as acquire_op sends it: the hold goes back and on to `next`.
+    rlock::client c(io.get_executor(), cfg);
+    co_await c.connect();
+    const std::string leave(
+        rlock::detail::script_sources[static_cast<std::size_t>(rlock::detail::script::leave_fair)]);
+    const auto channel = "redisson_lock__channel:{" + key + "}";
+    raw.command({"EVAL", leave, "5", key, queue_of(key), timeouts_of(key), handoff, channel,
+                 "gone-uuid:1", "60000", "5", "publish"});
+    co_await wait_until(
+        bell, [&] { return got; }, 10s);
+    EXPECT_TRUE(got);
+    EXPECT_EQ(next.last_wake(), rlock::wake_reason::handoff);
+    EXPECT_EQ(raw.command_int({"HEXISTS", handoff, "gone-uuid:1"}), 0);
+    co_await next.unlock();
+    co_await a.close();
+    co_await b.close();
+    co_await c.close();
+  });
+}
+
+TEST(fair_lock, a_waiter_whose_connection_is_killed_keeps_its_turn) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.health_check_interval = 200ms;
+  cfg.reconnect.backoff_initial = 10ms;
+  auto waiter_cfg = cfg;
+  waiter_cfg.client_name = "fair-killed";
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), waiter_cfg);
+  rlock::client c(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    co_await c.connect();
+    auto holder = a.get_fair_lock("killed");
+    co_await holder.lock();
+    auto first = b.get_fair_lock("killed");
+    auto second = c.get_fair_lock("killed");
+    std::vector<int> order;
+    asio::steady_timer bell(io);
+    auto wait = [&](rlock::fair_lock& l, int who) -> asio::awaitable<void> {
+      co_await l.lock();
+      order.push_back(who);
+      bell.cancel();
+      co_await l.unlock();
+    };
+    asio::co_spawn(io, wait(first, 1), asio::detached);
+    RLOCK_CO_ASSERT(co_await poll_until([&] { return queue(raw, holder.key()).size() == 1; }));
+    asio::co_spawn(io, wait(second, 2), asio::detached);
+    RLOCK_CO_ASSERT(co_await poll_until([&] { return queue(raw, holder.key()).size() == 2; }));
+    EXPECT_EQ(rlock::test::kill_client(raw, "fair-killed"), 1);
+    // It comes back, subscribes again and retries: still first in the queue.
+    RLOCK_CO_ASSERT(co_await poll_until([&] { return b.stats().reconnects >= 1; }));
+    co_await holder.unlock();
+    co_await wait_until(
+        bell, [&] { return order.size() == 2; }, 10s);
+    EXPECT_EQ(order, (std::vector<int>{1, 2}));
+    co_await a.close();
+    co_await b.close();
+    co_await c.close();
+  });
+}
+
+TEST(non_reentrant_lock, a_re_acquire_by_its_holder_is_refused_at_once_with_redissons_words) {
+  asio::io_context io;
+  rlock::client redis(io.get_executor(), make_config());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_non_reentrant_lock("once");
+    co_await lock.lock();
+    EXPECT_EQ(co_await error_of(lock.lock()), rlock::errc::reentry_refused);
+    EXPECT_NE(lock.last_error().find("NON_REENTRANT_REACQUIRE"), std::string::npos)
+        << lock.last_error();
+    // With a wait too: refused at once, not after the wait.
+    const auto before = std::chrono::steady_clock::now();
+    EXPECT_EQ(co_await error_of(lock.try_lock(5s)), rlock::errc::reentry_refused);
+    EXPECT_LT(std::chrono::steady_clock::now() - before, 2s);
+    EXPECT_EQ(co_await lock.hold_count(), 1);
+    // Another owner is excluded as by any lock, and gets it after the one release.
+    auto other = redis.get_non_reentrant_lock("once");
+    EXPECT_FALSE(co_await other.try_lock());
+    co_await lock.unlock();
+    EXPECT_FALSE(co_await lock.is_locked());
+    EXPECT_TRUE(co_await other.try_lock());
+    co_await other.unlock();
+    // The non-reentrant fair lock refuses the same way.
+    auto fair = redis.get_non_reentrant_fair_lock("once-fair");
+    co_await fair.lock();
+    EXPECT_EQ(co_await error_of(fair.try_lock(1s)), rlock::errc::reentry_refused);
+    co_await fair.unlock();
+    co_await redis.close();
+  });
+}
+
+TEST(non_reentrant_lock, the_blocking_facade_throws_instead_of_deadlocking_its_thread) {
+  rlock::blocking::client c(make_config());
+  auto lock = c.get<rlock::non_reentrant_lock>("blocking-once");
+  lock.lock();
+  const auto ec = rlock::test::thrown_by([&] { lock.lock(); });
+  EXPECT_EQ(ec, rlock::errc::reentry_refused);
+  lock.unlock();
+  // A fair lock is TimedLockable for threads too.
+  auto fair = c.get<rlock::fair_lock>("blocking-fair");
+  EXPECT_TRUE(fair.try_lock_for(100ms));
+  std::thread other([&] {
+    auto mine = c.get<rlock::fair_lock>("blocking-fair");
+    EXPECT_FALSE(mine.try_lock_for(50ms));
+  });
+  other.join();
+  fair.unlock();
+}
+
+}  // namespace
