@@ -425,9 +425,15 @@ struct acquire_operation : attempt_gate::entry {
       w.granted = false;
       w.woken = false;
     } else if (w.pushed_grant && !w.failed) {
+      // Taken from the push alone, or (its lease start too old) claimed by the attempt this
+      // wake-up by message starts.
       w.pushed_grant = false;
-      w.woken = false;
-      why = op->take_pushed_grant() ? acquire_fsm::wake::granted : acquire_fsm::wake::message;
+      if (op->take_pushed_grant()) {
+        why = acquire_fsm::wake::granted;
+        w.woken = false;
+      } else {
+        why = acquire_fsm::wake::message;
+      }
     } else if (w.failed) {
       const auto why_failed = c.hub.failure_of(w);
       std::string text = c.hub.refusal_of(w);
@@ -444,11 +450,6 @@ struct acquire_operation : attempt_gate::entry {
     const auto next = op->fsm.on_woken(why, clock_type::now(), w.reserved);
     if (why == acquire_fsm::wake::granted) {
       op->reason = wake_reason::handoff;
-    } else if (why == acquire_fsm::wake::message && next == action::attempt) {
-      // Not from woken flags alone: a stale handoff by push is claimed by this attempt.
-      op->reason = wake_reason::notification;
-      ++c.counters.notified_wakeups;
-      op->wake_by_message = true;
     } else if (next == action::attempt) {
       op->reason = why == acquire_fsm::wake::timer     ? wake_reason::expiry
                    : why == acquire_fsm::wake::message ? wake_reason::notification

@@ -147,6 +147,57 @@ TEST(wakeup, one_unlock_costs_constant_attempts_with_50_waiters) {
       60s);
 }
 
+TEST(wakeup, a_woken_waiter_that_loses_the_race_sleeps_again) {
+  // Two clients' waiters are both woken by one unlock; one wins. The other's retry is refused
+  // and it must sleep again until the next message or the holder's TTL, not retry at once.
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), cfg);
+  rlock::client c(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    co_await c.connect();
+    auto holder = a.get_lock("race");
+    co_await holder.lock(30s);
+    auto wb = b.get_lock("race");
+    auto wc = c.get_lock("race");
+    int acquired = 0;
+    asio::steady_timer bell(io);
+    asio::steady_timer done(io, clock_type::time_point::max());
+    auto wait = [&](rlock::reentrant_lock& l) -> asio::awaitable<void> {
+      co_await l.lock(30s);
+      ++acquired;
+      bell.cancel();
+      co_await done.async_wait(asio::as_tuple(asio::use_awaitable));
+      co_await l.unlock();
+    };
+    asio::co_spawn(io, wait(wb), asio::detached);
+    asio::co_spawn(io, wait(wc), asio::detached);
+    RLOCK_CO_ASSERT(co_await rlock::test::until_asleep(b, wb, 2));
+    RLOCK_CO_ASSERT(co_await rlock::test::until_asleep(c, wc, 2));
+    co_await holder.unlock();
+    co_await wait_until(
+        bell, [&] { return acquired >= 1; }, 10s);
+    RLOCK_CO_ASSERT(acquired == 1);
+    const auto mark = b.stats().acquire_attempts + c.stats().acquire_attempts;
+    // Nothing to await here: the loser must do nothing. Its retry may still be on its way
+    // when the winner is told; anything past that is a waiter retrying without a reason.
+    const bool spun = co_await rlock::test::poll_until(
+        [&] { return b.stats().acquire_attempts + c.stats().acquire_attempts > mark + 1; }, 300ms);
+    EXPECT_FALSE(spun) << (b.stats().acquire_attempts + c.stats().acquire_attempts - mark)
+                       << " attempts while the lock was held";
+    done.expires_at(clock_type::time_point::min());  // wakes the winner, and lets the loser by
+    co_await wait_until(
+        bell, [&] { return acquired == 2; }, 10s);
+    EXPECT_EQ(acquired, 2);
+    co_await a.close();
+    co_await b.close();
+    co_await c.close();
+  });
+}
+
 TEST(wakeup, expired_lease_wakes_the_waiter_by_ttl) {
   asio::io_context io;
   const auto cfg = make_config();
