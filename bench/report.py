@@ -33,8 +33,14 @@ import os
 import platform
 import sys
 
+# A library's place in LIBRARIES is its line style in bench/plot.gp (styles 1 to 6).
 LIBRARIES = ["rlock", "rlock-blocking", "redis-py", "redis-py-tuned", "redlock", "redis-semaphore"]
 PEERS = ["redis-py", "redis-py-tuned", "redlock", "redis-semaphore"]
+# rlock's other exclusive kinds (issue 25), each with the --kind its driver ran with: scripts/bench
+# runs them in S1 and S3 only, so they are not in LIBRARIES (S2, the plots) but in S1_S3_LIBRARIES,
+# right after the reentrant lock they are set against.
+KINDS = {"rlock-fair": "fair", "rlock-nonreentrant": "non-reentrant"}
+S1_S3_LIBRARIES = ["rlock"] + list(KINDS) + [l for l in LIBRARIES if l not in ("rlock", "rlock-blocking")]
 SCENARIOS = {
     "S1": "S1: uncontended lock+unlock latency (one task, one key)",
     "S2": "S2: throughput, C concurrent tasks on their own keys",
@@ -359,6 +365,12 @@ class Report:
                 continue
             obj, why = driver_output(self.raw, e)
             self.raw_outputs.append(dict(e, output=obj, failure=why))
+            kind = KINDS.get(e.get("library"))
+            if kind and obj and (obj.get("params") or {}).get("kind") != kind:
+                # An rlock_bench that ignored --kind would pass the reentrant lock off as this kind.
+                self.notes.append("%s %s (%s): the driver's result is for kind %s, not %s" % (
+                    scenario, e.get("library"), e.get("id"),
+                    (obj.get("params") or {}).get("kind", "reentrant"), kind))
             if why:
                 self.failures.append("%s %s (%s): %s" % (scenario, e.get("library"), e.get("id"), why))
             if e.get("group"):
@@ -491,22 +503,24 @@ class Report:
 
     def section_s1(self):
         rows, data = [], {}
-        for lib in LIBRARIES:
-            if lib == "rlock-blocking":
-                continue
+        ev = self.ref("evalsha_c1", "p50_latency_ms")
+        for lib in S1_S3_LIBRARIES:
             m = self.metric("S1", lib, "s1")
             run = self._find("S1", lib)
+            if lib in KINDS and not m and not run and not self.status(lib):
+                continue  # a run from before issue 25, or without these kinds: no empty rows
             st = "ok" if m else (("failed: " + run["failure"]) if run and run["failure"] else
                                  (self.status(lib) or "not run"))
             data[lib] = m if m else {"status": st}
-            rows.append([lib, num(m and m.get("pairs")), num(m and m.get("p50_us")),
+            p50 = m and m.get("p50_us")
+            rows.append([lib, num(m and m.get("pairs")), num(p50),
                          num(m and m.get("p90_us")), num(m and m.get("p99_us")),
-                         num(m and m.get("max_us")), num(m and m.get("mean_us")), st])
-        md = table(["library", "pairs", "p50 µs", "p90 µs", "p99 µs", "max µs", "mean µs", "status"],
-                   rows)
+                         num(m and m.get("max_us")), num(m and m.get("mean_us")),
+                         num(p50 / (ev * 1000)) if p50 and ev else "—", st])
+        md = table(["library", "pairs", "p50 µs", "p90 µs", "p99 µs", "max µs", "mean µs",
+                    "p50 / EVALSHA p50", "status"], rows)
         md += self.tls_s1(data)
         r = data.get("rlock", {})
-        ev = self.ref("evalsha_c1", "p50_latency_ms")
         self.goals.append(goal("S1", "rlock p50 ≤ 2.1 × EVALSHA(-c1 -P1) p50", "rlock p50 µs",
                                r.get("p50_us"), "EVALSHA -c1 p50 µs", ev * 1000 if ev else None, "<=", 2.1))
         # The floor of rlock's own two commands: one blocking thread sending exactly its acquire
@@ -718,9 +732,9 @@ class Report:
         return md, data, ps
 
     def section_s3(self):
-        libs = [l for l in LIBRARIES if l != "rlock-blocking"]
-        md, data, ps = self.s3_rows("S3", libs)
+        md, data, ps = self.s3_rows("S3", S1_S3_LIBRARIES)
         ping = self.ping_p50_us("ping_s3")
+        floor = self.metric("S3", "rlock", mode="s3-floor")
         for p in ps:
             r = data.get("rlock", {}).get(str(p), {})
             self.goals.append(goal("S3", "P=%d: handoff p50 ≤ 2.5 × PING p50" % p, "rlock gap p50 µs",
@@ -735,7 +749,7 @@ class Report:
             self.goals.append(goal("S3", "P=%d: handoff p50 below half of every peer's" % p,
                                    "rlock gap p50 µs", r.get("gap_p50_us"),
                                    "fastest peer gap p50 µs (%s)" % best[1], best[0], "<=", 0.5))
-        floor = self.metric("S3", "rlock", mode="s3-floor")
+            self.s3_kind_goals(p, data, floor)
         if floor:
             data["floor"] = floor
             rl = data.get("rlock", {}).get(str(ps[0]), {}) if ps else {}
@@ -756,6 +770,36 @@ class Report:
             md += line + ".\n"
         md += self.s3_local(data)
         return md, data
+
+    def s3_kind_goals(self, p, data, floor):
+        """Issue 25's goals for the fair lock at P, each half a goal of its own (goal() sets one
+        figure against one reference): its handoff p50 ≤ 0.6 × the floor's p50 (s3-floor, same
+        run), and below the reentrant lock's at the same P. Every kind that ran at P must also
+        have seen no two holders at once."""
+        fair = data.get("rlock-fair", {}).get(str(p), {})
+        why = self.s3_kind_why("rlock-fair", p)
+        figure = "rlock-fair gap p50 µs" + (" (n/a: %s)" % why if why else "")
+        self.goals.append(goal("S3", "fair lock P=%d: handoff p50 ≤ 0.6 × s3-floor p50 (issue 25)" % p,
+                               figure, fair.get("gap_p50_us"), "s3-floor p50 µs",
+                               floor.get("p50_us") if floor else None, "<=", 0.6))
+        self.goals.append(goal("S3", "fair lock P=%d: handoff p50 below the reentrant lock's (issue 25)" % p,
+                               figure, fair.get("gap_p50_us"), "rlock P=%d gap p50 µs" % p,
+                               data.get("rlock", {}).get(str(p), {}).get("gap_p50_us"), "<", 1.0))
+        for lib in KINDS:
+            if ("S3", lib, p) in self.s3:
+                self.goals.append(goal("S3", "%s P=%d: zero overlaps" % (lib, p), "%s overlaps" % lib,
+                                       self.s3[("S3", lib, p)]["stats"]["overlaps"], None, None, "==", 0))
+
+    def s3_kind_why(self, lib, p):
+        """Why LIB's S3 figure at P is missing ("" when there is one)."""
+        g = self.s3.get(("S3", lib, p))
+        if g and not g["failure"] and g["stats"]["gap_p50_us"] is not None:
+            return ""
+        if g and g["failure"]:
+            return "failed"
+        if g:
+            return "no handoffs"
+        return "unavailable" if lib in self.unavailable else "not run"
 
     def s3_local(self, data):
         """S3's rhythm between P coroutines of one client (`rlock_bench s3-local`), handing the

@@ -18,6 +18,8 @@
 //                                recovery on a private redis-server it starts itself: SIGKILL +
 //                                restart and CLIENT KILL, N each, and the holder's lost() margin
 //   print-acquire-script         the acquire Lua, for the EVALSHA reference
+// s1 and s3-worker take --kind reentrant|fair|non-reentrant|non-reentrant-fair (default
+// reentrant): the same loop on another exclusive kind of the lock family.
 // Results: one JSON line on stdout; progress on stderr. Only 127.0.0.1 is contacted.
 #include "lock/lock_state.hpp"
 #include "resp3/parser.hpp"
@@ -64,6 +66,7 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <variant>
 #include <vector>
 
 namespace {
@@ -91,6 +94,7 @@ struct options {
   std::string tls_ca;         // set: TLS to --port, verified against this CA
   bool cluster = false;       // --cluster 1: --port is a seed of a Redis Cluster (config::cluster)
   bool local_handoff = true;  // --local-handoff 0: config::local_handoff off (on: 8, 20 ms)
+  std::string kind = "reentrant";  // s1, s3-worker: the exclusive kind
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -99,7 +103,7 @@ struct options {
              "[--concurrency C] [--connections N] [--waiters W] [--locks N] [--names K] "
              "[--threads T] "
              "[--key K] [--out FILE] [--prefix P] [--tls-ca CA_FILE] [--cluster 1] "
-             "[--local-handoff 0]\n",
+             "[--local-handoff 0] [--kind reentrant|fair|non-reentrant|non-reentrant-fair]\n",
              why);
   std::exit(2);
 }
@@ -137,6 +141,8 @@ options parse(int argc, char** argv) {
       o.threads = integer();
     else if (flag == "--key")
       o.key = value;
+    else if (flag == "--kind")
+      o.kind = value;
     else if (flag == "--out")
       o.out = value;
     else if (flag == "--prefix")
@@ -158,6 +164,10 @@ options parse(int argc, char** argv) {
   }
   if (o.seconds <= 0 || o.seconds > 600) usage("--seconds must be in (0, 600]");
   if (o.waiter != "coroutine" && o.waiter != "callback") usage("--waiter: coroutine or callback");
+  if (o.kind != "reentrant" && o.kind != "fair" && o.kind != "non-reentrant" &&
+      o.kind != "non-reentrant-fair") {
+    usage("--kind: reentrant, fair, non-reentrant or non-reentrant-fair");
+  }
   return o;
 }
 
@@ -295,6 +305,35 @@ asio::awaitable<void> sleep_for(clock_type::duration d) {
 
 // --- s1: one coroutine, one key -------------------------------------------------------------
 
+/// A handle of one of the exclusive kinds (--kind), for the loops that run on any of them.
+class exclusive_handle {
+ public:
+  exclusive_handle(rlock::client& redis, const std::string& kind, const std::string& name)
+      : lock_(make(redis, kind, name)) {}
+  asio::awaitable<void> lock(std::optional<std::chrono::milliseconds> lease = std::nullopt) {
+    return std::visit([&](auto& l) { return lease ? l.lock(*lease) : l.lock(); }, lock_);
+  }
+  asio::awaitable<void> unlock() {
+    return std::visit([](auto& l) { return l.unlock(); }, lock_);
+  }
+
+ private:
+  using any = std::variant<rlock::reentrant_lock, rlock::fair_lock, rlock::non_reentrant_lock,
+                           rlock::non_reentrant_fair_lock>;
+  static any make(rlock::client& redis, const std::string& kind, const std::string& name) {
+    if (kind == "fair") return redis.get_fair_lock(name);
+    if (kind == "non-reentrant") return redis.get_non_reentrant_lock(name);
+    if (kind == "non-reentrant-fair") return redis.get_non_reentrant_fair_lock(name);
+    return redis.get_lock(name);
+  }
+  any lock_;
+};
+
+/// `"kind": "<kind>", ` for a result's params, or nothing for the reentrant lock.
+std::string kind_param(const options& o) {
+  return o.kind == "reentrant" ? std::string() : fmt::format(R"("kind": "{}", )", o.kind);
+}
+
 void run_s1(const options& o) {
   // --concurrency C > 1 runs C such loops on one client, each on its own key: the coroutine
   // twin of the blocking facade's S7 run with T = C threads.
@@ -312,7 +351,8 @@ void run_s1(const options& o) {
           asio::co_spawn(
               io,
               [&, c]() -> asio::awaitable<void> {
-                auto lock = redis.get_lock(c == 0 ? std::string("s1") : fmt::format("s1:{}", c));
+                exclusive_handle lock(redis, o.kind,
+                                      c == 0 ? std::string("s1") : fmt::format("s1:{}", c));
                 auto& us = per_task[static_cast<std::size_t>(c)];
                 us.reserve(1'000'000 / static_cast<std::size_t>(tasks));
                 for (std::size_t i = 0; i < 2'000'000; ++i) {
@@ -330,7 +370,8 @@ void run_s1(const options& o) {
       },
       config_for(o));
   fmt::print("{}\n", s1_json("rlock", o, summarize_all(std::move(per_task)),
-                             tasks > 1 ? fmt::format(R"("concurrency": {}, )", tasks) : ""));
+                             kind_param(o) +
+                                 (tasks > 1 ? fmt::format(R"("concurrency": {}, )", tasks) : "")));
 }
 
 // --- s2: C coroutines on one client, each its own key ----------------------------------------
@@ -389,7 +430,7 @@ void run_s3_worker(const options& o) {
   with_client(
       o,
       [&](asio::io_context&, rlock::client& redis) -> asio::awaitable<void> {
-        auto lock = redis.get_lock(o.key);
+        exclusive_handle lock(redis, o.kind, o.key);
         const auto end = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
                                                  std::chrono::duration<double>(o.seconds));
         for (std::size_t i = 0; i < 1'000'000 && clock_type::now() < end; ++i) {
@@ -404,10 +445,10 @@ void run_s3_worker(const options& o) {
       },
       cfg);
   write_events(o, events);
-  fmt::print(R"({{"library": "rlock", "mode": "s3-worker", "params": {{"seconds": {}}}, )"
+  fmt::print(R"({{"library": "rlock", "mode": "s3-worker", "params": {{{}"seconds": {}}}, )"
              R"("metrics": {{"acquisitions": {}}}}})"
              "\n",
-             o.seconds, events.size());
+             kind_param(o), o.seconds, events.size());
 }
 
 // --- s3-local: the handoff scenario between coroutines of one client ----------------------------
