@@ -316,6 +316,9 @@ class exclusive_handle {
   asio::awaitable<void> unlock() {
     return std::visit([](auto& l) { return l.unlock(); }, lock_);
   }
+  rlock::wake_reason last_wake() const {
+    return std::visit([](const auto& l) { return l.last_wake(); }, lock_);
+  }
 
  private:
   using any = std::variant<rlock::reentrant_lock, rlock::fair_lock, rlock::non_reentrant_lock,
@@ -425,6 +428,7 @@ void write_events(const options& o, const std::vector<std::pair<std::int64_t, st
 void run_s3_worker(const options& o) {
   if (o.out.empty()) usage("s3-worker needs --out");
   std::vector<std::pair<std::int64_t, std::int64_t>> events;
+  std::map<std::string, std::size_t> wakes;  // how each acquisition came about
   auto cfg = config_for(o);
   cfg.key_prefix.clear();  // --key is the full key, shared with the other processes
   with_client(
@@ -436,6 +440,7 @@ void run_s3_worker(const options& o) {
         for (std::size_t i = 0; i < 1'000'000 && clock_type::now() < end; ++i) {
           co_await lock.lock(10s);
           const auto acquired = nanos_now();
+          ++wakes[std::string(rlock::to_string(lock.last_wake()))];
           co_await sleep_for(1ms);
           const auto releasing = nanos_now();
           co_await lock.unlock();
@@ -445,10 +450,12 @@ void run_s3_worker(const options& o) {
       },
       cfg);
   write_events(o, events);
+  std::string by;
+  for (const auto& [reason, n] : wakes) by += fmt::format(R"(, "{}": {})", reason, n);
   fmt::print(R"({{"library": "rlock", "mode": "s3-worker", "params": {{{}"seconds": {}}}, )"
-             R"("metrics": {{"acquisitions": {}}}}})"
+             R"("metrics": {{"acquisitions": {}{}}}}})"
              "\n",
-             kind_param(o), o.seconds, events.size());
+             kind_param(o), o.seconds, events.size(), by);
 }
 
 // --- s3-local: the handoff scenario between coroutines of one client ----------------------------

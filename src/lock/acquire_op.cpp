@@ -182,6 +182,13 @@ struct acquire_operation : attempt_gate::entry {
     in.lease_ms = c.lease_arg(op->lease.value_or(c.cfg.watchdog_timeout), own_lease);
     fair_inputs fair;
     if (op->s->kind.leave_call != nullptr) fair.fill(*op, in);
+    if (op->maybe_queued && op->waiter.channel == nullptr && c.session.ordered_pushes()) {
+      // A fair waiter listens on its own channel before its attempt can queue it: the
+      // SUBSCRIBE is written ahead of the attempt on the same connection, so a handoff by push
+      // made right after the attempt is heard (no retry once the channel is confirmed).
+      op->join();
+      op->joined_first = true;
+    }
     acquire_script_call call;
     op->s->kind.acquire_call(op->s->identity(), in, call);
     auto* p = op.get();
@@ -301,6 +308,9 @@ struct acquire_operation : attempt_gate::entry {
           ttl = decoded.ttl;
           // A handoff by push to it can only come after this ran (fair kinds).
           op->busy_written = op->written;
+          // Joined first, everything it heard came before this attempt ran, which saw the
+          // lock busy after it: no reason to retry (a handoff since comes after this answer).
+          if (op->joined_first) op->waiter.woken = false;
           break;
         case acquire_reply::outcome::malformed:
           op->failure = error_with(errc::protocol_error,
@@ -391,6 +401,7 @@ struct acquire_operation : attempt_gate::entry {
   /// one at once if the subscription is already confirmed (an unlock may have gone unheard
   /// between the failed attempt and now).
   void join() {
+    if (waiter.channel != nullptr) return;  // joined before its first attempt (fair kinds)
     client_impl& c = client();
     waiter.owner = this;  // for the sleep and a local handoff
     waiter.on_unpark = &acquire_operation::on_unparked;
@@ -623,6 +634,7 @@ struct acquire_operation : attempt_gate::entry {
   bool called_again = false;     // the attempt in flight follows a NOSCRIPT answer
   bool maybe_queued = false;     // a fair kind's attempt was written: it may be in the queue
   bool took_hold = false;        // an answer or a handoff gave it a hold (kept or given back)
+  bool joined_first = false;     // a fair waiter that joined its channel before its attempts
 };
 
 }  // namespace

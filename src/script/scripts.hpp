@@ -50,9 +50,9 @@ inline constexpr std::array<script_effect, script_count> script_effects{{
     {command_kind::force_release, false},  // force_unlock_fair
 }};
 
-// The fair lock's shared Lua (Redisson's RFairLock, with rlock's direct handoff), pasted into each
-// of its scripts by the preprocessor. Every fair script takes the same first keys: KEYS[1] = lock
-// key, KEYS[2] = queue `redisson_lock_queue:{<key>}` (owner fields, FIFO), KEYS[3] = timeouts
+// The fair lock's shared Lua (Redisson's RFairLock, with rlock's handoff by push), pasted into
+// each of its scripts by the preprocessor. Every fair script takes the same first keys: KEYS[1] =
+// lock key, KEYS[2] = queue `redisson_lock_queue:{<key>}` (owner fields, FIFO), KEYS[3] = timeouts
 // `redisson_lock_timeout:{<key>}` (owner field -> deadline, ms since the epoch), KEYS[4] = handoff
 // registrations `rlock_fair_handoff:{<key>}` (rlock's only key), KEYS[5] = the unlock channel
 // `redisson_lock__channel:{<key>}` (a waiter listens on `<channel>:<owner field>`).
@@ -60,42 +60,41 @@ inline constexpr std::array<script_effect, script_count> script_effects{{
 // The handoff hash: an rlock waiter that will take the lock from a push alone registers
 // `<lease>:<wait>:<ticket>` under its owner field (the ticket names its acquisition); a release
 // that finds it at the queue's head makes it the holder inside the script (what its own acquire
-// would have done), marks it `g:<ticket>` and publishes `g<ticket>` on its channel. A Redisson
-// waiter (never registered) gets Redisson's `0` and runs its own acquire. A marker is consumed
-// by the acquisition's own attempt (if the push was lost), given back by its leave script (if it
-// gave up meanwhile), or deleted by its owner's final release. The hash expires with the last
-// registration it needs.
+// would have done), records `granted` = `<ticket>:<owner field>` and publishes `g<ticket>` on its
+// channel. A Redisson waiter (never registered) gets Redisson's `0` and runs its own acquire. The
+// grant is claimed by the acquisition's own attempt if the push was lost, or given back by its
+// leave script if it gave up meanwhile; a ticket names one acquisition only, so a grant nobody
+// claims needs no deleting: the hash goes when the queue is empty at a release, or expires with
+// the last registration it needs.
 //
 // Deadlines use the server's clock (`TIME`); Redisson's scripts use their client's clock, so a
 // skew between them shifts whose deadline is taken as passed: fairness, never exclusion (the
-// hash's PEXPIRE is the server's).
-#define RLOCK_FAIR_LUA                                                                          \
-  "local function now_ms() local t = redis.call('time'); "                                      \
-  "return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000); end; "                     \
-  "local function keep(ms) ms = math.max(math.floor(ms), 1000); "                               \
-  "if redis.call('pttl', KEYS[4]) < ms then redis.call('pexpire', KEYS[4], ms); end; end; "     \
-  "local function drop_stale(now) while true do "                                               \
-  "local head = redis.call('lindex', KEYS[2], 0); if head == false then break; end; "           \
-  "local d = redis.call('zscore', KEYS[3], head); "                                             \
-  "if d ~= false and tonumber(d) <= now then "                                                  \
-  "redis.call('zrem', KEYS[3], head); redis.call('lpop', KEYS[2]); "                            \
-  "local r = redis.call('hget', KEYS[4], head); "                                               \
-  "if r ~= false and string.sub(r, 1, 2) ~= 'g:' then redis.call('hdel', KEYS[4], head); end; " \
-  "else break; end; end; end; "                                                                 \
-  "local function take(field, lease, wait) "                                                    \
-  "redis.call('lpop', KEYS[2]); redis.call('zrem', KEYS[3], field); "                           \
-  "local ws = redis.call('zrange', KEYS[3], 0, -1); "                                           \
-  "for i = 1, #ws, 1 do redis.call('zincrby', KEYS[3], -tonumber(wait), ws[i]); end; "          \
-  "redis.call('hset', KEYS[1], field, 1); redis.call('pexpire', KEYS[1], lease); end; "         \
-  "local function pass_on(publish) "                                                            \
-  "local head = redis.call('lindex', KEYS[2], 0); if head == false then return; end; "          \
-  "local r = redis.call('hget', KEYS[4], head); "                                               \
-  "if r ~= false then "                                                                         \
-  "local lease, wait, ticket = string.match(r, '^(%d+):(%d+):(%d+)$'); "                        \
-  "if lease ~= nil then "                                                                       \
-  "take(head, lease, wait); redis.call('hset', KEYS[4], head, 'g:' .. ticket); "                \
-  "keep(tonumber(lease)); redis.call(publish, KEYS[5] .. ':' .. head, 'g' .. ticket); "         \
-  "return; end; end; "                                                                          \
+// hash's PEXPIRE is the server's). Written for few calls: the release runs on every handoff.
+#define RLOCK_FAIR_LUA                                                                       \
+  "local function now_ms() local t = redis.call('time'); "                                   \
+  "return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000); end; "                  \
+  "local function keep(ms) ms = math.max(math.floor(ms), 1000); "                            \
+  "if redis.call('pttl', KEYS[4]) < ms then redis.call('pexpire', KEYS[4], ms); end; end; "  \
+  "local function head_after_stale(now) while true do "                                      \
+  "local head = redis.call('lindex', KEYS[2], 0); if head == false then return false; end; " \
+  "local d = redis.call('zscore', KEYS[3], head); "                                          \
+  "if d == false or tonumber(d) > now then return head; end; "                               \
+  "redis.call('zrem', KEYS[3], head); redis.call('lpop', KEYS[2]); "                         \
+  "redis.call('hdel', KEYS[4], head); end; end; "                                            \
+  "local function take(field, lease, wait) "                                                 \
+  "redis.call('lpop', KEYS[2]); redis.call('zrem', KEYS[3], field); "                        \
+  "local ws = redis.call('zrange', KEYS[3], 0, -1); "                                        \
+  "for i = 1, #ws, 1 do redis.call('zincrby', KEYS[3], -tonumber(wait), ws[i]); end; "       \
+  "redis.call('hset', KEYS[1], field, 1); redis.call('pexpire', KEYS[1], lease); end; "      \
+  "local function pass_on(head, publish) "                                                   \
+  "if head == false then redis.call('del', KEYS[4]); return; end; "                          \
+  "local r = redis.call('hget', KEYS[4], head); "                                            \
+  "if r ~= false then "                                                                      \
+  "local lease, wait, ticket = string.match(r, '^(%d+):(%d+):(%d+)$'); "                     \
+  "if lease ~= nil then "                                                                    \
+  "take(head, lease, wait); redis.call('hdel', KEYS[4], head); "                             \
+  "redis.call('hset', KEYS[4], 'granted', ticket .. ':' .. head); "                          \
+  "redis.call(publish, KEYS[5] .. ':' .. head, 'g' .. ticket); return; end; end; "           \
   "redis.call(publish, KEYS[5] .. ':' .. head, '0'); end; "
 
 /// The source of each script, indexed by `script`.
@@ -208,14 +207,12 @@ inline constexpr std::array<std::string_view, script_count> script_sources{
     // holder has no TTL). A queued waiter's retry moves its deadline on (a live waiter is never
     // dropped as stale), and sleeps no longer than its allowance.
     RLOCK_FAIR_LUA
-    "local now = now_ms(); drop_stale(now); "
-    "if ARGV[4] ~= '' and redis.call('hget', KEYS[4], ARGV[2]) == 'g:' .. ARGV[4] then "
-    "redis.call('hdel', KEYS[4], ARGV[2]); "
-    "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
-    "redis.call('pexpire', KEYS[1], ARGV[1]); return -3; end; "
+    "local now = now_ms(); local head = head_after_stale(now); "
+    "if ARGV[4] ~= '' and redis.call('hget', KEYS[4], 'granted') == ARGV[4] .. ':' .. ARGV[2] "
+    "and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); return -3; "
     "end; "
-    "if redis.call('exists', KEYS[1]) == 0 and (redis.call('exists', KEYS[2]) == 0 "
-    "or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then "
+    "if redis.call('exists', KEYS[1]) == 0 and (head == false or head == ARGV[2]) then "
     "take(ARGV[2], ARGV[1], ARGV[3]); redis.call('hdel', KEYS[4], ARGV[2]); return nil; "
     "end; "
     "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
@@ -228,22 +225,25 @@ inline constexpr std::array<std::string_view, script_count> script_sources{
     "local wait = tonumber(ARGV[3]); "
     "local deadline = redis.call('zscore', KEYS[3], ARGV[2]); "
     "if deadline ~= false then "
+    "deadline = tonumber(deadline); "
     "local moved = now + math.max(pttl, 0) + wait; "
-    "if moved > tonumber(deadline) then redis.call('zadd', KEYS[3], moved, ARGV[2]); end; "
+    "if moved > deadline then redis.call('zadd', KEYS[3], moved, ARGV[2]); deadline = moved; end; "
     "else "
     "local last = redis.call('lindex', KEYS[2], -1); local ttl = pttl; "
-    "if last ~= false and last ~= ARGV[2] and redis.call('zscore', KEYS[3], last) ~= false then "
-    "ttl = tonumber(redis.call('zscore', KEYS[3], last)) - now; end; "
-    "if redis.call('zadd', KEYS[3], ttl + wait + now, ARGV[2]) == 1 then "
+    "local last_deadline = last ~= false and last ~= ARGV[2] "
+    "and redis.call('zscore', KEYS[3], last); "
+    "if last_deadline then ttl = tonumber(last_deadline) - now; end; "
+    "deadline = ttl + wait + now; "
+    "if redis.call('zadd', KEYS[3], deadline, ARGV[2]) == 1 then "
     "redis.call('rpush', KEYS[2], ARGV[2]); end; "
+    "if head == false then head = ARGV[2]; end; "
     "end; "
     "if ARGV[5] ~= '' then "
     "redis.call('hset', KEYS[4], ARGV[2], ARGV[5] .. ':' .. ARGV[4]); "
-    "keep(tonumber(redis.call('zscore', KEYS[3], ARGV[2])) - now + tonumber(ARGV[1])); "
+    "keep(deadline - now + tonumber(ARGV[1])); "
     "else redis.call('hdel', KEYS[4], ARGV[2]); end; "
     "local nap = math.floor(wait / 2); "
     "if pttl == -2 then "
-    "local head = redis.call('lindex', KEYS[2], 0); "
     "local d = head and redis.call('zscore', KEYS[3], head); "
     "if d then nap = math.min(nap, tonumber(d) - now + 1); end; "
     "elseif pttl >= 0 then nap = math.min(nap, pttl); "
@@ -257,16 +257,16 @@ inline constexpr std::array<std::string_view, script_count> script_sources{
     // and passed on. A retry with the same request id returns the first answer.
     RLOCK_FAIR_LUA
     "local val = redis.call('get', KEYS[6]); if val ~= false then return tonumber(val); end; "
-    "drop_stale(now_ms()); "
-    "if redis.call('exists', KEYS[1]) == 0 then pass_on(ARGV[3]); return nil; end; "
-    "if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then return nil; end; "
+    "if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then "
+    "if redis.call('exists', KEYS[1]) == 0 then pass_on(head_after_stale(now_ms()), ARGV[3]); end; "
+    "return nil; "
+    "end; "
     "if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then "
     "redis.call('pexpire', KEYS[1], ARGV[1]); "
     "redis.call('set', KEYS[6], 0, 'px', ARGV[4]); return 0; "
     "end; "
-    "redis.call('del', KEYS[1]); redis.call('hdel', KEYS[4], ARGV[2]); "
-    "redis.call('set', KEYS[6], 1, 'px', ARGV[4]); "
-    "pass_on(ARGV[3]); return 1;",
+    "redis.call('del', KEYS[1]); redis.call('set', KEYS[6], 1, 'px', ARGV[4]); "
+    "pass_on(head_after_stale(now_ms()), ARGV[3]); return 1;",
 
     // leave_fair (Redisson's acquireFailed: a waiter that gives up leaves the queue, later
     // deadlines move back by its allowance) — KEYS[1..5] as RLOCK_FAIR_LUA; ARGV[1] = owner
@@ -275,15 +275,15 @@ inline constexpr std::array<std::string_view, script_count> script_sources{
     // holds stay) and passed on; a registration of another acquisition of the same owner keeps
     // the owner's place. Running it twice is running it once. 1: a handoff was given back.
     RLOCK_FAIR_LUA
-    "local r = redis.call('hget', KEYS[4], ARGV[1]); "
-    "if r == 'g:' .. ARGV[3] then "
-    "redis.call('hdel', KEYS[4], ARGV[1]); "
+    "if redis.call('hget', KEYS[4], 'granted') == ARGV[3] .. ':' .. ARGV[1] then "
+    "redis.call('hdel', KEYS[4], 'granted'); "
     "if redis.call('hexists', KEYS[1], ARGV[1]) == 1 "
     "and redis.call('hincrby', KEYS[1], ARGV[1], -1) <= 0 then "
-    "redis.call('del', KEYS[1]); drop_stale(now_ms()); pass_on(ARGV[4]); end; "
+    "redis.call('del', KEYS[1]); pass_on(head_after_stale(now_ms()), ARGV[4]); end; "
     "return 1; "
     "end; "
-    "if r ~= false and string.sub(r, 1, 2) ~= 'g:' then "
+    "local r = redis.call('hget', KEYS[4], ARGV[1]); "
+    "if r ~= false then "
     "if string.match(r, ':(%d+)$') ~= ARGV[3] then return 0; end; "
     "redis.call('hdel', KEYS[4], ARGV[1]); end; "
     "local q = redis.call('lrange', KEYS[2], 0, -1); local i = 1; "
@@ -292,15 +292,15 @@ inline constexpr std::array<std::string_view, script_count> script_sources{
     "for j = i + 1, #q, 1 do redis.call('zincrby', KEYS[3], -tonumber(ARGV[2]), q[j]); end; "
     "redis.call('zrem', KEYS[3], ARGV[1]); redis.call('lrem', KEYS[2], 0, ARGV[1]); "
     "if i == 1 and redis.call('exists', KEYS[1]) == 0 then "
-    "drop_stale(now_ms()); pass_on(ARGV[4]); end; "
+    "pass_on(head_after_stale(now_ms()), ARGV[4]); end; "
     "return 0;",
 
     // force_unlock_fair (Redisson's RFairLock forceUnlock) — KEYS[1..5] as RLOCK_FAIR_LUA;
     // ARGV[1] = publish command. 1: deleted, and the next waiter told (or handed the lock);
     // 0: was not locked.
     RLOCK_FAIR_LUA
-    "drop_stale(now_ms()); "
-    "if redis.call('del', KEYS[1]) == 1 then pass_on(ARGV[1]); return 1; end; return 0;",
+    "if redis.call('del', KEYS[1]) == 1 then "
+    "pass_on(head_after_stale(now_ms()), ARGV[1]); return 1; end; return 0;",
 };
 
 #undef RLOCK_FAIR_LUA

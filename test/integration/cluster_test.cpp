@@ -227,10 +227,10 @@ TEST(cluster, fair_locks_on_every_shard_hand_over_by_sharded_push_in_order) {
     };
     for (const auto& n : names) asio::co_spawn(io, wait(first, n, "first"), asio::detached);
     auto probe = first.get_fair_lock(names[0]);
-    EXPECT_TRUE(co_await rlock::test::until_asleep(first, probe, 6));
+    EXPECT_TRUE(co_await rlock::test::until_asleep(first, probe, 3));  // one attempt each
     for (const auto& n : names) asio::co_spawn(io, wait(second, n, "second"), asio::detached);
     auto probe2 = second.get_fair_lock(names[0]);
-    EXPECT_TRUE(co_await rlock::test::until_asleep(second, probe2, 6));
+    EXPECT_TRUE(co_await rlock::test::until_asleep(second, probe2, 3));
     for (auto& l : held) co_await l.unlock();
     EXPECT_TRUE(co_await poll_until([&] { return order.size() == 6; }, 15s));
     for (const auto& n : names) {

@@ -911,8 +911,13 @@ TEST(interop, a_redisson_fair_unlock_wakes_our_waiter_which_acquires) {
         asio::detached);
     const auto waiter_channel =
         redisson_channel(lock.key()) + ":" + std::string(lock.owner_field());
-    const bool asleep = co_await waiter_asleep(redis, redisson.raw(), waiter_channel, 2);
+    // Subscribed before its one attempt: asleep once that attempt has queued it.
+    const bool asleep = co_await waiter_asleep(redis, redisson.raw(), waiter_channel, 1);
     RLOCK_CO_ASSERT(asleep);
+    const auto queue = "redisson_lock_queue:{" + std::string(lock.key()) + "}";
+    RLOCK_CO_ASSERT(co_await rlock::test::poll_until([&] {
+      return redisson.raw().command_int({"LLEN", queue}) == 1;
+    }));
     EXPECT_EQ(redisson.fair_release(lock.key()).integer, 1);
     co_await wait_until(
         bell, [&] { return got; }, 10s);
@@ -948,7 +953,7 @@ TEST(interop, our_handoff_by_push_leaves_a_fair_lock_redissons_scripts_accept) {
           bell.cancel();
         },
         asio::detached);
-    const bool asleep = co_await rlock::test::until_asleep(waiter_client, waiter, 2);
+    const bool asleep = co_await rlock::test::until_asleep(waiter_client, waiter, 1);
     RLOCK_CO_ASSERT(asleep);
     // A Redisson waiter behind ours.
     subscribe(subscriber, redisson.fair_channel(key));
