@@ -18,7 +18,7 @@
 //                                recovery on a private redis-server it starts itself: SIGKILL +
 //                                restart and CLIENT KILL, N each, and the holder's lost() margin
 //   print-acquire-script         the acquire Lua, for the EVALSHA reference
-// s1 and s3-worker take --kind reentrant|fair|non-reentrant|non-reentrant-fair (default
+// s1 and s3-worker take --kind reentrant|fair|non-reentrant|non-reentrant-fair|spin (default
 // reentrant): the same loop on another exclusive kind of the lock family.
 // Results: one JSON line on stdout; progress on stderr. Only 127.0.0.1 is contacted.
 #include "lock/lock_state.hpp"
@@ -103,7 +103,7 @@ struct options {
              "[--concurrency C] [--connections N] [--waiters W] [--locks N] [--names K] "
              "[--threads T] "
              "[--key K] [--out FILE] [--prefix P] [--tls-ca CA_FILE] [--cluster 1] "
-             "[--local-handoff 0] [--kind reentrant|fair|non-reentrant|non-reentrant-fair]\n",
+             "[--local-handoff 0] [--kind reentrant|fair|non-reentrant|non-reentrant-fair|spin]\n",
              why);
   std::exit(2);
 }
@@ -165,8 +165,8 @@ options parse(int argc, char** argv) {
   if (o.seconds <= 0 || o.seconds > 600) usage("--seconds must be in (0, 600]");
   if (o.waiter != "coroutine" && o.waiter != "callback") usage("--waiter: coroutine or callback");
   if (o.kind != "reentrant" && o.kind != "fair" && o.kind != "non-reentrant" &&
-      o.kind != "non-reentrant-fair") {
-    usage("--kind: reentrant, fair, non-reentrant or non-reentrant-fair");
+      o.kind != "non-reentrant-fair" && o.kind != "spin") {
+    usage("--kind: reentrant, fair, non-reentrant, non-reentrant-fair or spin");
   }
   return o;
 }
@@ -322,11 +322,12 @@ class exclusive_handle {
 
  private:
   using any = std::variant<rlock::reentrant_lock, rlock::fair_lock, rlock::non_reentrant_lock,
-                           rlock::non_reentrant_fair_lock>;
+                           rlock::non_reentrant_fair_lock, rlock::spin_lock>;
   static any make(rlock::client& redis, const std::string& kind, const std::string& name) {
     if (kind == "fair") return redis.get_fair_lock(name);
     if (kind == "non-reentrant") return redis.get_non_reentrant_lock(name);
     if (kind == "non-reentrant-fair") return redis.get_non_reentrant_fair_lock(name);
+    if (kind == "spin") return redis.get_spin_lock(name);
     return redis.get_lock(name);
   }
   any lock_;

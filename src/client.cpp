@@ -70,6 +70,13 @@ const config& validated(const config& cfg) {
                             "({} ms), got {} ms",
                             cfg.command_timeout.count(), sync.timeout.count()));
   }
+  const auto& spin = cfg.spin_lock;
+  if (spin.initial.count() <= 0 || spin.cap < spin.initial || spin.multiplier == 0) {
+    throw_error(errc::invalid_argument,
+                fmt::format("spin_lock backoff needs initial > 0, cap >= initial and multiplier "
+                            ">= 1, got {} ms, {} ms, {}",
+                            spin.initial.count(), spin.cap.count(), spin.multiplier));
+  }
   if (cfg.fair_lock.wait_timeout.count() <= 0) {
     throw_error(errc::invalid_argument,
                 fmt::format("fair_lock.wait_timeout must be positive, got {} ms",
@@ -477,6 +484,13 @@ non_reentrant_fair_lock client::get_non_reentrant_fair_lock(std::string_view nam
 non_reentrant_fair_lock client::get_non_reentrant_fair_lock(std::string_view name,
                                                             std::uint64_t owner_id) {
   return non_reentrant_fair_lock(impl_->state_for(name, owner_id, detail::non_reentrant_fair_kind));
+}
+
+spin_lock client::get_spin_lock(std::string_view name) {
+  return spin_lock(impl_->new_owner(name, detail::spin_kind));
+}
+spin_lock client::get_spin_lock(std::string_view name, std::uint64_t owner_id) {
+  return spin_lock(impl_->state_for(name, owner_id, detail::spin_kind));
 }
 
 config config::from_url(const std::string& url) {

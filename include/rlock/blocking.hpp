@@ -89,6 +89,11 @@ inline rlock::fair_lock get_lock<rlock::fair_lock>(rlock::client& c, std::string
   return c.get_fair_lock(name, owner);
 }
 template <>
+inline rlock::spin_lock get_lock<rlock::spin_lock>(rlock::client& c, std::string_view name,
+                                                   std::uint64_t owner) {
+  return c.get_spin_lock(name, owner);
+}
+template <>
 inline rlock::non_reentrant_fair_lock get_lock<rlock::non_reentrant_fair_lock>(
     rlock::client& c, std::string_view name, std::uint64_t owner) {
   return c.get_non_reentrant_fair_lock(name, owner);
@@ -284,6 +289,8 @@ using non_reentrant_lock = basic_lock<rlock::non_reentrant_lock>;
 /// Lockable and TimedLockable over rlock::fair_lock: threads of every process get it in order.
 using fair_lock = basic_lock<rlock::fair_lock>;
 using non_reentrant_fair_lock = basic_lock<rlock::non_reentrant_fair_lock>;
+/// Lockable and TimedLockable over rlock::spin_lock (no pub/sub: waiting threads poll).
+using spin_lock = basic_lock<rlock::spin_lock>;
 
 template <owned_lock Lock>
 basic_lock<Lock> client::get(std::string_view name) {

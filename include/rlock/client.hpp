@@ -9,6 +9,7 @@
 #include "rlock/metrics.hpp"
 #include "rlock/non_reentrant_lock.hpp"
 #include "rlock/reentrant_lock.hpp"
+#include "rlock/spin_lock.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -208,6 +209,10 @@ class RLOCK_EXPORT client {
   non_reentrant_fair_lock get_non_reentrant_fair_lock(std::string_view name);
   non_reentrant_fair_lock get_non_reentrant_fair_lock(std::string_view name,
                                                       std::uint64_t owner_id);
+  /// A spin lock (Redisson's RSpinLock) `name`: no pub/sub, waiters poll with backoff
+  /// (config::spin_lock); with a new owner or owned by `owner_id` (as for get_lock).
+  spin_lock get_spin_lock(std::string_view name);
+  spin_lock get_spin_lock(std::string_view name, std::uint64_t owner_id);
 
  private:
   using start_fn = void (*)(const std::shared_ptr<detail::client_impl>&, detail::handler<>);

@@ -191,6 +191,17 @@ struct RLOCK_EXPORT config {
   };
   fair_lock_policy fair_lock;
 
+  /// Spin locks (client::get_spin_lock): for deployments without pub/sub, a waiter polls.
+  /// Redisson's RSpinLock exponential backoff: the first sleep is `initial`, each next one
+  /// `multiplier` times the last plus a random 0..n ms (n: sleeps so far), at most `cap`; a
+  /// release wakes nobody. Positive; `cap` at least `initial`.
+  struct spin_backoff {
+    std::chrono::milliseconds initial{1};
+    std::chrono::milliseconds cap{128};
+    std::uint32_t multiplier = 2;
+  };
+  spin_backoff spin_lock;
+
   /// An acquisition that waited this long or longer is logged (warning). Zero: never.
   std::chrono::milliseconds slow_acquire_threshold{1'000};
 

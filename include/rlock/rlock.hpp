@@ -12,5 +12,6 @@
 #include "rlock/lock_handle.hpp"
 #include "rlock/non_reentrant_lock.hpp"
 #include "rlock/reentrant_lock.hpp"
+#include "rlock/spin_lock.hpp"
 #include "rlock/version.hpp"
 #include "rlock/with_lock.hpp"

@@ -21,6 +21,7 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/post.hpp>
 
+#include <random>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -405,7 +406,29 @@ struct acquire_operation : attempt_gate::entry {
     client_impl& c = client();
     waiter.owner = this;  // for the sleep and a local handoff
     waiter.on_unpark = &acquire_operation::on_unparked;
+    if (s->kind.polls) return;  // a spin lock's waiter listens on nothing: it only sleeps
     c.hub.add(s->key(), s->channel(), s->kind.on_message, waiter);
+  }
+
+  /// A spin lock's next sleep: Redisson's exponential backoff (config::spin_lock).
+  clock_type::time_point backoff(clock_type::time_point until) {
+    const auto& b = client().cfg.spin_lock;
+    const std::uint32_t cap = static_cast<std::uint32_t>(b.cap.count());
+    if (spin_nap_ms == 0) {
+      spin_nap_ms = static_cast<std::uint32_t>(b.initial.count());
+    }
+    const auto nap = std::chrono::milliseconds(spin_nap_ms);
+    if (spin_nap_ms < cap) {
+      if (spins < 255) ++spins;
+      const auto jitter = std::uniform_int_distribution<std::uint32_t>(0, spins)(jitter_source());
+      spin_nap_ms = static_cast<std::uint32_t>(
+          std::min<std::uint64_t>(cap, std::uint64_t{spin_nap_ms} * b.multiplier + jitter));
+    }
+    return std::min(until, clock_type::now() + nap);
+  }
+  static std::minstd_rand& jitter_source() {
+    thread_local std::minstd_rand r(std::random_device{}());
+    return r;
   }
 
   /// Asleep, the operation is owned by the hub's sleep set, which calls on_unparked when the
@@ -414,7 +437,8 @@ struct acquire_operation : attempt_gate::entry {
     notify_hub::waiter& w = op->waiter;
     if (w.woken || w.failed) return woken(std::move(op));
     notify_hub& hub = op->client().hub;
-    const auto until = op->fsm.sleep_until();
+    auto until = op->fsm.sleep_until();
+    if (op->s->kind.polls) until = op->backoff(until);
     op.release();
     hub.sleep(w, until);
   }
@@ -629,12 +653,14 @@ struct acquire_operation : attempt_gate::entry {
   multiplexer::id_type request = 0;        // the attempt or question in flight
   std::shared_ptr<handoff_ticket> ticket;  // a local handoff to it in flight
   wake_reason reason = wake_reason::immediate;
-  bool wake_by_message = false;  // the wake-up the attempt in flight used was an unlock message
-  bool counted = false;          // its attempt in flight holds a turn of the gate
-  bool called_again = false;     // the attempt in flight follows a NOSCRIPT answer
-  bool maybe_queued = false;     // a fair kind's attempt was written: it may be in the queue
-  bool took_hold = false;        // an answer or a handoff gave it a hold (kept or given back)
-  bool joined_first = false;     // a fair waiter that joined its channel before its attempts
+  bool wake_by_message = false;   // the wake-up the attempt in flight used was an unlock message
+  bool counted = false;           // its attempt in flight holds a turn of the gate
+  bool called_again = false;      // the attempt in flight follows a NOSCRIPT answer
+  bool maybe_queued = false;      // a fair kind's attempt was written: it may be in the queue
+  bool took_hold = false;         // an answer or a handoff gave it a hold (kept or given back)
+  bool joined_first = false;      // a fair waiter that joined its channel before its attempts
+  std::uint8_t spins = 0;         // a spin lock waiter's sleeps so far (its backoff's jitter)
+  std::uint32_t spin_nap_ms = 0;  // and its next sleep
 };
 
 }  // namespace

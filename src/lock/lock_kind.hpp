@@ -136,6 +136,9 @@ struct lock_kind {
   /// Waiters listen on `<channel>:<owner field>` (the fair lock's channel per waiter), not on
   /// the lock's channel.
   bool channel_per_owner;
+  /// Waiters listen on nothing and poll with backoff (config::spin_lock): the spin lock, whose
+  /// releases publish nothing.
+  bool polls;
   message_policy on_message;
 };
 
@@ -152,5 +155,7 @@ extern const lock_kind non_reentrant_kind;
 extern const lock_kind fair_kind;
 /// Redisson's RNonReentrantFairLock: the fair lock refusing a re-acquire by its holder.
 extern const lock_kind non_reentrant_fair_kind;
+/// Redisson's RSpinLock: RLock's hash and acquire; releases publish nothing, waiters poll.
+extern const lock_kind spin_kind;
 
 }  // namespace rlock::detail

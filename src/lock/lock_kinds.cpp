@@ -248,6 +248,25 @@ wake_policy on_fair_message(std::string_view payload, std::uint32_t& ticket) noe
   return payload == "1" ? wake_policy::all : wake_policy::one;
 }
 
+// --- spin ---------------------------------------------------------------------------------------
+
+void spin_release(const lock_identity& s, const release_inputs& in, release_script_call& call) {
+  call.which = script::release_spin;
+  call.keys[0] = s.key;
+  call.keys[1] = in.latch;
+  call.key_count = 2;
+  call.args = {in.lease_ms, s.field, in.latch_ttl};
+  call.arg_count = 3;
+}
+
+void spin_force(const lock_identity& s, std::string_view, std::string_view,
+                release_script_call& call) {
+  call.which = script::force_unlock_spin;
+  call.keys[0] = s.key;
+  call.key_count = 1;
+  call.arg_count = 0;
+}
+
 }  // namespace
 
 const lock_kind reentrant_kind{
@@ -263,6 +282,7 @@ const lock_kind reentrant_kind{
     .renew = script::renew,
     .channel = &append_unlock_channel,
     .channel_per_owner = false,
+    .polls = false,
     .on_message = &on_unlock_message,
 };
 
@@ -279,6 +299,7 @@ const lock_kind fenced_kind{
     .renew = script::renew,
     .channel = &append_unlock_channel,
     .channel_per_owner = false,
+    .polls = false,
     .on_message = &on_unlock_message,
 };
 
@@ -295,6 +316,7 @@ const lock_kind non_reentrant_kind{
     .renew = script::renew,
     .channel = &append_unlock_channel,
     .channel_per_owner = false,
+    .polls = false,
     .on_message = &on_unlock_message,
 };
 
@@ -311,6 +333,7 @@ const lock_kind fair_kind{
     .renew = script::renew,
     .channel = &append_unlock_channel,
     .channel_per_owner = true,
+    .polls = false,
     .on_message = &on_fair_message,
 };
 
@@ -327,7 +350,25 @@ const lock_kind non_reentrant_fair_kind{
     .renew = script::renew,
     .channel = &append_unlock_channel,
     .channel_per_owner = true,
+    .polls = false,
     .on_message = &on_fair_message,
+};
+
+const lock_kind spin_kind{
+    .name = "spin",
+    .acquire_call = &reentrant_acquire,  // RSpinLock's acquire is RLock's
+    .decode = &reentrant_decode,
+    .reconcile_question = &reentrant_question,
+    .judge = &reentrant_judge,
+    .release_call = &spin_release,
+    .transfer_call = nullptr,  // its waiters are not in the hub: nobody to hand over to
+    .force_call = &spin_force,
+    .leave_call = nullptr,
+    .renew = script::renew,
+    .channel = &append_unlock_channel,  // names the latch's neighbour only: never subscribed
+    .channel_per_owner = false,
+    .polls = true,
+    .on_message = &on_unlock_message,
 };
 
 }  // namespace rlock::detail

@@ -182,8 +182,14 @@ void notify_hub::fail_all(std::error_code reason) {
       w = next;
     }
   }
-  // Every sleeper is on a channel (a waiter joins before it sleeps), so none is left asleep,
-  // and the last unpark left the timer idle.
+  // Sleepers on no channel (spin lock waiters, which poll) are failed too, at once.
+  while (auto* s = sleepers_.take_due(clock::time_point::max())) {
+    auto& w = static_cast<waiter&>(*s);
+    w.failed = true;
+    w.woken = true;
+    w.on_unpark(w);
+  }
+  arm();
 }
 
 std::size_t notify_hub::waiter_count(std::string_view channel) const {

@@ -24,8 +24,10 @@ enum class script : std::uint8_t {
   release_fair,
   leave_fair,
   force_unlock_fair,
+  release_spin,
+  force_unlock_spin,
 };
-inline constexpr std::size_t script_count = 11;
+inline constexpr std::size_t script_count = 13;
 
 /// What running a script means, for the registry's policies (it knows no lock semantics): the
 /// command kind (what a lost answer becomes, command.hpp) and whether it changes a lock (then
@@ -48,6 +50,8 @@ inline constexpr std::array<script_effect, script_count> script_effects{{
     {command_kind::release, true},         // release_fair
     {command_kind::release, true},         // leave_fair: idempotent (see below)
     {command_kind::force_release, false},  // force_unlock_fair
+    {command_kind::release, true},         // release_spin
+    {command_kind::force_release, false},  // force_unlock_spin
 }};
 
 // The fair lock's shared Lua (Redisson's RFairLock, with rlock's handoff by push), pasted into
@@ -301,6 +305,27 @@ inline constexpr std::array<std::string_view, script_count> script_sources{
     RLOCK_FAIR_LUA
     "if redis.call('del', KEYS[1]) == 1 then "
     "pass_on(head_after_stale(now_ms()), ARGV[1]); return 1; end; return 0;",
+
+    // release_spin (Redisson's RSpinLock unlock, latched): the release without a publish —
+    // nobody listens, waiters poll. KEYS[1] = lock key, KEYS[2] = latch key; ARGV[1] = lease ms,
+    // ARGV[2] = owner field, ARGV[3] = latch TTL ms. nil: not the owner; 0: still held;
+    // 1: released.
+    "local val = redis.call('get', KEYS[2]); "
+    "if val ~= false then return tonumber(val); end; "
+    "if (redis.call('hexists', KEYS[1], ARGV[2]) == 0) then return nil; end; "
+    "local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1); "
+    "if (counter > 0) then "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "redis.call('set', KEYS[2], 0, 'px', ARGV[3]); "
+    "return 0; "
+    "end; "
+    "redis.call('del', KEYS[1]); "
+    "redis.call('set', KEYS[2], 1, 'px', ARGV[3]); "
+    "return 1;",
+
+    // force_unlock_spin (Redisson's RSpinLock forceUnlock) — KEYS[1] = lock key. 1: deleted;
+    // 0: was not locked. Publishes nothing.
+    "if (redis.call('del', KEYS[1]) == 1) then return 1 else return 0 end",
 };
 
 #undef RLOCK_FAIR_LUA

@@ -225,12 +225,23 @@ TEST(cluster, fair_locks_on_every_shard_hand_over_by_sharded_push_in_order) {
         co_await l.unlock();
       }
     };
+    // Queued in order: every first waiter is in its lock's queue (on that lock's node) before
+    // the second ones ask.
+    auto queued = [&](std::size_t n) {
+      for (const auto& name : names) {
+        const auto key = cfg.key_prefix + name;
+        raw_client raw(cluster.owner_of(key_slot(key)));
+        if (raw.command_int({"LLEN", "redisson_lock_queue:{" + key + "}"}) !=
+            static_cast<std::int64_t>(n)) {
+          return false;
+        }
+      }
+      return true;
+    };
     for (const auto& n : names) asio::co_spawn(io, wait(first, n, "first"), asio::detached);
-    auto probe = first.get_fair_lock(names[0]);
-    EXPECT_TRUE(co_await rlock::test::until_asleep(first, probe, 3));  // one attempt each
+    EXPECT_TRUE(co_await poll_until([&] { return queued(1); }));
     for (const auto& n : names) asio::co_spawn(io, wait(second, n, "second"), asio::detached);
-    auto probe2 = second.get_fair_lock(names[0]);
-    EXPECT_TRUE(co_await rlock::test::until_asleep(second, probe2, 3));
+    EXPECT_TRUE(co_await poll_until([&] { return queued(2); }));
     for (auto& l : held) co_await l.unlock();
     EXPECT_TRUE(co_await poll_until([&] { return order.size() == 6; }, 15s));
     for (const auto& n : names) {

@@ -188,6 +188,24 @@ if next ~= false then redis.call(ARGV[5], KEYS[4] .. ':' .. next, ARGV[1]); end;
 return 1;
 )lua";
 
+// Redisson's RSpinLock unlock (RedissonSpinLock.unlockInnerAsync, latched), as read from its
+// source and written out here: KEYS = [name, latch], ARGV = [lease_ms, owner_field, latch_ttl].
+// Releases without publishing anything.
+constexpr std::string_view redisson_spin_release = R"lua(
+local val = redis.call('get', KEYS[2]);
+if val ~= false then return tonumber(val); end;
+if (redis.call('hexists', KEYS[1], ARGV[2]) == 0) then return nil; end;
+local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1);
+if (counter > 0) then
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  redis.call('set', KEYS[2], 0, 'px', ARGV[3]);
+  return 0;
+end;
+redis.call('del', KEYS[1]);
+redis.call('set', KEYS[2], 1, 'px', ARGV[3]);
+return 1;
+)lua";
+
 const std::regex uuid_v4("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
 
 /// Redisson's channel rule, written out independently of rlock: braces around the name unless it
@@ -253,6 +271,13 @@ class foreign_client {
                          "redisson_lock_timeout:{" + k + "}", redisson_channel(k),
                          "redisson_unlock_latch:{" + k + "}:00ff", "0", "30000", owner, now,
                          "publish", "10000"});
+  }
+  /// RSpinLock's unlock: publishes nothing.
+  resp3::value spin_release(std::string_view key) {
+    const auto k = std::string(key);
+    const auto owner = field();
+    return raw_.command({"EVAL", redisson_spin_release, "2", k,
+                         "redisson_unlock_latch:{" + k + "}:0a0b", "30000", owner, "10000"});
   }
   /// The channel RFairLock's waiter of this client listens on.
   std::string fair_channel(std::string_view key) const {
@@ -978,6 +1003,41 @@ TEST(interop, our_handoff_by_push_leaves_a_fair_lock_redissons_scripts_accept) {
     EXPECT_EQ(redisson.fair_release(key).integer, 1);
     co_await holder_client.close();
     co_await waiter_client.close();
+  });
+}
+
+TEST(interop, spin_locks_share_redissons_hash_and_notice_a_silent_release_by_polling) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  foreign_client redisson(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_spin_lock("spinning");
+    // RSpinLock's acquire is RLock's: Redisson holds it, we poll.
+    RLOCK_CO_ASSERT(redisson.acquire(lock.key()).is_null());
+    bool got = false;
+    asio::steady_timer bell(io);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          got = co_await lock.try_lock(10s);
+          bell.cancel();
+        },
+        asio::detached);
+    RLOCK_CO_ASSERT(
+        co_await rlock::test::poll_until([&] { return redis.stats().acquire_attempts >= 3; }));
+    EXPECT_EQ(redisson.spin_release(lock.key()).integer, 1);  // publishes nothing
+    co_await wait_until(
+        bell, [&] { return got; }, 10s);
+    EXPECT_TRUE(got);
+    EXPECT_EQ(lock.last_wake(), rlock::wake_reason::expiry);  // found free by its own poll
+    // We hold it: Redisson's acquire is refused, and our release lets it in.
+    EXPECT_EQ(redisson.acquire(lock.key()).type, resp3::type::number);
+    co_await lock.unlock();
+    EXPECT_TRUE(redisson.acquire(lock.key()).is_null());
+    EXPECT_EQ(redisson.spin_release(lock.key()).integer, 1);
+    co_await redis.close();
   });
 }
 

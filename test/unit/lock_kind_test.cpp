@@ -223,4 +223,30 @@ TEST(lock_kind, fair_waiter_messages_are_redissons_zero_or_a_grant_to_a_ticket) 
   EXPECT_EQ(fair_kind.on_message("g99999999999", ticket), wake_policy::none);  // not a ticket
 }
 
+TEST(lock_kind, spin_releases_publish_nothing_and_its_waiters_poll) {
+  using rlock::detail::script;
+  using rlock::detail::spin_kind;
+  const rlock::detail::lock_identity id{"acct", "uuid:7"};
+  rlock::detail::acquire_inputs in;
+  in.lease_ms = "30000";
+  rlock::detail::acquire_script_call acquire;
+  spin_kind.acquire_call(id, in, acquire);
+  EXPECT_EQ(acquire.which, script::acquire);  // RSpinLock's acquire is RLock's
+  const rlock::detail::release_inputs rel{
+      "redisson_lock__channel:{acct}", "latch", "9000", "10000", "publish", {}, {}};
+  rlock::detail::release_script_call release;
+  spin_kind.release_call(id, rel, release);
+  EXPECT_EQ(release.which, script::release_spin);
+  ASSERT_EQ(release.key_span().size(), 2u);  // the lock and its latch: no channel
+  EXPECT_EQ(release.keys[1], "latch");
+  for (auto a : release.arg_span()) EXPECT_NE(a, "publish");
+  rlock::detail::release_script_call force;
+  spin_kind.force_call(id, "redisson_lock__channel:{acct}", "publish", force);
+  EXPECT_EQ(force.which, script::force_unlock_spin);
+  EXPECT_EQ(force.key_span().size(), 1u);
+  EXPECT_TRUE(spin_kind.polls);
+  EXPECT_EQ(spin_kind.transfer_call, nullptr);
+  EXPECT_FALSE(rlock::detail::reentrant_kind.polls);
+}
+
 }  // namespace

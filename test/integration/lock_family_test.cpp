@@ -1,7 +1,7 @@
-// rlock::fair_lock (Redisson's RFairLock) and the non-reentrant kinds against a real server:
-// FIFO across clients, the handoff by push (the waiter holds the lock when the push arrives,
-// with no acquire round trip), waiters that give up or die never blocking the queue, and the
-// refusal of a re-acquire by a non-reentrant lock's holder. Redisson's side of each is in
+// The lock family's exclusive kinds against a real server: rlock::fair_lock (Redisson's
+// RFairLock: FIFO across clients, the handoff by push, waiters that give up or die never blocking
+// the queue), the non-reentrant kinds (a holder's re-acquire refused), and rlock::spin_lock
+// (RSpinLock: no pub/sub, waiters poll with backoff). Redisson's side of each is in
 // interop_test.cpp.
 #include "rlock/rlock.hpp"
 #include "script/scripts.hpp"
@@ -395,6 +395,119 @@ TEST(non_reentrant_lock, the_blocking_facade_throws_instead_of_deadlocking_its_t
   });
   other.join();
   fair.unlock();
+}
+
+TEST(spin_lock, waiters_poll_with_backoff_and_a_release_publishes_nothing) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::raw_client subscriber(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    auto holder = a.get_spin_lock("spin");
+    const auto channel = "redisson_lock__channel:{" + std::string(holder.key()) + "}";
+    subscriber.send({"SUBSCRIBE", channel});
+    RLOCK_CO_ASSERT(subscriber.read_push(5s).is_push());
+    co_await holder.lock();
+    auto waiter = b.get_spin_lock("spin");
+    bool got = false;
+    asio::steady_timer bell(io);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          got = co_await waiter.try_lock(10s);
+          bell.cancel();
+        },
+        asio::detached);
+    // 1 + 2 + 4 + ... + 128 ms: about 9 attempts in the first 255 ms, then one per 128 ms.
+    const bool polled = co_await poll_until([&] { return b.stats().acquire_attempts >= 8; }, 5s);
+    RLOCK_CO_ASSERT(polled);
+    const auto at_eight = std::chrono::steady_clock::now();
+    // Nobody listens: the waiter subscribed to nothing (only our subscriber is on the channel).
+    auto numsub = raw.command({"PUBSUB", "NUMSUB", channel});
+    RLOCK_CO_ASSERT(numsub.elements.size() == 2u);
+    EXPECT_EQ(numsub.elements[1].integer, 1);
+    const bool slower = co_await poll_until([&] { return b.stats().acquire_attempts >= 11; }, 5s);
+    RLOCK_CO_ASSERT(slower);
+    // Three more attempts took at least two capped sleeps: the backoff grew.
+    EXPECT_GE(std::chrono::steady_clock::now() - at_eight, 200ms);
+    co_await holder.unlock();
+    co_await wait_until(
+        bell, [&] { return got; }, 10s);
+    EXPECT_TRUE(got);
+    // The release published nothing: the next thing the subscriber reads is our marker.
+    raw.command({"PUBLISH", channel, "marker"});
+    auto next = subscriber.read_push(5s);
+    RLOCK_CO_ASSERT(next.elements.size() == 3u);
+    EXPECT_EQ(next.elements[2].str, "marker");
+    co_await waiter.unlock();
+    co_await a.close();
+    co_await b.close();
+  });
+}
+
+TEST(spin_lock, a_polling_waiter_is_cancelled_at_once_and_failed_by_close) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.spin_lock.initial = 50ms;  // long sleeps: what ends them must be the event, not the timer
+  cfg.spin_lock.cap = 10s;
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    auto holder = a.get_spin_lock("spin-cancel");
+    co_await holder.lock();
+    auto waiter = b.get_spin_lock("spin-cancel");
+    asio::cancellation_signal stop;
+    std::error_code ec;
+    int done = 0;
+    asio::steady_timer bell(io);
+    auto record = [&](std::exception_ptr e) {
+      try {
+        if (e) std::rethrow_exception(e);
+      } catch (const std::system_error& err) {
+        ec = err.code();
+      }
+      ++done;
+      bell.cancel();
+    };
+    asio::co_spawn(io, waiter.lock(), asio::bind_cancellation_slot(stop.slot(), record));
+    RLOCK_CO_ASSERT(co_await poll_until([&] { return b.stats().acquire_attempts >= 3; }));
+    const auto before = std::chrono::steady_clock::now();
+    stop.emit(asio::cancellation_type::terminal);
+    co_await wait_until(
+        bell, [&] { return done == 1; }, 5s);
+    EXPECT_EQ(ec, std::errc::operation_canceled);
+    EXPECT_LT(std::chrono::steady_clock::now() - before, 2s);  // not when its sleep ends
+    // A second waiter, then the client closes under it.
+    auto other = b.get_spin_lock("spin-cancel");
+    asio::co_spawn(io, other.lock(), record);
+    RLOCK_CO_ASSERT(co_await poll_until([&] { return b.stats().acquire_attempts >= 6; }));
+    co_await b.close();
+    co_await wait_until(
+        bell, [&] { return done == 2; }, 5s);
+    EXPECT_EQ(done, 2);
+    EXPECT_TRUE(ec == rlock::errc::connection_lost || ec == std::errc::operation_canceled)
+        << ec.message();
+    co_await holder.unlock();
+    co_await a.close();
+  });
+}
+
+TEST(spin_lock, bad_backoff_settings_are_refused_when_the_client_is_made) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.spin_lock.cap = 0ms;
+  EXPECT_EQ(rlock::test::thrown_by([&] { rlock::client c(io.get_executor(), cfg); }),
+            rlock::errc::invalid_argument);
+  cfg = make_config();
+  cfg.spin_lock.multiplier = 0;
+  EXPECT_EQ(rlock::test::thrown_by([&] { rlock::client c(io.get_executor(), cfg); }),
+            rlock::errc::invalid_argument);
 }
 
 }  // namespace
