@@ -230,8 +230,9 @@ struct acquire_operation : attempt_gate::entry {
 
   /// A fair waiter that gives up (out of time, cancelled, failed) leaves the queue: Redisson's
   /// acquireFailed, which also gives back a handoff by push made to it meanwhile. Nobody waits
-  /// for it; idempotent, so it is written again after a reconnect, within command_timeout (a
-  /// waiter it never reaches is dropped at its deadline).
+  /// for it; idempotent, so it is written again after a reconnect, for as long as the entry it
+  /// removes could otherwise stay (fair_lock::wait_timeout): an entry is dropped as stale only
+  /// when another waiter's script runs on the lock, which may never happen.
   static void leave_queue(acquire_operation& op) {
     client_impl& c = op.client();
     struct leaving {
@@ -257,7 +258,8 @@ struct acquire_operation : attempt_gate::entry {
     in.publish = c.session.publish_command();
     op.s->kind.leave_call(op.s->identity(), in, l->call);
     request_options opts;
-    opts.deadline = clock_type::now() + c.cfg.command_timeout;
+    opts.deadline =
+        clock_type::now() + std::max(c.cfg.command_timeout, c.cfg.fair_lock.wait_timeout);
     auto& call = l->call;
     c.scripts.async_run(call.which, call.key_span(), call.arg_span(), opts,
                         [l = std::move(l)](std::error_code, const resp3::value&) {});

@@ -857,4 +857,53 @@ TEST(chaos, user_without_channel_rights_contends_with_others) {
                           [](const acquisition& a) { return a.owner.rfind("full/", 0) == 0; }));
 }
 
+// --- the lock family (issue 25) -----------------------------------------------------------------
+
+/// Each exclusive kind of the family under the faults the reentrant lock's scenarios play one at
+/// a time: clients killed while holding, clients paused past command_timeout, the server stopped
+/// and then restarted (its AOF keeps the data), and every connection black-holed for longer than
+/// a lease. The checker's rule for all of them is exclusion among believing holders, every
+/// operation within its bound, and nothing left behind (a fair lock's queue, deadlines and
+/// handoff registrations included: a waiter that gave up during a fault leaves the queue once
+/// its connection heals).
+void family_chaos(const char* kind) {
+  scenario s(rlock::test::redis_server::options::with_aof());
+  auto w = s.workload("p");
+  w.kind = kind;
+  w.names = {"alpha", "beta"};  // few names: most workers wait, the fair queue is long
+  w.duration = 6s;
+  w.max_hold = 50ms;
+  s.start(w);
+  aim(
+      1, [&] { return s.rec.holding(); }, [&] { EXPECT_GE(s.kill_clients(), 1); }, 300ms);
+  aim(
+      1, [&] { return s.rec.in_progress(op_kind::try_lock, 0); }, [&] { s.pause_clients(500ms); },
+      700ms);
+  aim(
+      1, [&] { return s.rec.holding(); }, [&] { s.stop_server(400ms); }, 600ms);
+  aim(
+      1, [&] { return s.rec.holding(); }, [&] { EXPECT_TRUE(s.restart_server()); }, 600ms);
+  aim(
+      1, [&] { return s.rec.holding(); },
+      [&] {
+        s.proxy.black_hole();
+        std::this_thread::sleep_for(1500ms);  // longer than the 1 s lease: holders learn lost
+        s.proxy.heal();
+      },
+      600ms);
+  const auto v = s.finish();
+  EXPECT_TRUE(v.clean()) << v.report();
+  EXPECT_GT(v.acquisitions, 10u);
+}
+
+TEST(chaos, fair_lock_under_kills_pauses_restarts_and_black_holes_keeps_exclusion) {
+  family_chaos("fair");
+}
+TEST(chaos, non_reentrant_lock_under_kills_pauses_restarts_and_black_holes_keeps_exclusion) {
+  family_chaos("non-reentrant");
+}
+TEST(chaos, spin_lock_under_kills_pauses_restarts_and_black_holes_keeps_exclusion) {
+  family_chaos("spin");
+}
+
 }  // namespace

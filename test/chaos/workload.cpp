@@ -22,6 +22,7 @@
 #include <rlock/client.hpp>
 #include <rlock/error.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 namespace rlock::chaos {
@@ -42,7 +43,8 @@ std::string describe(const std::exception& e) {
 
 /// Ends acquisition `a` when `l`'s lost() fires. lost() throws not_owner when the lock was
 /// released already, and operation_aborted when it is released while waiting: neither is a loss.
-asio::awaitable<void> watch_lost(rlock::reentrant_lock l, recorder* rec, recorder::id a) {
+template <typename Lock>
+asio::awaitable<void> watch_lost(Lock l, recorder* rec, recorder::id a) {
   try {
     co_await l.lost();
     rec->end(a, end_kind::lost);
@@ -84,6 +86,7 @@ bool worth_retrying(const std::string& outcome) {
          outcome == make_error_code(rlock::errc::connection_lost).message();
 }
 
+template <typename Lock>
 asio::awaitable<void> coroutine_worker(rlock::client& c, shared_state& st, int index) {
   const auto& o = *st.opts;
   auto& rec = *st.rec;
@@ -93,7 +96,8 @@ asio::awaitable<void> coroutine_worker(rlock::client& c, shared_state& st, int i
   asio::steady_timer hold(ex);
   for (int it = 0; it < o.max_iterations && std::chrono::steady_clock::now() < st.stop_at; ++it) {
     const auto& name = o.names[rng() % o.names.size()];
-    auto l = c.get_lock(name, 1000 + static_cast<std::uint64_t>(index));
+    auto l =
+        rlock::blocking::detail::get_lock<Lock>(c, name, 1000 + static_cast<std::uint64_t>(index));
     const bool try_it = rng() % 3 != 0;
     const nanos requested = now_ns();
     const auto op = rec.started(try_it ? op_kind::try_lock : op_kind::lock, name, owner,
@@ -139,6 +143,7 @@ asio::awaitable<void> coroutine_worker(rlock::client& c, shared_state& st, int i
   }
 }
 
+template <typename Lock>
 void thread_worker(rlock::blocking::client& bc, shared_state& st, int index) {
   const auto& o = *st.opts;
   auto& rec = *st.rec;
@@ -146,7 +151,7 @@ void thread_worker(rlock::blocking::client& bc, shared_state& st, int index) {
   std::mt19937_64 rng(o.seed * 1000 + 500 + static_cast<std::uint64_t>(index));
   for (int it = 0; it < o.max_iterations && std::chrono::steady_clock::now() < st.stop_at; ++it) {
     const auto& name = o.names[rng() % o.names.size()];
-    auto l = bc.get_lock(name);
+    auto l = bc.get<Lock>(name);
     // Mostly bounded: a blocking lock() cannot be cancelled at the drain deadline.
     const bool try_it = rng() % 4 != 0;
     const nanos requested = now_ns();
@@ -210,7 +215,27 @@ client_activity activity_of(rlock::client& c) {
 
 }  // namespace
 
+/// The workers of one kind: a coroutine worker and a thread worker.
+struct workers {
+  asio::awaitable<void> (*coroutine)(rlock::client&, shared_state&, int);
+  void (*thread)(rlock::blocking::client&, shared_state&, int);
+};
+
+template <typename Lock>
+constexpr workers workers_of() {
+  return {&coroutine_worker<Lock>, &thread_worker<Lock>};
+}
+
+workers workers_for(const std::string& kind) {
+  if (kind == "reentrant") return workers_of<rlock::reentrant_lock>();
+  if (kind == "fair") return workers_of<rlock::fair_lock>();
+  if (kind == "non-reentrant") return workers_of<rlock::non_reentrant_lock>();
+  if (kind == "spin") return workers_of<rlock::spin_lock>();
+  throw std::invalid_argument("workload: unknown lock kind '" + kind + "'");
+}
+
 history run_workload(const workload_options& opts, recorder& rec, std::chrono::milliseconds drain) {
+  const workers work = workers_for(opts.kind);
   shared_state st;
   st.opts = &opts;
   st.rec = &rec;
@@ -237,7 +262,7 @@ history run_workload(const workload_options& opts, recorder& rec, std::chrono::m
   st.stop_at = std::chrono::steady_clock::now() + opts.duration;
   std::vector<std::thread> threads;
   for (int i = 0; i < opts.threads; ++i) {
-    threads.emplace_back([&, i] { thread_worker(*bc, st, i); });
+    threads.emplace_back([&, i] { work.thread(*bc, st, i); });
   }
 
   std::list<asio::cancellation_signal> signals;
@@ -249,7 +274,7 @@ history run_workload(const workload_options& opts, recorder& rec, std::chrono::m
       [&]() -> asio::awaitable<void> {
         for (int i = 0; i < opts.coroutines; ++i) {
           auto& sig = signals.emplace_back();
-          asio::co_spawn(ioc, coroutine_worker(c, st, i),
+          asio::co_spawn(ioc, work.coroutine(c, st, i),
                          asio::bind_cancellation_slot(sig.slot(), [&](std::exception_ptr) {
                            if (--running == 0) drain_timer.cancel();
                          }));

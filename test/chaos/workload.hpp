@@ -24,6 +24,9 @@ struct workload_options {
   std::chrono::milliseconds max_hold{20};
   std::chrono::milliseconds try_wait{300};
   std::uint64_t seed = 1;
+  /// The lock kind every worker takes (issue 25's lock family): "reentrant", "fair",
+  /// "non-reentrant" or "spin". The checker's rule for all of them is exclusion.
+  std::string kind = "reentrant";
   /// Upper bound on iterations per worker, so a loop ends even if time stood still.
   int max_iterations = 100'000;
 };

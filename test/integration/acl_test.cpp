@@ -132,6 +132,49 @@ TEST(acl, the_least_privilege_line_does_everything_rlock_does_and_nothing_outsid
   admin.command({"ACL", "DELUSER", "svc"});
 }
 
+TEST(acl, fair_locks_need_their_queue_keys_and_list_and_set_commands_and_nothing_more) {
+  rlock::test::raw_client admin(rlock::test::shared_server().port());
+  const std::string prefix = "acl-fair-" + rlock::test::unique_prefix();
+  set_user(admin, "svc-fair",
+           least_privilege_rules(prefix) + " " + rlock::test::fair_lock_rules(prefix));
+  asio::io_context io;
+  rlock::client a(io.get_executor(), as_user("svc-fair", prefix));
+  rlock::client b(io.get_executor(), as_user("svc-fair", prefix));
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    auto holder = a.get_fair_lock("queue:1");
+    auto waiter = b.get_fair_lock("queue:1");
+    co_await holder.lock();
+    bool got = false;
+    bool done = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          got = co_await waiter.try_lock(5s);
+          done = true;
+        },
+        asio::detached);
+    co_await rlock::test::until_asleep(b, waiter, 1);  // queued and registered
+    co_await holder.unlock();                          // handed over by push
+    co_await rlock::test::poll_until([&] { return done; });
+    EXPECT_TRUE(got) << "waiter: " << waiter.last_error() << "; holder: " << holder.last_error();
+    EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::handoff);
+    co_await waiter.unlock();
+    // One that gives up leaves the queue (lrange, zincrby, zrem, lrem).
+    co_await holder.lock();
+    EXPECT_FALSE(co_await waiter.try_lock(50ms));
+    EXPECT_TRUE(co_await holder.force_unlock());
+    // A spin lock needs nothing the reentrant lock does not.
+    auto spin = a.get_spin_lock("spin:1");
+    co_await spin.lock();
+    co_await spin.unlock();
+    co_await a.close();
+    co_await b.close();
+  });
+  admin.command({"ACL", "DELUSER", "svc-fair"});
+}
+
 TEST(acl, each_missing_right_has_its_own_error) {
   rlock::test::raw_client admin(rlock::test::shared_server().port());
   const std::string prefix = "acl2-" + rlock::test::unique_prefix();

@@ -215,6 +215,51 @@ TEST(rlockctl, status_tells_free_held_fenced_and_not_a_lock) {
   EXPECT_EQ(str(objects[2], "state"), "free");
 }
 
+TEST(rlockctl, status_and_watch_show_a_fair_locks_queue) {
+  // A fair lock as Redisson's scripts leave it: a holder, and two waiters in the queue with
+  // their deadlines, the first registered for rlock's handoff by push.
+  plant_lock("st:fair", "0b4f8d2e-1111-4222-8333-944455556666:1", 1);
+  const auto now = redis().command({"TIME"});
+  ASSERT_EQ(now.elements.size(), 2u);
+  const auto in = [&](std::int64_t ms) {
+    return std::to_string(std::stoll(now.elements[0].str) * 1000 + ms);
+  };
+  redis().command({"RPUSH", "redisson_lock_queue:{st:fair}", "a:2", "b:3"});
+  redis().command(
+      {"ZADD", "redisson_lock_timeout:{st:fair}", in(60'000), "a:2", in(120'000), "b:3"});
+  redis().command({"HSET", "rlock_fair_handoff:{st:fair}", "a:2", "30000:60000:7"});
+  const auto r = run_process(cmd({"status", "st:fair"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(", fair, queue: a:2 (by push, deadline in "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("b:3 (deadline in "), std::string::npos) << r.out;
+  const auto j = run_process(cmd({"--json", "status", "st:fair"}));
+  ASSERT_EQ(j.code, 0) << j.err;
+  const auto objects = json_lines(j.out);
+  ASSERT_EQ(objects.size(), 1U) << j.out;
+  EXPECT_EQ(str(objects[0], "kind"), "fair");
+  EXPECT_EQ(objects[0].at("queue").as_array().size(), 2U);
+
+  // watch: who joins the queue and who leaves it (list events, class 'l').
+  redis().command({"CONFIG", "SET", "notify-keyspace-events", "Khgxl"});
+  child_process watch(cmd({"--json", "watch", "st:fair"}));
+  ASSERT_TRUE(watch.wait_for_output("\"watching\"", bound)) << watch.out() << watch.err();
+  redis().command({"RPUSH", "redisson_lock_queue:{st:fair}", "c:4"});
+  EXPECT_TRUE(watch.wait_for_output("\"queued\"", bound)) << watch.out();
+  redis().command({"LPOP", "redisson_lock_queue:{st:fair}"});
+  EXPECT_TRUE(watch.wait_for_output("\"left-queue\"", bound)) << watch.out();
+  watch.signal(SIGINT);
+  EXPECT_EQ(watch.wait(bound), 0) << watch.err();
+  redis().command({"CONFIG", "SET", "notify-keyspace-events", ""});
+  bool joined = false;
+  bool left = false;
+  for (const auto& o : json_lines(watch.out())) {
+    if (str(o, "event") == "queued") joined = joined || str(o, "owner") == "c:4";
+    if (str(o, "event") == "left-queue") left = left || str(o, "owner") == "a:2";
+  }
+  EXPECT_TRUE(joined) << watch.out();
+  EXPECT_TRUE(left) << watch.out();
+}
+
 TEST(rlockctl, list_pages_through_locks_only) {
   for (int i = 0; i < 25; ++i) plant_lock("ls:a:" + std::to_string(i), "u:" + std::to_string(i), 1);
   redis().command({"HSET", "ls:a:not-a-lock", "colour", "blue"});

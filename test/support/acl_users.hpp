@@ -26,6 +26,16 @@ inline std::string least_privilege_rules(const std::string& prefix) {
          "+incr +publish";
 }
 
+/// What fair locks need beyond that line (README "ACL"): the queue, the deadlines and the
+/// handoff registrations as keys, each waiter's own channel (`<unlock channel>:<owner field>`),
+/// and the commands their scripts run.
+inline std::string fair_lock_rules(const std::string& prefix) {
+  return "~redisson_lock_queue:{" + prefix + "*} ~redisson_lock_timeout:{" + prefix +
+         "*} ~rlock_fair_handoff:{" + prefix + "*} &redisson_lock__channel:{" + prefix +
+         "*}:* +time +hset +hdel +lindex +lpop +rpush +lrange +lrem +zscore +zadd +zrem +zrange "
+         "+zincrby";
+}
+
 /// What Cluster mode sends beyond that line (README "Redis Cluster": TLS and ACL).
 inline constexpr std::string_view cluster_rules =
     " +cluster|shards +asking +ssubscribe +sunsubscribe +spublish";

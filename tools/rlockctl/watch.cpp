@@ -1,7 +1,9 @@
 // watch: a live view of locks, from their unlock channels and (where the server sends them)
 // keyspace notifications. A deletion or expiry ends the hold seen last; every other event makes
 // the view read the lock again (HGETALL, PTTL) and print what changed, so holders, counts and
-// TTLs printed are what Redis held, not guesses from event names.
+// TTLs printed are what Redis held, not guesses from event names. A fair lock's queue
+// (`redisson_lock_queue:{name}`, list events: class 'l') is read again on each of its events,
+// and who joined or left it is printed.
 #include "admin_connection.hpp"
 #include "commands.hpp"
 #include "lock/names.hpp"
@@ -31,15 +33,25 @@ struct watched {
   std::string name;
   std::string key;
   lock_view last;
-  int subscribed = 0;  // of its two channels
+  int subscribed = 0;  // of its three channels (unlock, keyspace of the key and of its queue)
   bool shown = false;  // "watching" printed
   bool after_hincrby = false;
-  bool missed_hold = false;  // a HINCRBY on a free lock whose DEL came right behind it
+  bool missed_hold = false;        // a HINCRBY on a free lock whose DEL came right behind it
+  std::vector<std::string> queue;  // a fair lock's waiters, as last read
 };
+
+/// The waiters that are in `now` and not in `before` (joined), or the other way (left).
+std::vector<std::string> missing_from(const std::vector<std::string>& from,
+                                      const std::vector<std::string>& in) {
+  std::vector<std::string> out;
+  for (const auto& w : from)
+    if (std::find(in.begin(), in.end(), w) == in.end()) out.push_back(w);
+  return out;
+}
 
 struct event {
   std::size_t lock;
-  std::string what;  // keyspace event, "unlock-message", "subscribed" or "resync"
+  std::string what;  // keyspace event, "unlock-message", "subscribed", "resync" or "queue"
 };
 
 // Filled by the connection's callbacks, drained by the command in order: one event at a time,
@@ -136,13 +148,20 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
     w.key = ctx.key(name);
     by_channel.emplace(rlock::detail::unlock_channel(w.key), locks.size());
     by_channel.emplace(fmt::format("__keyspace@{}__:{}", ctx.cfg.database, w.key), locks.size());
+    std::string queue;
+    rlock::detail::append_tagged_name(rlock::detail::fair_queue_prefix, w.key, queue);
+    by_channel.emplace(fmt::format("__keyspace@{}__:{}", ctx.cfg.database, queue), locks.size());
     locks.push_back(std::move(w));
   }
   redis.events.message = [q, &by_channel](std::string_view channel, std::string_view payload) {
     const auto it = by_channel.find(channel);
     if (it == by_channel.end()) return;
     const bool keyspace = channel.starts_with("__keyspace@");
-    q->push({it->second, keyspace ? std::string(payload) : std::string("unlock-message")});
+    const bool queue =
+        keyspace && channel.find(rlock::detail::fair_queue_prefix) != std::string_view::npos;
+    q->push({it->second, queue      ? std::string("queue")
+                         : keyspace ? std::string(payload)
+                                    : std::string("unlock-message")});
   };
   redis.events.subscribed = [q, &by_channel](std::string_view channel) {
     const auto it = by_channel.find(channel);
@@ -186,7 +205,32 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
       if (ev.what == "hincrby" && w.last.status != lock_view::state::held) w.missed_hold = true;
       continue;
     }
-    if (ev.what == "subscribed" && (++w.subscribed < 2 || w.shown)) continue;
+    if (ev.what == "queue") {
+      // A fair lock's queue changed: who joined, who left (taken the lock, given up, dropped).
+      std::string queue_key;
+      rlock::detail::append_tagged_name(rlock::detail::fair_queue_prefix, w.key, queue_key);
+      std::vector<command> lrange{{"LRANGE", queue_key, "0", "-1"}};
+      const auto answers = co_await redis.pipeline(std::move(lrange), w.key);
+      std::vector<std::string> now_queue;
+      for (const auto& e : answers.front().elements) now_queue.push_back(e.str);
+      for (const auto& [kind, who] : {std::pair{"queued", missing_from(now_queue, w.queue)},
+                                      std::pair{"left-queue", missing_from(w.queue, now_queue)}}) {
+        for (const auto& owner : who) {
+          boost::json::object o{{"lock", w.name},
+                                {"event", kind},
+                                {"owner", owner},
+                                {"queue_length", now_queue.size()},
+                                {"at", now_ms()}};
+          out.emit(fmt::format("{} {}: {} {} (queue: {})", clock_text(), w.name, owner,
+                               std::string_view(kind) == "queued" ? "queued" : "left the queue",
+                               now_queue.size()),
+                   o);
+        }
+      }
+      w.queue = std::move(now_queue);
+      continue;
+    }
+    if (ev.what == "subscribed" && (++w.subscribed < 3 || w.shown)) continue;
     lock_view now;
     if (ev.what == "del" || ev.what == "expired") {
       // The key was gone when the event was sent, whoever took the lock since: the release
@@ -199,7 +243,7 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
     boost::json::object o = to_json(now);
     o["at"] = now_ms();
     if (ev.what == "subscribed") {
-      // Both channels are subscribed: from here on nothing is missed.
+      // Its three channels are subscribed: from here on nothing is missed.
       w.shown = true;
       o["event"] = "watching";
       out.emit(fmt::format("{} watching {}", clock_text(), describe(now)), o);
