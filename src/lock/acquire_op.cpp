@@ -510,7 +510,11 @@ struct acquire_operation : attempt_gate::entry {
   bool take_pushed_grant() {
     client_impl& c = client();
     auto since = busy_written;
-    if (c.session.ordered_pushes()) since = std::max(since, c.hub.take_grant_since(waiter));
+    const auto pushed_after = c.hub.take_grant_since(waiter);
+    // Unknown (max: the channel's bound was taken by another grant) counts for nothing.
+    if (c.session.ordered_pushes() && pushed_after != clock_type::time_point::max()) {
+      since = std::max(since, pushed_after);
+    }
     const auto held_for = lease.value_or(c.cfg.watchdog_timeout);
     if (since == clock_type::time_point{} || clock_type::now() - since > held_for / 4) return false;
     record_hold(0, since);

@@ -69,7 +69,8 @@ inline constexpr std::array<script_effect, script_count> script_effects{{
 // grant is claimed by the acquisition's own attempt if the push was lost, or given back by its
 // leave script if it gave up meanwhile; a ticket names one acquisition only, so a grant nobody
 // claims needs no deleting: the hash goes when the queue is empty at a release, or expires with
-// the last registration it needs.
+// the last registration it needs (the grant is written before the head's registration goes, so
+// the hash never empties there and keeps that expiry).
 //
 // Deadlines use the server's clock (`TIME`); Redisson's scripts use their client's clock, so a
 // skew between them shifts whose deadline is taken as passed: fairness, never exclusion (the
@@ -96,8 +97,9 @@ inline constexpr std::array<script_effect, script_count> script_effects{{
   "if r ~= false then "                                                                      \
   "local lease, wait, ticket = string.match(r, '^(%d+):(%d+):(%d+)$'); "                     \
   "if lease ~= nil then "                                                                    \
-  "take(head, lease, wait); redis.call('hdel', KEYS[4], head); "                             \
+  "take(head, lease, wait); "                                                                \
   "redis.call('hset', KEYS[4], 'granted', ticket .. ':' .. head); "                          \
+  "redis.call('hdel', KEYS[4], head); "                                                      \
   "redis.call(publish, KEYS[5] .. ':' .. head, 'g' .. ticket); return; end; end; "           \
   "redis.call(publish, KEYS[5] .. ':' .. head, '0'); end; "
 

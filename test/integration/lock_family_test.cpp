@@ -93,6 +93,10 @@ TEST(fair_lock, waiters_of_three_clients_get_it_in_the_order_they_asked_each_by_
     }
     std::vector<std::uint64_t> attempts;
     for (auto& c : clients) attempts.push_back(c->stats().acquire_attempts);
+    // rlock's one key expires by itself if every waiter dies (their deadlines plus a lease).
+    const auto handoff = "rlock_fair_handoff:{" + std::string(holder.key()) + "}";
+    EXPECT_EQ(raw.command_int({"HLEN", handoff}), 3);
+    EXPECT_GT(raw.command_int({"PTTL", handoff}), 0);
     co_await holder.unlock();
     co_await wait_until(
         bell, [&] { return order.size() == 3; }, 10s);
