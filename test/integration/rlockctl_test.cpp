@@ -260,6 +260,30 @@ TEST(rlockctl, status_and_watch_show_a_fair_locks_queue) {
   EXPECT_TRUE(left) << watch.out();
 }
 
+TEST(rlockctl, hold_takes_a_fair_lock_and_a_second_hold_waits_its_turn_in_the_queue) {
+  child_process a(cmd({"--json", "hold", "q:fair", "--kind", "fair"}));
+  ASSERT_TRUE(a.wait_for_output("\"acquired\"", bound)) << a.out() << a.err();
+  EXPECT_EQ(str(json_lines(a.out()).front(), "kind"), "fair");
+  child_process b(cmd({"--json", "hold", "q:fair", "--kind", "fair", "--wait", "20000"}));
+  // B waits in the fair queue, which status shows.
+  bool queued = false;
+  for (int i = 0; i < 2000 && !queued; ++i) {
+    queued = redis().command_int({"LLEN", "redisson_lock_queue:{q:fair}"}) == 1;
+    if (!queued) ::poll(nullptr, 0, 10);
+  }
+  ASSERT_TRUE(queued);
+  const auto st = run_process(cmd({"status", "q:fair"}));
+  EXPECT_NE(st.out.find(", fair, queue: "), std::string::npos) << st.out;
+  a.signal(SIGINT);
+  EXPECT_EQ(a.wait(bound), 0) << a.out() << a.err();
+  ASSERT_TRUE(b.wait_for_output("\"acquired\"", bound)) << b.out() << b.err();
+  b.signal(SIGINT);
+  EXPECT_EQ(b.wait(bound), 0) << b.out() << b.err();
+  // A kind it does not know is a usage error.
+  EXPECT_EQ(run_process(cmd({"hold", "q:x", "--kind", "mutex"})).code, 2);
+  EXPECT_EQ(run_process(cmd({"hold", "q:x", "--kind", "fair", "--fenced"})).code, 2);
+}
+
 TEST(rlockctl, list_pages_through_locks_only) {
   for (int i = 0; i < 25; ++i) plant_lock("ls:a:" + std::to_string(i), "u:" + std::to_string(i), 1);
   redis().command({"HSET", "ls:a:not-a-lock", "colour", "blue"});

@@ -45,6 +45,8 @@ struct hold_options {
   std::optional<std::chrono::milliseconds> wait;      // unset: wait as long as it takes
   std::optional<std::chrono::milliseconds> hold_for;  // unset: until Ctrl-C (or the lease ends)
   bool fenced = false;  // a fenced lock (RFencedLock): the acquisition's token is printed
+  /// Otherwise the exclusive kind: reentrant (RLock), fair (RFairLock), non-reentrant, spin.
+  std::string kind = "reentrant";
 };
 int run_hold(const context& ctx, const hold_options& opts);
 

@@ -19,6 +19,7 @@
 #include <rlock/error.hpp>
 #include <rlock/fenced_lock.hpp>
 #include <rlock/reentrant_lock.hpp>
+#include <variant>
 
 namespace rlockctl {
 
@@ -58,6 +59,21 @@ std::int64_t since(steady_clock::time_point t) {
   return std::chrono::duration_cast<milliseconds>(steady_clock::now() - t).count();
 }
 
+/// The exclusive kinds `hold --kind` takes: their acquisitions complete alike.
+using exclusive = std::variant<rlock::reentrant_lock, rlock::fair_lock, rlock::non_reentrant_lock,
+                               rlock::spin_lock>;
+
+exclusive exclusive_of(rlock::client& c, const std::string& kind, const std::string& name) {
+  if (kind == "fair") return c.get_fair_lock(name);
+  if (kind == "non-reentrant") return c.get_non_reentrant_lock(name);
+  if (kind == "spin") return c.get_spin_lock(name);
+  return c.get_lock(name);
+}
+
+rlock::lock_handle handle_of(const exclusive& l) {
+  return std::visit([](const auto& k) { return rlock::lock_handle(k); }, l);
+}
+
 }  // namespace
 
 int run_hold(const context& ctx, const hold_options& opts) {
@@ -75,16 +91,16 @@ int run_hold(const context& ctx, const hold_options& opts) {
     });
 
     co_await client.connect();
-    // Two kinds, one owner's handle: acquired through its kind, then held, watched and released
+    // One owner's handle of its kind: acquired through the kind, then held, watched and released
     // through what every kind shares (lock_handle).
     std::optional<rlock::fenced_lock> fenced;
-    std::optional<rlock::reentrant_lock> plain;
+    std::optional<exclusive> plain;
     if (opts.fenced) {
       fenced.emplace(client.get_fenced_lock(name));
     } else {
-      plain.emplace(client.get_lock(name));
+      plain.emplace(exclusive_of(client, opts.kind, name));
     }
-    rlock::lock_handle lock = fenced ? rlock::lock_handle(*fenced) : rlock::lock_handle(*plain);
+    rlock::lock_handle lock = fenced ? rlock::lock_handle(*fenced) : handle_of(*plain);
     const std::string owner = fmt::format("{}:{}", client.id(), lock.owner_id());
 
     // Acquire, waiting up to --wait (or until Ctrl-C).
@@ -100,13 +116,15 @@ int run_hold(const context& ctx, const hold_options& opts) {
       std::tie(ec, got) = co_await fenced->async_try_lock(*opts.wait, opts.lease, token);
       acquired = got.has_value();
     } else if (opts.wait) {
-      std::tie(ec, acquired) = co_await plain->async_try_lock(*opts.wait, opts.lease, token);
+      std::tie(ec, acquired) = co_await std::visit(
+          [&](auto& l) { return l.async_try_lock(*opts.wait, opts.lease, token); }, *plain);
     } else if (fenced) {
       std::int64_t got = 0;
       std::tie(ec, got) = co_await fenced->async_lock(opts.lease, token);
       acquired = !ec;
     } else {
-      std::tie(ec) = co_await plain->async_lock(opts.lease, token);
+      std::tie(ec) =
+          co_await std::visit([&](auto& l) { return l.async_lock(opts.lease, token); }, *plain);
       acquired = !ec;
     }
     st->acquiring = false;
@@ -131,6 +149,7 @@ int run_hold(const context& ctx, const hold_options& opts) {
         o["watchdog"] = true;
       }
       if (fenced) o["token"] = fenced->token();
+      o["kind"] = opts.fenced ? std::string("fenced") : opts.kind;
       out.emit(fmt::format("{}: acquired by {} ({}{}), after {} ms", name, owner,
                            opts.lease ? fmt::format("lease {} ms", opts.lease->count())
                                       : std::string("watchdog"),

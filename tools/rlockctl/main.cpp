@@ -98,8 +98,14 @@ int main(int argc, char** argv) {
   lease_opt->excludes(watchdog_opt);
   auto* wait_opt = hold->add_option("--wait", wait_ms, "give up after this many ms (exit 1)")
                        ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40));
-  hold->add_flag("--fenced", hold_opts.fenced,
-                 "take it as a fenced lock (Redisson's RFencedLock) and print its token");
+  auto* fenced_opt =
+      hold->add_flag("--fenced", hold_opts.fenced,
+                     "take it as a fenced lock (Redisson's RFencedLock) and print its token");
+  hold->add_option("--kind", hold_opts.kind,
+                   "the lock's kind: reentrant (RLock, default), fair (RFairLock: waits its turn "
+                   "in the queue), non-reentrant, spin (RSpinLock: polls, no pub/sub)")
+      ->check(CLI::IsMember({"reentrant", "fair", "non-reentrant", "spin"}))
+      ->excludes(fenced_opt);
   auto* for_opt = hold->add_option("--for", hold_seconds, "seconds to hold (default: Ctrl-C)")
                       ->check(CLI::Range(0.0, 1e9));
 
