@@ -352,6 +352,38 @@ TEST(fair_lock, a_waiter_whose_connection_is_killed_keeps_its_turn) {
   });
 }
 
+TEST(fair_lock, an_acquire_answered_after_its_caller_gave_up_is_given_back_and_leaves_nothing) {
+  // The server stalls (CLIENT PAUSE) past the caller's wait: the caller is told, the attempt
+  // runs when the pause ends and takes the free lock, and that hold goes back at once; neither
+  // the lock nor a queue entry is left.
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.command_timeout = 300ms;
+  cfg.health_check_interval = 0ms;  // the pause must not look like a dead connection
+  rlock::client c(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await c.connect();
+    auto lock = c.get_fair_lock("late");
+    const auto key = std::string(lock.key());
+    raw.command({"CLIENT", "PAUSE", "700"});
+    const auto outcome = co_await error_of(lock.try_lock(200ms));
+    EXPECT_EQ(outcome, rlock::errc::timeout) << outcome.message();
+    (void)raw.command({"PING"});  // answered when the pause ends
+    // Each query is written after the one before was answered: the second comes after the
+    // give-back on the same connection.
+    (void)co_await lock.is_locked();
+    EXPECT_FALSE(co_await lock.is_locked());
+    EXPECT_GE(c.stats().given_back, 1u);
+    EXPECT_EQ(raw.command_int({"EXISTS", key, queue_of(key), timeouts_of(key)}), 0);
+    // The owner is as before: it locks and unlocks as usual.
+    EXPECT_TRUE(co_await lock.try_lock());
+    EXPECT_EQ(co_await lock.hold_count(), 1);
+    co_await lock.unlock();
+    co_await c.close();
+  });
+}
+
 TEST(non_reentrant_lock, a_re_acquire_by_its_holder_is_refused_at_once_with_redissons_words) {
   asio::io_context io;
   rlock::client redis(io.get_executor(), make_config());
