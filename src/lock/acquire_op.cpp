@@ -200,6 +200,15 @@ struct acquire_operation : attempt_gate::entry {
         });
   }
 
+  /// A fair waiter's allowance for its queue deadline (Redisson's threadWaitTime): the caller's
+  /// wait, or config::fair_lock::wait_timeout without one; formatted into `own` if it is the
+  /// caller's.
+  std::string_view fair_allowance(decimal& own) const noexcept {
+    if (!wait || wait->count() == 0) return client().fair_wait_arg.view();
+    own.assign(wait->count());
+    return own.view();
+  }
+
   /// A fair kind's attempt arguments: the queue allowance, the ticket (none for a single
   /// attempt, which is never queued) and the registration for a handoff by push.
   struct fair_inputs {
@@ -209,14 +218,8 @@ struct acquire_operation : attempt_gate::entry {
 
     void fill(acquire_operation& op, acquire_inputs& in) {
       const client_impl& c = op.client();
-      const bool single = op.wait && op.wait->count() == 0;
-      if (op.wait && op.wait->count() > 0) {
-        wait.assign(op.wait->count());
-        in.wait_ms = wait.view();
-      } else {
-        in.wait_ms = c.fair_wait_arg.view();
-      }
-      if (single) return;
+      in.wait_ms = op.fair_allowance(wait);
+      if (op.wait && op.wait->count() == 0) return;  // a single attempt
       op.maybe_queued = true;  // from its first write on, it may be in the queue
       ticket.assign(op.waiter.ticket);
       in.ticket = ticket.view();
@@ -247,12 +250,7 @@ struct acquire_operation : attempt_gate::entry {
     op.s->kind.channel(op.s->key(), l->channel);
     leave_inputs in;
     in.channel = l->channel;
-    if (op.wait && op.wait->count() > 0) {
-      l->wait.assign(op.wait->count());
-      in.wait_ms = l->wait.view();
-    } else {
-      in.wait_ms = c.fair_wait_arg.view();
-    }
+    in.wait_ms = op.fair_allowance(l->wait);  // what its attempts gave, to give back
     l->ticket.assign(op.waiter.ticket);
     in.ticket = l->ticket.view();
     in.publish = c.session.publish_command();
