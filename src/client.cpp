@@ -295,10 +295,12 @@ std::shared_ptr<lock_state> client_impl::state_for(std::string_view name, std::u
   return state;
 }
 
-std::shared_ptr<lock_state> client_impl::new_owner(std::string_view name, const lock_kind& kind) {
+std::shared_ptr<lock_state> client_impl::new_owner(std::string_view name, const lock_kind& kind,
+                                                   std::optional<std::uint64_t> id) {
   validate_name(name);
   // A fresh id nobody else can name: no entry in the owner table, which saves memory per lock.
-  return std::make_shared<lock_state>(shared_from_this(), name, next_owner_id(), kind, false);
+  return std::make_shared<lock_state>(shared_from_this(), name, id ? *id : next_owner_id(), kind,
+                                      false);
 }
 
 void client_impl::forget(const lock_state& s) {
@@ -491,6 +493,16 @@ spin_lock client::get_spin_lock(std::string_view name) {
 }
 spin_lock client::get_spin_lock(std::string_view name, std::uint64_t owner_id) {
   return spin_lock(impl_->state_for(name, owner_id, detail::spin_kind));
+}
+
+read_write_lock client::get_read_write_lock(std::string_view name) {
+  auto read = impl_->new_owner(name, detail::read_kind);
+  auto write = impl_->new_owner(name, detail::write_kind, read->owner);
+  return read_write_lock(std::move(read), std::move(write));
+}
+read_write_lock client::get_read_write_lock(std::string_view name, std::uint64_t owner_id) {
+  return read_write_lock(impl_->state_for(name, owner_id, detail::read_kind),
+                         impl_->state_for(name, owner_id, detail::write_kind));
 }
 
 config config::from_url(const std::string& url) {

@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -50,9 +51,11 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
   /// The state of (name, owner), shared by every handle of that owner. Thread-safe.
   std::shared_ptr<lock_state> state_for(std::string_view name, std::uint64_t owner,
                                         const lock_kind& kind = reentrant_kind);
-  /// The state of a new owner of `name`, with a fresh id. Thread-safe.
+  /// The state of a new owner of `name`, with a fresh id (or `id`, one a new owner got from
+  /// this call: a read-write lock's second half). Thread-safe.
   std::shared_ptr<lock_state> new_owner(std::string_view name,
-                                        const lock_kind& kind = reentrant_kind);
+                                        const lock_kind& kind = reentrant_kind,
+                                        std::optional<std::uint64_t> id = std::nullopt);
   void forget(const lock_state& s);
 
   /// Appends 32 lowercase hex digits to `out`, unique per call: the request id of an unlock

@@ -63,6 +63,8 @@ class category final : public std::error_category {
         return "too many cluster redirects";
       case errc::reentry_refused:
         return "the owner already holds the lock, which refuses this acquisition";
+      case errc::upgrade_refused:
+        return "the owner holds the read lock, so its write acquisition would wait for itself";
     }
     return "unknown rlock error";
   }

@@ -98,6 +98,16 @@ inline rlock::non_reentrant_fair_lock get_lock<rlock::non_reentrant_fair_lock>(
     rlock::client& c, std::string_view name, std::uint64_t owner) {
   return c.get_non_reentrant_fair_lock(name, owner);
 }
+template <>
+inline rlock::read_lock get_lock<rlock::read_lock>(rlock::client& c, std::string_view name,
+                                                   std::uint64_t owner) {
+  return c.get_read_write_lock(name, owner).read_lock();
+}
+template <>
+inline rlock::write_lock get_lock<rlock::write_lock>(rlock::client& c, std::string_view name,
+                                                     std::uint64_t owner) {
+  return c.get_read_write_lock(name, owner).write_lock();
+}
 
 /// Whether an acquisition's result (nothing, a bool, a token or an optional token) took it.
 constexpr bool acquired() noexcept { return true; }
@@ -108,6 +118,7 @@ constexpr bool acquired(const std::optional<std::int64_t>& t) noexcept { return 
 
 template <owned_lock Lock>
 class basic_lock;
+class read_write_lock;
 
 /// A synchronous client for code that does not run coroutines: it owns an io_context and a
 /// background thread, and connects in its constructor (throws std::system_error on failure).
@@ -139,6 +150,8 @@ class RLOCK_EXPORT client {
   /// A lock of kind `Lock` (any rlock::owned_lock) owned by the calling thread.
   template <owned_lock Lock>
   basic_lock<Lock> get(std::string_view name);
+  /// A read-write lock owned by the calling thread (std::shared_mutex's interface).
+  read_write_lock get_read_write_lock(std::string_view name);
 
   /// The asynchronous client underneath, for code that mixes both styles.
   rlock::client& async_client() noexcept;
@@ -292,11 +305,60 @@ using non_reentrant_fair_lock = basic_lock<rlock::non_reentrant_fair_lock>;
 /// Lockable and TimedLockable over rlock::spin_lock (no pub/sub: waiting threads poll).
 using spin_lock = basic_lock<rlock::spin_lock>;
 
+/// A read-write lock (rlock::read_write_lock) for threads, owned by the calling thread: meets
+/// Lockable and TimedLockable through its write half and SharedLockable and
+/// SharedTimedLockable through its read half, so std::unique_lock and std::shared_lock work
+/// (std::shared_mutex's interface). A thread that writes may also read (a downgrade); a thread
+/// that reads and asks to write gets errc::upgrade_refused instead of a deadlock.
+class read_write_lock {
+ public:
+  void lock() { write_.lock(); }
+  bool try_lock() { return write_.try_lock(); }
+  template <typename Rep, typename Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& wait) {
+    return write_.try_lock_for(wait);
+  }
+  template <typename Clock, typename Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+    return write_.try_lock_until(deadline);
+  }
+  void unlock() { write_.unlock(); }
+
+  void lock_shared() { read_.lock(); }
+  bool try_lock_shared() { return read_.try_lock(); }
+  template <typename Rep, typename Period>
+  bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& wait) {
+    return read_.try_lock_for(wait);
+  }
+  template <typename Clock, typename Duration>
+  bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+    return read_.try_lock_until(deadline);
+  }
+  void unlock_shared() { read_.unlock(); }
+
+  /// The halves, for leases, is_held(), hold_count() and the asynchronous handles.
+  basic_lock<rlock::read_lock>& read() noexcept { return read_; }
+  basic_lock<rlock::write_lock>& write() noexcept { return write_; }
+  const std::string& name() const noexcept { return read_.name(); }
+
+ private:
+  friend class client;
+  read_write_lock(basic_lock<rlock::read_lock> r, basic_lock<rlock::write_lock> w)
+      : read_(std::move(r)), write_(std::move(w)) {}
+
+  basic_lock<rlock::read_lock> read_;
+  basic_lock<rlock::write_lock> write_;
+};
+
 template <owned_lock Lock>
 basic_lock<Lock> client::get(std::string_view name) {
   // Validate now, in the caller's thread: a bad name is a programming error to report early.
   (void)detail::get_lock<Lock>(async_client(), name, detail::thread_owner());
   return basic_lock<Lock>(state_, std::string(name));
+}
+
+inline read_write_lock client::get_read_write_lock(std::string_view name) {
+  return read_write_lock(get<rlock::read_lock>(name), get<rlock::write_lock>(name));
 }
 
 }  // namespace rlock::blocking

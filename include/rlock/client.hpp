@@ -8,6 +8,7 @@
 #include "rlock/fenced_lock.hpp"
 #include "rlock/metrics.hpp"
 #include "rlock/non_reentrant_lock.hpp"
+#include "rlock/read_write_lock.hpp"
 #include "rlock/reentrant_lock.hpp"
 #include "rlock/spin_lock.hpp"
 
@@ -213,6 +214,11 @@ class RLOCK_EXPORT client {
   /// (config::spin_lock); with a new owner or owned by `owner_id` (as for get_lock).
   spin_lock get_spin_lock(std::string_view name);
   spin_lock get_spin_lock(std::string_view name, std::uint64_t owner_id);
+  /// A read-write lock (Redisson's RReadWriteLock) `name`, its two halves owned by a new owner
+  /// or by `owner_id` (as for get_lock). Its write half excludes every other kind's holder of
+  /// `name`; its read half is shared only with other readers.
+  read_write_lock get_read_write_lock(std::string_view name);
+  read_write_lock get_read_write_lock(std::string_view name, std::uint64_t owner_id);
 
  private:
   using start_fn = void (*)(const std::shared_ptr<detail::client_impl>&, detail::handler<>);

@@ -86,6 +86,10 @@ enum class errc {
   /// non-reentrant lock by its holder (Redisson's `NON_REENTRANT_REACQUIRE`). Waiting would
   /// wait for itself, so the acquisition fails at once; Redis's text travels beside the code.
   reentry_refused,
+  /// A write acquisition by an owner that holds the same read-write lock's read half (Redis's
+  /// `WRITE_AFTER_READ`). It would wait for itself, so it fails at once: release the read
+  /// holds first. (A writer taking the read half, a downgrade, is allowed.)
+  upgrade_refused,
 };
 
 /// The category of `rlock::errc`; its name is "rlock".

@@ -11,6 +11,7 @@
 #include "rlock/hold.hpp"
 #include "rlock/lock_handle.hpp"
 #include "rlock/non_reentrant_lock.hpp"
+#include "rlock/read_write_lock.hpp"
 #include "rlock/reentrant_lock.hpp"
 #include "rlock/spin_lock.hpp"
 #include "rlock/version.hpp"

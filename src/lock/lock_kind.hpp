@@ -140,6 +140,9 @@ struct lock_kind {
   /// releases publish nothing.
   bool polls;
   message_policy on_message;
+  /// Appended to `<client uuid>:<owner>` to make the owner's hash field: `:write` for the
+  /// read-write lock's write half, so one owner's two halves are two fields of one hash.
+  std::string_view field_suffix = {};
 };
 
 /// Redisson's RLock: nil when acquired, the holder's PTTL when busy.
@@ -157,5 +160,11 @@ extern const lock_kind fair_kind;
 extern const lock_kind non_reentrant_fair_kind;
 /// Redisson's RSpinLock: RLock's hash and acquire; releases publish nothing, waiters poll.
 extern const lock_kind spin_kind;
+/// Redisson's RReadWriteLock, its read half: shared by every reader while no other owner
+/// writes; a hold timeout key per read hold (scripts.hpp, acquire_read).
+extern const lock_kind read_kind;
+/// Its write half: exclusive, field `<owner field>:write`; refuses an owner that reads
+/// (errc::upgrade_refused).
+extern const lock_kind write_kind;
 
 }  // namespace rlock::detail

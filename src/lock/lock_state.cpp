@@ -42,12 +42,12 @@ std::exception_ptr failure_of(const client_impl& c, std::error_code ec, const re
 namespace {
 
 std::string names_of(std::string_view prefix, std::string_view name, std::string_view uuid,
-                     std::uint64_t owner) {
+                     std::uint64_t owner, std::string_view suffix) {
   char digits[24];
   const auto end = std::to_chars(digits, digits + sizeof digits, owner).ptr;
   std::string out;
-  out.reserve(prefix.size() + name.size() + uuid.size() + 1 + (end - digits));
-  out.append(prefix).append(name).append(uuid).append(1, ':').append(digits, end);
+  out.reserve(prefix.size() + name.size() + uuid.size() + 1 + (end - digits) + suffix.size());
+  out.append(prefix).append(name).append(uuid).append(1, ':').append(digits, end).append(suffix);
   return out;
 }
 
@@ -60,7 +60,7 @@ lock_state::lock_state(std::shared_ptr<client_impl> c, std::string_view n, std::
       owner(o),
       registered(in_table),
       key_size_(static_cast<std::uint32_t>(client->cfg.key_prefix.size() + n.size())),
-      names_(names_of(client->cfg.key_prefix, n, client->uuid, o)) {}
+      names_(names_of(client->cfg.key_prefix, n, client->uuid, o, k.field_suffix)) {}
 
 std::string_view lock_state::name() const noexcept {
   return key().substr(client->cfg.key_prefix.size());

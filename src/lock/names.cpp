@@ -50,4 +50,16 @@ void append_tagged_name(std::string_view prefix, std::string_view key, std::stri
   append_tagged(out, prefix, key);
 }
 
+void append_rwlock_channel(std::string_view key, std::string& out) {
+  append_tagged(out, "redisson_rwlock:", key);
+}
+
+void append_read_timeouts(std::string_view key, std::string_view field, std::string& out) {
+  append_tagged(out, {}, key);
+  if (field.empty()) return;
+  out.push_back(':');
+  out.append(field);
+  out.append(":rwlock_timeout");
+}
+
 }  // namespace rlock::detail

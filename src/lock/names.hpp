@@ -32,4 +32,13 @@ inline constexpr std::string_view fair_queue_prefix = "redisson_lock_queue:";
 inline constexpr std::string_view fair_timeout_prefix = "redisson_lock_timeout:";
 inline constexpr std::string_view fair_handoff_prefix = "rlock_fair_handoff:";
 
+/// The read-write lock's channel, `redisson_rwlock:{<key>}`, appended to `out` (both halves
+/// publish on it: "0" after the last read hold, "1" after a write).
+void append_rwlock_channel(std::string_view key, std::string& out);
+/// The read-write lock's write field: `<owner field>:write` (the read field is the owner's).
+inline constexpr std::string_view write_field_suffix = ":write";
+/// Appends the prefix of an owner's read hold timeouts, `{<key>}:<field>:rwlock_timeout` (hold n
+/// is `<prefix>:<n>`); with an empty field, the base `{<key>}` every owner's starts with.
+void append_read_timeouts(std::string_view key, std::string_view field, std::string& out);
+
 }  // namespace rlock::detail

@@ -26,8 +26,14 @@ enum class script : std::uint8_t {
   force_unlock_fair,
   release_spin,
   force_unlock_spin,
+  acquire_read,
+  acquire_write,
+  release_read,
+  release_write,
+  renew_read_write,
+  force_unlock_read_write,
 };
-inline constexpr std::size_t script_count = 13;
+inline constexpr std::size_t script_count = 19;
 
 /// What running a script means, for the registry's policies (it knows no lock semantics): the
 /// command kind (what a lost answer becomes, command.hpp) and whether it changes a lock (then
@@ -52,6 +58,12 @@ inline constexpr std::array<script_effect, script_count> script_effects{{
     {command_kind::force_release, false},  // force_unlock_fair
     {command_kind::release, true},         // release_spin
     {command_kind::force_release, false},  // force_unlock_spin
+    {command_kind::acquire, true},         // acquire_read
+    {command_kind::acquire, true},         // acquire_write
+    {command_kind::release, true},         // release_read
+    {command_kind::release, true},         // release_write
+    {command_kind::renew, true},           // renew_read_write
+    {command_kind::force_release, false},  // force_unlock_read_write
 }};
 
 // The fair lock's shared Lua (Redisson's RFairLock, with rlock's handoff by push), pasted into
@@ -102,6 +114,17 @@ inline constexpr std::array<script_effect, script_count> script_effects{{
   "redis.call('hdel', KEYS[4], head); "                                                      \
   "redis.call(publish, KEYS[5] .. ':' .. head, 'g' .. ticket); return; end; end; "           \
   "redis.call(publish, KEYS[5] .. ':' .. head, '0'); end; "
+
+// The read-write lock's shared Lua: the longest remaining lease among the read holds of
+// KEYS[1] (every owner field with a count; a writer's field has no hold timeouts), whose
+// timeouts are `<base>:<owner field>:rwlock_timeout:<n>` with base = `{<key>}`.
+#define RLOCK_READ_TIMEOUTS_LUA                                                                    \
+  "local function longest_read_hold(key, base) local longest = -3; "                               \
+  "for _, f in ipairs(redis.call('hkeys', key)) do "                                               \
+  "local count = tonumber(redis.call('hget', key, f)); "                                           \
+  "if type(count) == 'number' then for n = count, 1, -1 do "                                       \
+  "longest = math.max(longest, redis.call('pttl', base .. ':' .. f .. ':rwlock_timeout:' .. n)); " \
+  "end; end; end; return longest; end; "
 
 /// The source of each script, indexed by `script`.
 inline constexpr std::array<std::string_view, script_count> script_sources{
@@ -328,8 +351,145 @@ inline constexpr std::array<std::string_view, script_count> script_sources{
     // force_unlock_spin (Redisson's RSpinLock forceUnlock) — KEYS[1] = lock key. 1: deleted;
     // 0: was not locked. Publishes nothing.
     "if (redis.call('del', KEYS[1]) == 1) then return 1 else return 0 end",
+
+    // acquire_read (Redisson's RReadWriteLock read lock) — KEYS[1] = lock key, KEYS[2] = this
+    // owner's hold timeouts' prefix `{<key>}:<owner field>:rwlock_timeout`; ARGV[1] = lease ms,
+    // ARGV[2] = owner field, ARGV[3] = its write field `<owner field>:write`.
+    // nil: acquired (with no writer, or as a downgrade by the writer); otherwise the PTTL.
+    // Each read hold n has its own key `<prefix>:<n>` carrying its lease; the hash lives as long
+    // as the longest.
+    "local mode = redis.call('hget', KEYS[1], 'mode'); "
+    "if (mode == false) then "
+    "redis.call('hset', KEYS[1], 'mode', 'read'); "
+    "redis.call('hset', KEYS[1], ARGV[2], 1); "
+    "redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1]); "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "return nil; "
+    "end; "
+    "if (mode == 'read') or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) "
+    "then "
+    "local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "redis.call('set', KEYS[2] .. ':' .. ind, 1, 'px', ARGV[1]); "
+    "redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1]))); "
+    "return nil; "
+    "end; "
+    "return redis.call('pttl', KEYS[1]);",
+
+    // acquire_write (Redisson's write lock, plus a refusal) — KEYS[1] = lock key; ARGV[1] = lease
+    // ms, ARGV[2] = write field `<owner field>:write`, ARGV[3] = the owner's read field, ARGV[4]
+    // = the refusal. nil: acquired or re-entered (Redisson adds the lease to the TTL); the PTTL:
+    // busy; an error reply: the owner holds the read lock, and waiting would wait for itself
+    // (Redisson's client waits; the state is the same either way).
+    "local mode = redis.call('hget', KEYS[1], 'mode'); "
+    "if (mode == false) then "
+    "redis.call('hset', KEYS[1], 'mode', 'write'); "
+    "redis.call('hset', KEYS[1], ARGV[2], 1); "
+    "redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "return nil; "
+    "end; "
+    "if (mode == 'write') and (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then "
+    "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "redis.call('pexpire', KEYS[1], redis.call('pttl', KEYS[1]) + ARGV[1]); "
+    "return nil; "
+    "end; "
+    "if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then "
+    "return redis.error_reply(ARGV[4]); end; "
+    "return redis.call('pttl', KEYS[1]);",
+
+    // release_read (Redisson's read unlock, latched) — KEYS[1] = lock key, KEYS[2] = channel
+    // `redisson_rwlock:{<key>}`, KEYS[3] = this owner's timeouts' prefix, KEYS[4] = `{<key>}`
+    // (every owner's timeouts start with it), KEYS[5] = latch; ARGV[1] = message "0", ARGV[2] =
+    // owner field, ARGV[3] = publish command, ARGV[4] = latch TTL ms.
+    // nil: not a reader; 0: this owner still reads; 1: its last read hold went. The lock goes
+    // (and one waiter is told) with the last hold of all, or when only expired holds remain;
+    // otherwise its TTL becomes the longest remaining hold's. Unlike Redisson, a writer's TTL
+    // (a downgrade's) is never shortened, and the answer is this owner's, not the lock's.
+    RLOCK_READ_TIMEOUTS_LUA
+    "local val = redis.call('get', KEYS[5]); "
+    "if val ~= false then return tonumber(val); end; "
+    "local mode = redis.call('hget', KEYS[1], 'mode'); "
+    "if (mode == false) then redis.call(ARGV[3], KEYS[2], ARGV[1]); return nil; end; "
+    "if (redis.call('hexists', KEYS[1], ARGV[2]) == 0) then return nil; end; "
+    "local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1); "
+    "if (counter == 0) then redis.call('hdel', KEYS[1], ARGV[2]); end; "
+    "redis.call('del', KEYS[3] .. ':' .. (counter + 1)); "
+    "local result = 1; if counter > 0 then result = 0; end; "
+    "if (redis.call('hlen', KEYS[1]) > 1) then "
+    "if mode == 'write' then redis.call('set', KEYS[5], result, 'px', ARGV[4]); "
+    "return result; end; "
+    "local longest = longest_read_hold(KEYS[1], KEYS[4]); "
+    "if longest > 0 then "
+    "redis.call('pexpire', KEYS[1], longest); "
+    "redis.call('set', KEYS[5], result, 'px', ARGV[4]); "
+    "return result; "
+    "end; "
+    "end; "
+    "redis.call('del', KEYS[1]); "
+    "redis.call(ARGV[3], KEYS[2], ARGV[1]); "
+    "redis.call('set', KEYS[5], 1, 'px', ARGV[4]); "
+    "return 1;",
+
+    // release_write (Redisson's write unlock, latched) — KEYS[1] = lock key, KEYS[2] = channel,
+    // KEYS[3] = latch, KEYS[4] = `{<key>}`; ARGV[1] = message "1" (everybody may try: readers
+    // share), ARGV[2] = lease ms, ARGV[3] = write field, ARGV[4] = publish command, ARGV[5] =
+    // latch TTL ms. nil: not the writer; 0: still held; 1: released. The last write hold of an
+    // owner that also reads (a downgrade) turns the lock to `read`; unlike Redisson this keeps
+    // the TTL the read holds need and tells waiting readers, who may now share it.
+    RLOCK_READ_TIMEOUTS_LUA
+    "local val = redis.call('get', KEYS[3]); "
+    "if val ~= false then return tonumber(val); end; "
+    "local mode = redis.call('hget', KEYS[1], 'mode'); "
+    "if (mode == false) then redis.call(ARGV[4], KEYS[2], ARGV[1]); return nil; end; "
+    "if (mode ~= 'write') or (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
+    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+    "if (counter > 0) then "
+    "redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[2]))); "
+    "redis.call('set', KEYS[3], 0, 'px', ARGV[5]); "
+    "return 0; "
+    "end; "
+    "redis.call('hdel', KEYS[1], ARGV[3]); "
+    "if (redis.call('hlen', KEYS[1]) == 1) then "
+    "redis.call('del', KEYS[1]); "
+    "else "
+    "redis.call('hset', KEYS[1], 'mode', 'read'); "
+    "local longest = longest_read_hold(KEYS[1], KEYS[4]); "
+    "if longest > redis.call('pttl', KEYS[1]) then redis.call('pexpire', KEYS[1], longest); end; "
+    "end; "
+    "redis.call(ARGV[4], KEYS[2], ARGV[1]); "
+    "redis.call('set', KEYS[3], 1, 'px', ARGV[5]); "
+    "return 1;",
+
+    // renew_read_write (Redisson's read lock renewal, for both halves) — KEYS = lock keys;
+    // ARGV[1] = lease ms, ARGV[i + 1] = the owner field of KEYS[i] (a writer's ends in `:write`
+    // and has no hold timeouts). One 1 (renewed) or 0 (no longer ours) per key. A renewal only
+    // ever lengthens the lock's TTL: a downgraded owner's holds share it.
+    "local result = {} "
+    "for i = 1, #KEYS, 1 do "
+    "local field = ARGV[i + 1]; "
+    "local count = redis.pcall('hget', KEYS[i], field); "
+    "if type(count) == 'string' then "
+    "if string.sub(field, -6) ~= ':write' then "
+    "local base = KEYS[i]; "
+    "if string.find(base, '{', 1, true) == nil then base = '{' .. base .. '}'; end; "
+    "for n = tonumber(count), 1, -1 do "
+    "redis.call('pexpire', base .. ':' .. field .. ':rwlock_timeout:' .. n, ARGV[1]); end; "
+    "end; "
+    "redis.call('pexpire', KEYS[i], math.max(redis.call('pttl', KEYS[i]), tonumber(ARGV[1]))); "
+    "table.insert(result, 1); "
+    "else table.insert(result, 0); end; "
+    "end; "
+    "return result;",
+
+    // force_unlock_read_write (Redisson's forceUnlock of either half) — KEYS[1] = lock key,
+    // KEYS[2] = channel; ARGV[1] = the mode this half clears (`read` or `write`), ARGV[2] = the
+    // message ("0" for read, "1" for write, as Redisson), ARGV[3] = publish command.
+    // 1: deleted and published; 0: not locked in that mode.
+    "if (redis.call('hget', KEYS[1], 'mode') == ARGV[1]) then "
+    "redis.call('del', KEYS[1]); redis.call(ARGV[3], KEYS[2], ARGV[2]); return 1; end; "
+    "return 0;",
 };
 
 #undef RLOCK_FAIR_LUA
+#undef RLOCK_READ_TIMEOUTS_LUA
 
 }  // namespace rlock::detail

@@ -23,6 +23,8 @@ inline errc errc_of_reply(std::string_view text) noexcept {
   if (text.find("NON_REENTRANT_REACQUIRE") != std::string_view::npos) {
     return errc::reentry_refused;
   }
+  // The read-write lock's refusal of a write by an owner that reads (rlock's script).
+  if (text.find("WRITE_AFTER_READ") != std::string_view::npos) return errc::upgrade_refused;
   if (text.starts_with("WRONGPASS") || text.starts_with("NOAUTH")) return errc::auth_failed;
   return errc::server_error;
 }

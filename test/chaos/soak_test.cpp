@@ -1,7 +1,8 @@
 // The soak: 3 processes × (8 coroutines + 2 blocking threads) contending on 5 locks for 60 s
 // through the fault proxy, while this process injects 20 faults drawn at random from the chaos
 // list. The seed is printed; RLOCK_CHAOS_SEED=<seed> replays the same fault schedule.
-// RLOCK_CHAOS_SOAK_SECONDS shortens or lengthens the run (the faults scale with it).
+// RLOCK_CHAOS_SOAK_SECONDS shortens or lengthens the run (the faults scale with it);
+// RLOCK_CHAOS_SOAK_FAULTS and RLOCK_CHAOS_FAULT_KINDS change how many faults and which.
 #include "chaos/scenario.hpp"
 
 #include <gtest/gtest.h>
@@ -71,7 +72,16 @@ std::string dump_locks(std::uint16_t port, const std::string& prefix) {
 TEST(chaos, soak_three_processes_under_twenty_random_faults) {
   const std::uint64_t seed = env_or("RLOCK_CHAOS_SEED", std::random_device{}());
   const auto seconds = static_cast<int>(env_or("RLOCK_CHAOS_SOAK_SECONDS", 60));
-  constexpr int faults = 20;
+  const auto faults = static_cast<int>(env_or("RLOCK_CHAOS_SOAK_FAULTS", 20));
+  // RLOCK_CHAOS_FAULT_KINDS=7,8 draws only those kinds (the numbers of the switch below), to
+  // aim a run at one mix of faults.
+  std::vector<int> kinds;
+  if (const char* k = std::getenv("RLOCK_CHAOS_FAULT_KINDS"); k != nullptr) {
+    std::istringstream in(k);
+    for (std::string item; std::getline(in, item, ',');) {
+      if (!item.empty()) kinds.push_back(std::stoi(item) % 9);
+    }
+  }
   std::printf("soak seed %llu (replay: RLOCK_CHAOS_SEED=%llu), %d s\n",
               static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed),
               seconds);
@@ -119,7 +129,8 @@ TEST(chaos, soak_three_processes_under_twenty_random_faults) {
     const auto at = begin + i * slot + std::chrono::milliseconds(rng() % (slot.count() / 2 + 1));
     std::this_thread::sleep_until(at);
     const auto length = std::chrono::milliseconds(300 + rng() % 1200);
-    const int kind = static_cast<int>(rng() % 9);
+    const int kind = kinds.empty() ? static_cast<int>(rng() % 9)
+                                   : kinds[static_cast<std::size_t>(rng() % kinds.size())];
     log << "fault " << i << " at +"
         << std::chrono::duration_cast<std::chrono::milliseconds>(at - begin + slot / 2).count()
         << " ms: ";

@@ -59,14 +59,17 @@ std::int64_t since(steady_clock::time_point t) {
   return std::chrono::duration_cast<milliseconds>(steady_clock::now() - t).count();
 }
 
-/// The exclusive kinds `hold --kind` takes: their acquisitions complete alike.
+/// The kinds `hold --kind` takes (a read-write lock's halves too): their acquisitions complete
+/// alike.
 using exclusive = std::variant<rlock::reentrant_lock, rlock::fair_lock, rlock::non_reentrant_lock,
-                               rlock::spin_lock>;
+                               rlock::spin_lock, rlock::read_lock, rlock::write_lock>;
 
 exclusive exclusive_of(rlock::client& c, const std::string& kind, const std::string& name) {
   if (kind == "fair") return c.get_fair_lock(name);
   if (kind == "non-reentrant") return c.get_non_reentrant_lock(name);
   if (kind == "spin") return c.get_spin_lock(name);
+  if (kind == "read") return c.get_read_write_lock(name).read_lock();
+  if (kind == "write") return c.get_read_write_lock(name).write_lock();
   return c.get_lock(name);
 }
 

@@ -49,7 +49,8 @@ std::string holders_text(const std::vector<holder>& hs) {
   std::string text;
   for (const auto& h : hs) {
     if (!text.empty()) text += ", ";
-    text += fmt::format("{} (count {})", h.owner, h.count);
+    text += h.role.empty() ? fmt::format("{} (count {})", h.owner, h.count)
+                           : fmt::format("{} ({} count {})", h.owner, h.role, h.count);
   }
   return text;
 }
@@ -119,9 +120,10 @@ std::string queue_text(const std::vector<queued_waiter>& q) {
   return text;
 }
 
-const holder* find(const std::vector<holder>& hs, std::string_view owner) {
+const holder* find(const std::vector<holder>& hs, std::string_view owner,
+                   std::string_view role = {}) {
   for (const auto& h : hs)
-    if (h.owner == owner) return &h;
+    if (h.owner == owner && h.role == role) return &h;
   return nullptr;
 }
 
@@ -139,17 +141,35 @@ std::string_view lock_view::status_name() const noexcept {
   return "unknown";
 }
 
-std::optional<std::vector<holder>> lock_holders(const reply& hgetall) {
+std::optional<std::vector<holder>> lock_holders(const reply& hgetall, std::string* mode) {
   // RESP3 answers a map; RESP2 (or a proxy) a flat array: both alternate field and value.
   if (hgetall.type != type::map && hgetall.type != type::array) return std::nullopt;
   const auto& e = hgetall.elements;
   if (e.size() % 2 != 0) return std::nullopt;
+  std::string found_mode;
+  for (std::size_t i = 0; i < e.size(); i += 2) {
+    if (e[i].str != "mode") continue;
+    if (e[i + 1].str != "read" && e[i + 1].str != "write") return std::nullopt;
+    found_mode = e[i + 1].str;
+  }
+  constexpr std::string_view write_suffix = rlock::detail::write_field_suffix;
   std::vector<holder> hs;
   for (std::size_t i = 0; i < e.size(); i += 2) {
+    std::string_view field = e[i].str;
+    if (field == "mode") continue;
+    std::string role;
+    if (!found_mode.empty()) {
+      role = "read";
+      if (field.ends_with(write_suffix)) {
+        field.remove_suffix(write_suffix.size());
+        role = "write";
+      }
+    }
     const auto count = to_int(e[i + 1].str);
-    if (!is_owner_field(e[i].str) || !count || *count <= 0) return std::nullopt;
-    hs.push_back({e[i].str, *count});
+    if (!is_owner_field(field) || !count || *count <= 0) return std::nullopt;
+    hs.push_back({std::string(field), *count, std::move(role)});
   }
+  if (mode != nullptr) *mode = std::move(found_mode);
   return hs;
 }
 
@@ -163,7 +183,8 @@ std::vector<command> status_commands(const std::string& key, bool sharded) {
           {"LRANGE", tagged(rlock::detail::fair_queue_prefix, key), "0", "-1"},
           {"ZRANGE", tagged(rlock::detail::fair_timeout_prefix, key), "0", "-1", "WITHSCORES"},
           {"HGETALL", tagged(rlock::detail::fair_handoff_prefix, key)},
-          {"TIME"}};
+          {"TIME"},
+          {"PUBSUB", sharded ? "SHARDNUMSUB" : "NUMSUB", tagged("redisson_rwlock:", key)}};
 }
 
 std::vector<command> state_commands(const std::string& key) {
@@ -175,7 +196,7 @@ lock_view read_state(std::string name, const std::vector<reply>& answers, std::s
   v.name = std::move(name);
   const reply& hash = checked(answers, first, "HGETALL");
   const reply& pttl = checked(answers, first + 1, "PTTL");
-  auto hs = lock_holders(hash);
+  auto hs = lock_holders(hash, &v.mode);
   if (!hs) {
     v.status = lock_view::state::not_a_lock;
     v.key_type = "hash";
@@ -187,6 +208,7 @@ lock_view read_state(std::string name, const std::vector<reply>& answers, std::s
   if (v.status == lock_view::state::held && pttl.integer != -2) v.ttl_ms = pttl.integer;
   if (pttl.integer == -2) {
     v.holders.clear();
+    v.mode.clear();
     v.status = lock_view::state::free;
   }
   return v;
@@ -206,6 +228,11 @@ lock_view read_status(std::string name, const std::vector<reply>& answers) {
   const reply& numsub = checked(answers, 3, "PUBSUB NUMSUB");
   // [channel, count] as an array (or a map in some proxies).
   if (numsub.elements.size() == 2) v.subscribers = numsub.elements[1].integer;
+  if (!v.mode.empty() && answers.size() > 9) {
+    // A read-write lock's waiters listen on its own channel.
+    const reply& rw = checked(answers, 9, "PUBSUB NUMSUB");
+    if (rw.elements.size() == 2) v.subscribers = rw.elements[1].integer;
+  }
   const reply& token = checked(answers, 4, "GET");
   if (!token.is_null()) v.token = to_int(token.str);
   v.queue = read_queue(answers);
@@ -231,6 +258,7 @@ std::string describe(const lock_view& v) {
   }
   if (v.subscribers) text += fmt::format(", {} subscriber(s)", *v.subscribers);
   text += fmt::format(", {}", v.kind());
+  if (!v.mode.empty()) text += fmt::format(" (mode {})", v.mode);
   if (v.token) text += fmt::format(" (last token {})", *v.token);
   if (!v.queue.empty()) text += fmt::format(", queue: {}", queue_text(v.queue));
   return text;
@@ -245,8 +273,13 @@ boost::json::object to_json(const lock_view& v) {
   } else {
     o["kind"] = v.kind();
     boost::json::array hs;
-    for (const auto& h : v.holders) hs.push_back({{"owner", h.owner}, {"count", h.count}});
+    for (const auto& h : v.holders) {
+      boost::json::object e{{"owner", h.owner}, {"count", h.count}};
+      if (!h.role.empty()) e["role"] = h.role;
+      hs.push_back(std::move(e));
+    }
     o["holders"] = std::move(hs);
+    if (!v.mode.empty()) o["mode"] = v.mode;
     if (v.ttl_ms) o["ttl_ms"] = *v.ttl_ms;
   }
   if (v.subscribers) o["subscribers"] = *v.subscribers;
@@ -292,8 +325,23 @@ std::optional<lock_change> describe_change(const lock_view& before, const lock_v
     }
     return std::nullopt;
   }
+  if (!before.mode.empty() && !after.mode.empty()) {
+    // A read-write lock: owners come and go beside each other (readers share it).
+    for (const auto& h : after.holders) {
+      if (find(before.holders, h.owner, h.role) == nullptr) {
+        return lock_change{
+            "locked", fmt::format("{} half taken by {} (mode {})", h.role, h.owner, after.mode)};
+      }
+    }
+    for (const auto& h : before.holders) {
+      if (find(after.holders, h.owner, h.role) == nullptr) {
+        return lock_change{"released-once", fmt::format("{} half released by {} (mode {})", h.role,
+                                                        h.owner, after.mode)};
+      }
+    }
+  }
   for (const auto& h : after.holders) {
-    const holder* old = find(before.holders, h.owner);
+    const holder* old = find(before.holders, h.owner, h.role);
     if (old == nullptr) {
       return lock_change{"handed-over",
                          fmt::format("handed over from {} to {}", holders_text(before.holders),

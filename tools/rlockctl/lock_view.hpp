@@ -20,6 +20,9 @@ using command = std::vector<std::string>;
 struct holder {
   std::string owner;
   std::int64_t count = 0;
+  /// A read-write lock's half: "read" or "write" (the owner's `<field>:write`); empty for
+  /// every other kind.
+  std::string role;
   friend bool operator==(const holder&, const holder&) = default;
 };
 
@@ -52,21 +55,25 @@ struct lock_view {
   /// A fair lock's queue (`redisson_lock_queue:{name}`), head first: the lock is then a fair
   /// lock (one without waiters looks like any reentrant lock).
   std::vector<queued_waiter> queue;
+  /// A read-write lock's `mode` field ("read" or "write"): the lock is then a read-write lock.
+  std::string mode;
 
   std::string_view kind() const noexcept {
-    return token ? "fenced" : !queue.empty() ? "fair" : "reentrant";
+    return !mode.empty() ? "read-write" : token ? "fenced" : !queue.empty() ? "fair" : "reentrant";
   }
   std::string_view status_name() const noexcept;
 };
 
 /// The holders a hash reply records, or nothing when it is not a lock's hash (a field not
 /// `<text>:<digits>`, a count not a positive integer). An empty hash (the key is absent) gives an
-/// empty list.
-std::optional<std::vector<holder>> lock_holders(const reply& hgetall);
+/// empty list. A read-write lock's hash (field `mode` = read | write) gives its readers and its
+/// writer (`<text>:<digits>:write`, owner without the suffix), and its mode in `mode`.
+std::optional<std::vector<holder>> lock_holders(const reply& hgetall, std::string* mode = nullptr);
 
 /// status: TYPE, HGETALL, PTTL, PUBSUB NUMSUB <channel>, GET <token counter>, then a fair
 /// lock's LRANGE <queue>, ZRANGE <timeouts> WITHSCORES, HGETALL <handoff registrations> and
-/// TIME, in this order (all in the key's slot).
+/// TIME, then PUBSUB NUMSUB of a read-write lock's channel, in this order (all in the key's
+/// slot).
 std::vector<command> status_commands(const std::string& key, bool sharded = false);
 /// Decodes the answers to status_commands (an error reply throws std::system_error).
 lock_view read_status(std::string name, const std::vector<reply>& answers);

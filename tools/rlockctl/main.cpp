@@ -103,8 +103,9 @@ int main(int argc, char** argv) {
                      "take it as a fenced lock (Redisson's RFencedLock) and print its token");
   hold->add_option("--kind", hold_opts.kind,
                    "the lock's kind: reentrant (RLock, default), fair (RFairLock: waits its turn "
-                   "in the queue), non-reentrant, spin (RSpinLock: polls, no pub/sub)")
-      ->check(CLI::IsMember({"reentrant", "fair", "non-reentrant", "spin"}))
+                   "in the queue), non-reentrant, spin (RSpinLock: polls, no pub/sub), read or "
+                   "write (a half of RReadWriteLock)")
+      ->check(CLI::IsMember({"reentrant", "fair", "non-reentrant", "spin", "read", "write"}))
       ->excludes(fenced_opt);
   auto* for_opt = hold->add_option("--for", hold_seconds, "seconds to hold (default: Ctrl-C)")
                       ->check(CLI::Range(0.0, 1e9));

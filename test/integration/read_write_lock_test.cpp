@@ -1,0 +1,362 @@
+// rlock::read_write_lock (Redisson's RReadWriteLock) against a real server: readers share it and
+// writers exclude everyone, a write unlock wakes every waiting reader and the last read unlock a
+// writer, a writer downgrades and a reader is refused the upgrade, read holds keep their own
+// timeout keys (renewed by the watchdog), and the fault cases (a cancelled waiter, a waiter
+// whose connection is killed, an answer that comes after its caller gave up). Redisson's side is
+// in interop_test.cpp.
+#include "rlock/rlock.hpp"
+#include "support/lock_env.hpp"
+#include "support/raw_client.hpp"
+#include "support/redis_server.hpp"
+#include "support/run.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+using rlock::test::error_of;
+using rlock::test::make_config;
+using rlock::test::poll_until;
+using rlock::test::wait_until;
+using namespace std::chrono_literals;
+
+/// Redisson's per-hold timeout key of read hold `n` of `field`.
+std::string hold_timeout(std::string_view key, std::string_view field, int n) {
+  return "{" + std::string(key) + "}:" + std::string(field) +
+         ":rwlock_timeout:" + std::to_string(n);
+}
+
+std::string rw_channel(std::string_view key) {
+  return "redisson_rwlock:{" + std::string(key) + "}";
+}
+
+TEST(read_write_lock, readers_share_it_and_a_writer_excludes_them_both_ways) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    auto first = a.get_read_write_lock("shared");
+    auto second = b.get_read_write_lock("shared");
+    auto writer = a.get_read_write_lock("shared");
+    auto r1 = first.read_lock();
+    auto r2 = second.read_lock();
+    const auto key = std::string(r1.key());
+    EXPECT_TRUE(co_await r1.try_lock());
+    EXPECT_TRUE(co_await r2.try_lock());
+    EXPECT_TRUE(co_await r2.try_lock(5s, 60s));  // a second read hold, with its own lease
+    EXPECT_EQ(raw.command({"HGET", key, "mode"}).str, "read");
+    EXPECT_EQ(raw.command({"HGET", key, std::string(r2.owner_field())}).str, "2");
+    // One timeout key per read hold, each with its own lease; the hash lives as long as the
+    // longest.
+    EXPECT_GT(raw.command_int({"PTTL", hold_timeout(key, r1.owner_field(), 1)}), 0);
+    EXPECT_GT(raw.command_int({"PTTL", hold_timeout(key, r2.owner_field(), 2)}), 40'000);
+    EXPECT_GT(raw.command_int({"PTTL", key}), 40'000);
+    // A writer of another owner is excluded while anyone reads.
+    EXPECT_FALSE(co_await writer.write_lock().try_lock());
+    EXPECT_FALSE(co_await writer.write_lock().try_lock(100ms));
+    EXPECT_TRUE(co_await r1.is_held());
+    EXPECT_EQ(co_await r2.hold_count(), 2);
+    co_await r2.unlock();
+    co_await r2.unlock();
+    EXPECT_EQ(raw.command_int({"EXISTS", hold_timeout(key, r2.owner_field(), 1),
+                               hold_timeout(key, r2.owner_field(), 2)}),
+              0);
+    EXPECT_EQ(co_await error_of(r2.unlock()), rlock::errc::not_owner);
+    co_await r1.unlock();
+    EXPECT_EQ(raw.command_int({"EXISTS", key}), 0);
+    // A writer excludes readers and other writers, and re-enters.
+    auto w = writer.write_lock();
+    co_await w.lock();
+    co_await w.lock();
+    EXPECT_EQ(raw.command({"HGET", key, "mode"}).str, "write");
+    EXPECT_EQ(raw.command({"HGET", key, std::string(w.owner_field())}).str, "2");
+    EXPECT_TRUE(std::string(w.owner_field()).ends_with(":write"));
+    EXPECT_FALSE(co_await r1.try_lock());
+    EXPECT_FALSE(co_await second.write_lock().try_lock());
+    co_await w.unlock();
+    EXPECT_FALSE(co_await r1.try_lock());
+    co_await w.unlock();
+    EXPECT_EQ(raw.command_int({"EXISTS", key}), 0);
+    EXPECT_TRUE(co_await r1.try_lock());
+    co_await r1.unlock();
+    co_await a.close();
+    co_await b.close();
+  });
+}
+
+TEST(read_write_lock, a_write_unlock_wakes_every_waiting_reader_and_the_last_read_unlock_a_writer) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client holder_client(io.get_executor(), cfg);
+  rlock::client readers_client(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder_client.connect();
+    co_await readers_client.connect();
+    auto w = holder_client.get_read_write_lock("wake").write_lock();
+    co_await w.lock();
+    constexpr int readers = 3;
+    std::vector<rlock::read_lock> waiting;
+    for (int i = 0; i < readers; ++i) {
+      waiting.push_back(readers_client.get_read_write_lock("wake").read_lock());
+    }
+    int reading = 0;
+    asio::steady_timer bell(io);
+    for (auto& r : waiting) {
+      asio::co_spawn(
+          io,
+          [&]() -> asio::awaitable<void> {
+            co_await r.lock();
+            ++reading;
+            bell.cancel();
+          },
+          asio::detached);
+    }
+    // Each made its attempt and its retry after the subscription, and sleeps on the channel.
+    const bool asleep = co_await poll_until([&] {
+      return readers_client.stats().acquire_attempts >= 2 * readers &&
+             raw.command({"PUBSUB", "NUMSUB", rw_channel(w.key())}).elements.at(1).integer == 1;
+    });
+    RLOCK_CO_ASSERT(asleep);
+    const auto attempts_before = readers_client.stats().acquire_attempts;
+    co_await w.unlock();
+    co_await wait_until(
+        bell, [&] { return reading == readers; }, 10s);
+    EXPECT_EQ(reading, readers);
+    // Woken by the one message, each took it with one attempt: no storm, no retry.
+    EXPECT_EQ(readers_client.stats().acquire_attempts - attempts_before,
+              static_cast<std::uint64_t>(readers));
+    for (auto& r : waiting) EXPECT_EQ(r.last_wake(), rlock::wake_reason::notification);
+    EXPECT_EQ(readers_client.stats().expiry_wakeups, 0u);
+    // A writer waits for every reader; the last read unlock wakes it.
+    bool wrote = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await w.lock();
+          wrote = true;
+          bell.cancel();
+        },
+        asio::detached);
+    RLOCK_CO_ASSERT(
+        co_await poll_until([&] { return holder_client.stats().acquire_attempts >= 3; }));
+    for (int i = 0; i + 1 < readers; ++i) co_await waiting[static_cast<std::size_t>(i)].unlock();
+    EXPECT_FALSE(wrote);
+    co_await waiting.back().unlock();
+    co_await wait_until(
+        bell, [&] { return wrote; }, 10s);
+    EXPECT_TRUE(wrote);
+    EXPECT_EQ(w.last_wake(), rlock::wake_reason::notification);
+    co_await w.unlock();
+    co_await holder_client.close();
+    co_await readers_client.close();
+  });
+}
+
+TEST(read_write_lock, a_writer_may_downgrade_and_a_reader_is_refused_the_upgrade_at_once) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client c(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await c.connect();
+    auto rw = c.get_read_write_lock("grade");
+    auto other = c.get_read_write_lock("grade");
+    const auto key = std::string(rw.read_lock().key());
+    co_await rw.write_lock().lock();
+    co_await rw.read_lock().lock();  // the writer reads too
+    EXPECT_FALSE(co_await other.read_lock().try_lock());
+    co_await rw.write_lock().unlock();
+    // Still read by its owner: the lock is in read mode, shared with other readers, closed to
+    // writers.
+    EXPECT_EQ(raw.command({"HGET", key, "mode"}).str, "read");
+    EXPECT_GT(raw.command_int({"PTTL", key}), 0);
+    EXPECT_TRUE(co_await other.read_lock().try_lock());
+    co_await other.read_lock().unlock();
+    EXPECT_FALSE(co_await c.get_read_write_lock("grade").write_lock().try_lock());
+    // A reader asking for the write half would wait for itself: refused at once, even with a
+    // wait, with Redis's words; its read hold stays.
+    const auto before = std::chrono::steady_clock::now();
+    EXPECT_EQ(co_await error_of(rw.write_lock().try_lock(5s)), rlock::errc::upgrade_refused);
+    EXPECT_LT(std::chrono::steady_clock::now() - before, 2s);
+    EXPECT_NE(rw.write_lock().last_error().find("WRITE_AFTER_READ"), std::string::npos)
+        << rw.write_lock().last_error();
+    EXPECT_EQ(co_await error_of(rw.write_lock().lock()), rlock::errc::upgrade_refused);
+    EXPECT_EQ(co_await rw.read_lock().hold_count(), 1);
+    co_await rw.read_lock().unlock();
+    EXPECT_EQ(raw.command_int({"EXISTS", key}), 0);
+    // Once it no longer reads, it writes.
+    EXPECT_TRUE(co_await rw.write_lock().try_lock());
+    co_await rw.write_lock().unlock();
+    co_await c.close();
+  });
+}
+
+TEST(read_write_lock, read_holds_are_renewed_by_the_watchdog_with_their_timeout_keys) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.watchdog_timeout = 600ms;
+  rlock::client c(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await c.connect();
+    auto rw = c.get_read_write_lock("renewed");
+    auto r = rw.read_lock();
+    const auto key = std::string(r.key());
+    co_await r.lock();
+    co_await r.lock();
+    EXPECT_EQ(co_await error_of(rw.write_lock().try_lock()), rlock::errc::upgrade_refused);
+    // Three leases long: alive only if the watchdog renewed the hash and both hold keys.
+    co_await rlock::test::sleep_for(3 * cfg.watchdog_timeout);
+    EXPECT_TRUE(co_await r.is_held());
+    EXPECT_GT(raw.command_int({"PTTL", hold_timeout(key, r.owner_field(), 1)}), 0);
+    EXPECT_GT(raw.command_int({"PTTL", hold_timeout(key, r.owner_field(), 2)}), 0);
+    EXPECT_GE(c.stats().renewal_calls, 2u);
+    co_await r.unlock();
+    co_await r.unlock();
+    EXPECT_EQ(raw.command_int({"EXISTS", key}), 0);
+    co_await c.close();
+  });
+}
+
+TEST(read_write_lock, a_cancelled_or_killed_waiter_leaves_nothing_and_a_late_answer_is_given_back) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.health_check_interval = 200ms;
+  cfg.reconnect.backoff_initial = 10ms;
+  auto waiter_cfg = cfg;
+  waiter_cfg.client_name = "rw-killed";
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), waiter_cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    auto w = a.get_read_write_lock("faults").write_lock();
+    const auto key = std::string(w.key());
+    co_await w.lock();
+    // A waiting reader cancelled: no hold, no subscription left.
+    asio::cancellation_signal stop;
+    std::error_code cancelled;
+    bool done = false;
+    asio::steady_timer bell(io);
+    auto reader = b.get_read_write_lock("faults").read_lock();
+    asio::co_spawn(io, reader.lock(),
+                   asio::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr e) {
+                     try {
+                       if (e) std::rethrow_exception(e);
+                     } catch (const std::system_error& err) {
+                       cancelled = err.code();
+                     }
+                     done = true;
+                     bell.cancel();
+                   }));
+    RLOCK_CO_ASSERT(co_await poll_until([&] { return b.stats().acquire_attempts >= 2; }));
+    stop.emit(asio::cancellation_type::terminal);
+    co_await wait_until(
+        bell, [&] { return done; }, 10s);
+    EXPECT_EQ(cancelled, std::errc::operation_canceled);
+    RLOCK_CO_ASSERT(co_await poll_until([&] {
+      return raw.command({"PUBSUB", "NUMSUB", rw_channel(key)}).elements.at(1).integer == 0;
+    }));
+    // A waiting reader whose connection is killed comes back and reads after the writer.
+    bool got = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          got = co_await reader.try_lock(10s);
+          bell.cancel();
+        },
+        asio::detached);
+    RLOCK_CO_ASSERT(co_await poll_until([&] { return b.stats().acquire_attempts >= 4; }));
+    EXPECT_EQ(rlock::test::kill_client(raw, "rw-killed"), 1);
+    RLOCK_CO_ASSERT(co_await poll_until([&] { return b.stats().reconnects >= 1; }));
+    co_await w.unlock();
+    co_await wait_until(
+        bell, [&] { return got; }, 10s);
+    EXPECT_TRUE(got);
+    EXPECT_EQ(co_await reader.hold_count(), 1);
+    co_await reader.unlock();
+    EXPECT_EQ(raw.command_int({"EXISTS", key}), 0);
+    co_await a.close();
+    co_await b.close();
+  });
+}
+
+TEST(read_write_lock, a_read_answered_after_its_caller_gave_up_is_given_back_with_its_timeout_key) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.command_timeout = 300ms;
+  cfg.health_check_interval = 0ms;  // the pause must not look like a dead connection
+  rlock::client c(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await c.connect();
+    auto r = c.get_read_write_lock("late").read_lock();
+    const auto key = std::string(r.key());
+    raw.command({"CLIENT", "PAUSE", "700"});
+    EXPECT_EQ(co_await error_of(r.try_lock(200ms)), rlock::errc::timeout);
+    (void)raw.command({"PING"});  // answered when the pause ends
+    (void)co_await r.is_locked();
+    EXPECT_FALSE(co_await r.is_locked());
+    EXPECT_GE(c.stats().given_back, 1u);
+    EXPECT_EQ(raw.command_int({"EXISTS", key, hold_timeout(key, r.owner_field(), 1)}), 0);
+    co_await c.close();
+  });
+}
+
+TEST(read_write_lock, the_blocking_facade_is_a_shared_mutex_for_threads) {
+  rlock::blocking::client c(make_config());
+  auto rw = c.get_read_write_lock("blocking-rw");
+  {
+    std::shared_lock mine(rw);
+    // Another thread reads at the same time, and cannot write.
+    std::thread other([&] {
+      auto theirs = c.get_read_write_lock("blocking-rw");
+      {
+        std::shared_lock shared(theirs, std::try_to_lock);
+        EXPECT_TRUE(shared.owns_lock());
+      }
+      std::unique_lock exclusive(theirs, std::defer_lock);
+      EXPECT_FALSE(exclusive.try_lock_for(50ms));
+    });
+    other.join();
+    // This thread reads: its write would wait for itself.
+    EXPECT_EQ(rlock::test::thrown_by([&] { rw.lock(); }), rlock::errc::upgrade_refused);
+  }
+  {
+    std::unique_lock exclusive(rw);
+    std::thread other([&] {
+      auto theirs = c.get_read_write_lock("blocking-rw");
+      EXPECT_FALSE(theirs.try_lock_shared_for(50ms));
+    });
+    other.join();
+    std::shared_lock downgrade(rw);  // the writer may read
+    EXPECT_TRUE(rw.read().is_held());
+  }
+  EXPECT_FALSE(rw.read().is_locked());
+}
+
+}  // namespace
