@@ -256,6 +256,72 @@ TEST(cluster, fair_locks_on_every_shard_hand_over_by_sharded_push_in_order) {
   EXPECT_EQ(second.stats().expiry_wakeups, 0u);
 }
 
+TEST(cluster, read_write_locks_on_every_shard_share_readers_wake_them_and_renew_their_holds) {
+  auto& cluster = shared_cluster();
+  asio::io_context io;
+  auto cfg = cluster_config();
+  cfg.watchdog_timeout = 900ms;
+  rlock::client writer(io.get_executor(), cfg);
+  rlock::client readers(io.get_executor(), cfg);
+  // One name per master: the hash, its hold timeouts `{<key>}:...` and the channel
+  // `redisson_rwlock:{<key>}` share the lock's slot, so every script stays on one node.
+  std::vector<std::string> names;
+  std::set<std::uint16_t> masters;
+  for (int i = 0; names.size() < 3 && i < 1000; ++i) {
+    const std::string name = "rw-" + std::to_string(i);
+    if (masters.insert(cluster.owner_of(key_slot(cfg.key_prefix + name))).second) {
+      names.push_back(name);
+    }
+  }
+  ASSERT_EQ(names.size(), 3u);
+  int reading = 0;
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await writer.connect();
+    co_await readers.connect();
+    std::vector<rlock::write_lock> held;
+    for (const auto& n : names) {
+      held.push_back(writer.get_read_write_lock(n).write_lock());
+      co_await held.back().lock();
+    }
+    // Two readers per lock wait; each write unlock wakes both by its sharded message.
+    std::vector<rlock::read_lock> waiting;
+    for (const auto& n : names) {
+      for (int i = 0; i < 2; ++i) waiting.push_back(readers.get_read_write_lock(n).read_lock());
+    }
+    for (auto& r : waiting) {
+      asio::co_spawn(
+          io,
+          [&]() -> asio::awaitable<void> {
+            if (co_await r.try_lock(20s)) ++reading;
+          },
+          asio::detached);
+    }
+    EXPECT_TRUE(co_await poll_until(
+        [&] { return readers.stats().acquire_attempts >= 2 * waiting.size(); }));
+    for (auto& l : held) co_await l.unlock();
+    EXPECT_TRUE(co_await poll_until([&] { return reading == 6; }, 15s));
+    // Three leases later the read holds are alive: renewed with their timeout keys, per slot.
+    co_await rlock::test::sleep_for(3 * cfg.watchdog_timeout);
+    for (auto& r : waiting) {
+      EXPECT_TRUE(co_await r.is_held());
+      const auto key = std::string(r.key());
+      raw_client raw(cluster.owner_of(key_slot(key)));
+      EXPECT_GT(raw.command_int({"PTTL", "{" + key + "}:" + std::string(r.owner_field()) +
+                                             ":rwlock_timeout:1"}),
+                0);
+    }
+    for (auto& r : waiting) co_await r.unlock();
+    for (const auto& n : names) {
+      const auto key = cfg.key_prefix + n;
+      raw_client raw(cluster.owner_of(key_slot(key)));
+      EXPECT_EQ(raw.command_int({"EXISTS", key}), 0);
+    }
+  });
+  EXPECT_EQ(reading, 6);
+  EXPECT_EQ(readers.stats().expiry_wakeups, 0u);
+  EXPECT_EQ(readers.metrics().renewal_failures, 0u);
+}
+
 TEST(cluster, renewals_never_span_slots_and_keep_every_lock) {
   auto& cluster = shared_cluster();
   static_cast<void>(cluster);

@@ -206,6 +206,133 @@ redis.call('set', KEYS[2], 1, 'px', ARGV[3]);
 return 1;
 )lua";
 
+// Redisson's RReadWriteLock, as read from its source (RedissonReadLock, RedissonWriteLock,
+// tryLockInnerAsync and the latched unlockInnerAsync) and written out here.
+// Read acquire: KEYS = [name, `{name}:<field>:rwlock_timeout`], ARGV = [lease, field,
+// `<field>:write`]; nil or the PTTL.
+constexpr std::string_view redisson_read_acquire = R"lua(
+local mode = redis.call('hget', KEYS[1], 'mode');
+if (mode == false) then
+  redis.call('hset', KEYS[1], 'mode', 'read');
+  redis.call('hset', KEYS[1], ARGV[2], 1);
+  redis.call('set', KEYS[2] .. ':1', 1);
+  redis.call('pexpire', KEYS[2] .. ':1', ARGV[1]);
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  return nil;
+end;
+if (mode == 'read') or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then
+  local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1);
+  local key = KEYS[2] .. ':' .. ind;
+  redis.call('set', key, 1);
+  redis.call('pexpire', key, ARGV[1]);
+  local remainTime = redis.call('pttl', KEYS[1]);
+  redis.call('pexpire', KEYS[1], math.max(remainTime, ARGV[1]));
+  return nil;
+end;
+return redis.call('pttl', KEYS[1]);
+)lua";
+
+// Read unlock: KEYS = [name, `redisson_rwlock:{name}`, timeout prefix, `{name}`, latch],
+// ARGV = ["0", field, publish, latch TTL]; nil, 0 (the lock is still held) or 1 (deleted).
+constexpr std::string_view redisson_read_release = R"lua(
+local val = redis.call('get', KEYS[5]);
+if val ~= false then return tonumber(val); end;
+local mode = redis.call('hget', KEYS[1], 'mode');
+if (mode == false) then
+  redis.call(ARGV[3], KEYS[2], ARGV[1]);
+  redis.call('set', KEYS[5], 1, 'px', ARGV[4]);
+  return nil;
+end;
+local lockExists = redis.call('hexists', KEYS[1], ARGV[2]);
+if (lockExists == 0) then return nil; end;
+local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1);
+if (counter == 0) then redis.call('hdel', KEYS[1], ARGV[2]); end;
+redis.call('del', KEYS[3] .. ':' .. (counter+1));
+if (redis.call('hlen', KEYS[1]) > 1) then
+  local maxRemainTime = -3;
+  local keys = redis.call('hkeys', KEYS[1]);
+  for n, key in ipairs(keys) do
+    counter = tonumber(redis.call('hget', KEYS[1], key));
+    if type(counter) == 'number' then
+      for i=counter, 1, -1 do
+        local remainTime = redis.call('pttl', KEYS[4] .. ':' .. key .. ':rwlock_timeout:' .. i);
+        maxRemainTime = math.max(remainTime, maxRemainTime);
+      end;
+    end;
+  end;
+  if maxRemainTime > 0 then
+    redis.call('pexpire', KEYS[1], maxRemainTime);
+    redis.call('set', KEYS[5], 0, 'px', ARGV[4]);
+    return 0;
+  end;
+  if mode == 'write' then
+    redis.call('set', KEYS[5], 0, 'px', ARGV[4]);
+    return 0;
+  end;
+end;
+redis.call('del', KEYS[1]);
+redis.call(ARGV[3], KEYS[2], ARGV[1]);
+redis.call('set', KEYS[5], 1, 'px', ARGV[4]);
+return 1;
+)lua";
+
+// Write acquire: KEYS = [name], ARGV = [lease, `<field>:write`]; nil or the PTTL.
+constexpr std::string_view redisson_write_acquire = R"lua(
+local mode = redis.call('hget', KEYS[1], 'mode');
+if (mode == false) then
+  redis.call('hset', KEYS[1], 'mode', 'write');
+  redis.call('hset', KEYS[1], ARGV[2], 1);
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  return nil;
+end;
+if (mode == 'write') then
+  if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
+    redis.call('hincrby', KEYS[1], ARGV[2], 1);
+    local currentExpire = redis.call('pttl', KEYS[1]);
+    redis.call('pexpire', KEYS[1], currentExpire + ARGV[1]);
+    return nil;
+  end;
+end;
+return redis.call('pttl', KEYS[1]);
+)lua";
+
+// Write unlock: KEYS = [name, `redisson_rwlock:{name}`, latch], ARGV = ["1", lease,
+// `<field>:write`, publish, latch TTL]; nil, 0 or 1.
+constexpr std::string_view redisson_write_release = R"lua(
+local val = redis.call('get', KEYS[3]);
+if val ~= false then return tonumber(val); end;
+local mode = redis.call('hget', KEYS[1], 'mode');
+if (mode == false) then
+  redis.call(ARGV[4], KEYS[2], ARGV[1]);
+  redis.call('set', KEYS[3], 1, 'px', ARGV[5]);
+  return nil;
+end;
+if (mode == 'write') then
+  local lockExists = redis.call('hexists', KEYS[1], ARGV[3]);
+  if (lockExists == 0) then
+    return nil;
+  else
+    local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1);
+    if (counter > 0) then
+      redis.call('pexpire', KEYS[1], ARGV[2]);
+      redis.call('set', KEYS[3], 0, 'px', ARGV[5]);
+      return 0;
+    else
+      redis.call('hdel', KEYS[1], ARGV[3]);
+      if (redis.call('hlen', KEYS[1]) == 1) then
+        redis.call('del', KEYS[1]);
+        redis.call(ARGV[4], KEYS[2], ARGV[1]);
+      else
+        redis.call('hset', KEYS[1], 'mode', 'read');
+      end;
+      redis.call('set', KEYS[3], 1, 'px', ARGV[5]);
+      return 1;
+    end;
+  end;
+end;
+return nil;
+)lua";
+
 const std::regex uuid_v4("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
 
 /// Redisson's channel rule, written out independently of rlock: braces around the name unless it
@@ -279,6 +406,32 @@ class foreign_client {
     return raw_.command({"EVAL", redisson_spin_release, "2", k,
                          "redisson_unlock_latch:{" + k + "}:0a0b", "30000", owner, "10000"});
   }
+  /// RReadWriteLock's halves: acquire (nil or the PTTL) and latched unlock (nil, 0 or 1).
+  resp3::value read_acquire(std::string_view key, std::int64_t lease_ms = 30'000) {
+    const auto k = std::string(key);
+    return raw_.command({"EVAL", redisson_read_acquire, "2", k,
+                         "{" + k + "}:" + field() + ":rwlock_timeout", std::to_string(lease_ms),
+                         field(), field() + ":write"});
+  }
+  resp3::value read_release(std::string_view key) {
+    const auto k = std::string(key);
+    return raw_.command({"EVAL", redisson_read_release, "5", k, "redisson_rwlock:{" + k + "}",
+                         "{" + k + "}:" + field() + ":rwlock_timeout", "{" + k + "}",
+                         next_latch(k), "0", field(), "publish", "10000"});
+  }
+  resp3::value write_acquire(std::string_view key, std::int64_t lease_ms = 30'000) {
+    return raw_.command({"EVAL", redisson_write_acquire, "1", key, std::to_string(lease_ms),
+                         field() + ":write"});
+  }
+  resp3::value write_release(std::string_view key) {
+    const auto k = std::string(key);
+    return raw_.command({"EVAL", redisson_write_release, "3", k, "redisson_rwlock:{" + k + "}",
+                         next_latch(k), "1", "30000", field() + ":write", "publish", "10000"});
+  }
+  /// A fresh unlock latch: one request id per unlock.
+  std::string next_latch(const std::string& key) {
+    return "redisson_unlock_latch:{" + key + "}:" + std::to_string(++unlocks_);
+  }
   /// The channel RFairLock's waiter of this client listens on.
   std::string fair_channel(std::string_view key) const {
     return redisson_channel(key) + ":" + field();
@@ -298,6 +451,7 @@ class foreign_client {
   rlock::test::raw_client raw_;
   std::string uuid_;
   std::string thread_id_ = "1";
+  int unlocks_ = 0;
 };
 
 /// Bounded poll (no event to await): until `redis` made `attempts` acquire attempts and the
@@ -1037,6 +1191,106 @@ TEST(interop, spin_locks_share_redissons_hash_and_notice_a_silent_release_by_pol
     co_await lock.unlock();
     EXPECT_TRUE(redisson.acquire(lock.key()).is_null());
     EXPECT_EQ(redisson.spin_release(lock.key()).integer, 1);
+    co_await redis.close();
+  });
+}
+
+TEST(interop, read_write_locks_share_readers_and_exclude_writers_with_redisson_both_ways) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  foreign_client redisson(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto rw = redis.get_read_write_lock("rw");
+    const auto key = std::string(rw.read_lock().key());
+    // A Redisson reader: we share it, and cannot write.
+    RLOCK_CO_ASSERT(redisson.read_acquire(key).is_null());
+    EXPECT_TRUE(co_await rw.read_lock().try_lock());
+    EXPECT_FALSE(co_await redis.get_read_write_lock("rw").write_lock().try_lock());
+    // Our read hold is Redisson's layout: its timeout key, where Redisson's unlock looks for it.
+    auto& raw = redisson.raw();
+    const auto our_timeout = "{" + key + "}:" + std::string(rw.read_lock().owner_field()) +
+                             ":rwlock_timeout:1";
+    EXPECT_GT(raw.command_int({"PTTL", our_timeout}), 0);
+    // Redisson's read unlock sees our hold and keeps the lock for it (0); a Redisson writer
+    // waits for us.
+    EXPECT_EQ(redisson.read_release(key).integer, 0);
+    EXPECT_EQ(redisson.write_acquire(key).type, resp3::type::number);
+    co_await rw.read_lock().unlock();
+    EXPECT_EQ(raw.command_int({"EXISTS", key, our_timeout}), 0);
+    // A Redisson writer: we neither read nor write; its unlock ("1") wakes our readers, who
+    // share the lock after it.
+    RLOCK_CO_ASSERT(redisson.write_acquire(key).is_null());
+    EXPECT_FALSE(co_await rw.read_lock().try_lock());
+    int reading = 0;
+    asio::steady_timer bell(io);
+    std::vector<rlock::read_lock> readers{rw.read_lock(), redis.get_read_write_lock("rw").read_lock()};
+    for (auto& r : readers) {
+      asio::co_spawn(
+          io,
+          [&]() -> asio::awaitable<void> {
+            if (co_await r.try_lock(10s)) ++reading;
+            bell.cancel();
+          },
+          asio::detached);
+    }
+    RLOCK_CO_ASSERT(co_await waiter_asleep(redis, raw, "redisson_rwlock:{" + key + "}", 6));
+    EXPECT_EQ(redisson.write_release(key).integer, 1);
+    co_await wait_until(
+        bell, [&] { return reading == 2; }, 10s);
+    EXPECT_EQ(reading, 2);
+    for (auto& r : readers) EXPECT_EQ(r.last_wake(), rlock::wake_reason::notification);
+    for (auto& r : readers) co_await r.unlock();
+    // Our writer: Redisson reads and writes neither; our write unlock publishes Redisson's "1"
+    // on its channel, and a Redisson reader then takes it.
+    rlock::test::raw_client subscriber(cfg.port);
+    subscribe(subscriber, "redisson_rwlock:{" + key + "}");
+    co_await rw.write_lock().lock();
+    EXPECT_EQ(raw.command({"HGET", key, "mode"}).str, "write");
+    EXPECT_EQ(redisson.read_acquire(key).type, resp3::type::number);
+    EXPECT_EQ(redisson.write_acquire(key).type, resp3::type::number);
+    co_await rw.write_lock().unlock();
+    auto message = subscriber.read_push(5s);
+    EXPECT_TRUE(is_message(message, "redisson_rwlock:{" + key + "}", "1"))
+        << rlock::test::describe(message);
+    EXPECT_TRUE(redisson.read_acquire(key).is_null());
+    EXPECT_EQ(redisson.read_release(key).integer, 1);
+    co_await redis.close();
+  });
+}
+
+TEST(interop, a_downgrade_leaves_a_read_write_lock_redissons_scripts_accept) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  foreign_client redisson(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto rw = redis.get_read_write_lock("rw-down");
+    const auto key = std::string(rw.read_lock().key());
+    auto& raw = redisson.raw();
+    // Redisson downgrades (write, read, write unlock): we read beside it.
+    RLOCK_CO_ASSERT(redisson.write_acquire(key).is_null());
+    RLOCK_CO_ASSERT(redisson.read_acquire(key).is_null());
+    EXPECT_FALSE(co_await rw.read_lock().try_lock());
+    EXPECT_EQ(redisson.write_release(key).integer, 1);
+    EXPECT_EQ(raw.command({"HGET", key, "mode"}).str, "read");
+    EXPECT_TRUE(co_await rw.read_lock().try_lock());
+    EXPECT_EQ(redisson.read_release(key).integer, 0);
+    co_await rw.read_lock().unlock();
+    EXPECT_EQ(raw.command_int({"EXISTS", key}), 0);
+    // We downgrade: Redisson reads beside us after our write unlock, and its read unlock and
+    // ours end the lock.
+    co_await rw.write_lock().lock();
+    co_await rw.read_lock().lock();
+    EXPECT_EQ(redisson.read_acquire(key).type, resp3::type::number);
+    co_await rw.write_lock().unlock();
+    EXPECT_TRUE(redisson.read_acquire(key).is_null());
+    EXPECT_EQ(redisson.write_acquire(key).type, resp3::type::number);
+    co_await rw.read_lock().unlock();
+    EXPECT_EQ(redisson.read_release(key).integer, 1);
+    EXPECT_EQ(raw.command_int({"EXISTS", key}), 0);
     co_await redis.close();
   });
 }
