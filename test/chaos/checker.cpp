@@ -17,8 +17,8 @@ std::string ms(nanos t, nanos origin) {
 }
 
 std::string describe(const acquisition& a, nanos origin) {
-  return a.owner + " [" + ms(a.acquired, origin) + ", " + ms(a.ended, origin) + " " +
-         std::string(to_string(a.end)) + "]";
+  return a.owner + (a.shared ? " (read)" : "") + " [" + ms(a.acquired, origin) + ", " +
+         ms(a.ended, origin) + " " + std::string(to_string(a.end)) + "]";
 }
 
 /// The belief interval's end: an open acquisition is believed until the history's end.
@@ -56,6 +56,8 @@ verdict check(const history& h, const checker_options& opts) {
     for (const auto& next : list) {
       std::erase_if(believed, [&](const acquisition* p) { return p->ended <= next.acquired; });
       for (const auto* prev : believed) {
+        // Readers share a read-write lock: only an overlap with a writer breaks it.
+        if (prev->shared && next.shared) continue;
         const std::string what =
             lock + ": " + describe(*prev, origin) + " overlaps " + describe(next, origin);
         // A loss between the two grants explains it: the server forgot the first. The first

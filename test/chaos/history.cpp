@@ -86,7 +86,8 @@ std::string history::serialize() const {
   out << "H\t" << begin << '\t' << end << '\n';
   for (const auto& a : acquisitions) {
     out << "A\t" << clean(a.lock) << '\t' << clean(a.owner) << '\t' << a.acquired << '\t'
-        << a.requested << '\t' << a.ended << '\t' << to_string(a.end) << '\n';
+        << a.requested << '\t' << a.ended << '\t' << to_string(a.end) << '\t'
+        << (a.shared ? "shared" : "exclusive") << '\n';
   }
   for (const auto& o : operations) {
     out << "O\t" << to_string(o.kind) << '\t' << clean(o.lock) << '\t' << clean(o.owner) << '\t'
@@ -123,10 +124,11 @@ history history::parse(std::string_view text) {
       h.begin = std::stoll(f[1]);
       h.end = std::stoll(f[2]);
     } else if (tag == "A") {
-      need(7);
+      need(8);
       h.acquisitions.push_back({f[1], f[2], std::stoll(f[3]), std::stoll(f[4]), std::stoll(f[5]),
                                 parse_enum(f[6], {end_kind::open, end_kind::released,
-                                                  end_kind::lost, end_kind::not_owner})});
+                                                  end_kind::lost, end_kind::not_owner}),
+                                f[7] == "shared"});
     } else if (tag == "O") {
       need(8);
       h.operations.push_back({parse_enum(f[1], {op_kind::lock, op_kind::try_lock, op_kind::unlock}),
@@ -151,11 +153,12 @@ history history::parse(std::string_view text) {
   return h;
 }
 
-recorder::id recorder::acquired(std::string_view lock, std::string_view owner, nanos requested) {
+recorder::id recorder::acquired(std::string_view lock, std::string_view owner, nanos requested,
+                                bool shared) {
   const auto t = now_ns();
   std::lock_guard g(mutex_);
   h_.acquisitions.push_back(
-      {std::string(lock), std::string(owner), t, requested, 0, end_kind::open});
+      {std::string(lock), std::string(owner), t, requested, 0, end_kind::open, shared});
   return h_.acquisitions.size() - 1;
 }
 

@@ -33,6 +33,8 @@ struct acquisition {
   nanos requested = 0;
   nanos ended = 0;
   end_kind end = end_kind::open;
+  /// A read hold of a read-write lock: it may overlap other read holds, never a write hold.
+  bool shared = false;
 };
 
 enum class op_kind : std::uint8_t { lock, try_lock, unlock };
@@ -91,7 +93,7 @@ class recorder {
   using id = std::size_t;
 
   /// `owner` saw its acquire of `lock`, called at `requested`, succeed now.
-  id acquired(std::string_view lock, std::string_view owner, nanos requested);
+  id acquired(std::string_view lock, std::string_view owner, nanos requested, bool shared = false);
   /// Ends the belief of acquisition `a` now with `why`, unless it ended already.
   void end(id a, end_kind why);
   /// Ends it at `at` (e.g. when unlock() was called, known only once it answered).

@@ -859,10 +859,12 @@ TEST(chaos, user_without_channel_rights_contends_with_others) {
 
 // --- the lock family (issue 25) -----------------------------------------------------------------
 
-/// Each exclusive kind of the family under the faults the reentrant lock's scenarios play one at
+/// Each kind of the family under the faults the reentrant lock's scenarios play one at
 /// a time: clients killed while holding, clients paused past command_timeout, the server stopped
 /// and then restarted (its AOF keeps the data), and every connection black-holed for longer than
-/// a lease. The checker's rule for all of them is exclusion among believing holders, every
+/// a lease. The checker's rule is exclusion among believing holders (for the read-write lock:
+/// readers share, a writer excludes everyone, its hold timeout keys included in what must not be
+/// left behind), every
 /// operation within its bound, and nothing left behind (a fair lock's queue, deadlines and
 /// handoff registrations included: a waiter that gave up during a fault leaves the queue once
 /// its connection heals).
@@ -894,8 +896,25 @@ void family_chaos(const char* kind) {
   const auto v = s.finish();
   EXPECT_TRUE(v.clean()) << v.report();
   EXPECT_GT(v.acquisitions, 10u);
+  if (std::string_view(kind) == "read-write") {
+    // The rule was exercised: readers did share (two read holds of one lock overlapped).
+    const auto& all = s.last().acquisitions;
+    bool shared = false;
+    for (std::size_t i = 0; i < all.size() && !shared; ++i) {
+      for (std::size_t j = i + 1; j < all.size() && !shared; ++j) {
+        const auto& a = all[i];
+        const auto& b = all[j];
+        shared = a.shared && b.shared && a.lock == b.lock && a.acquired < b.ended &&
+                 b.acquired < a.ended;
+      }
+    }
+    EXPECT_TRUE(shared);
+  }
 }
 
+TEST(chaos, read_write_lock_under_kills_pauses_restarts_and_black_holes_keeps_readers_xor_writer) {
+  family_chaos("read-write");
+}
 TEST(chaos, fair_lock_under_kills_pauses_restarts_and_black_holes_keeps_exclusion) {
   family_chaos("fair");
 }

@@ -86,109 +86,144 @@ bool worth_retrying(const std::string& outcome) {
          outcome == make_error_code(rlock::errc::connection_lost).message();
 }
 
+/// One round of a coroutine worker on lock `name`: acquire (lock() or try_lock(wait)), hold a
+/// random while, unlock. `shared`: the acquisition is a read hold, which the checker lets overlap
+/// other read holds.
 template <typename Lock>
-asio::awaitable<void> coroutine_worker(rlock::client& c, shared_state& st, int index) {
+asio::awaitable<void> coroutine_round(rlock::client& c, shared_state& st, int index,
+                                      const std::string& name, std::mt19937_64& rng, bool shared) {
   const auto& o = *st.opts;
   auto& rec = *st.rec;
   const std::string owner = o.process + "/c" + std::to_string(index);
-  std::mt19937_64 rng(o.seed * 1000 + static_cast<std::uint64_t>(index));
   auto ex = co_await asio::this_coro::executor;
   asio::steady_timer hold(ex);
-  for (int it = 0; it < o.max_iterations && std::chrono::steady_clock::now() < st.stop_at; ++it) {
-    const auto& name = o.names[rng() % o.names.size()];
-    auto l =
-        rlock::blocking::detail::get_lock<Lock>(c, name, 1000 + static_cast<std::uint64_t>(index));
-    const bool try_it = rng() % 3 != 0;
-    const nanos requested = now_ns();
-    const auto op = rec.started(try_it ? op_kind::try_lock : op_kind::lock, name, owner,
-                                try_it ? st.try_bound : -1);
-    bool acquired = false;
-    try {
-      if (try_it) {
-        acquired = co_await l.try_lock(o.try_wait);
-      } else {
-        co_await l.lock();
-        acquired = true;
-      }
-      rec.finished(op, acquired ? "acquired" : "not acquired");
-    } catch (const std::exception& e) {
-      // Cancelled by the drain deadline: leave it recorded as never completed.
-      if (st.drain_expired) co_return;
-      rec.finished(op, describe(e));
+  auto l =
+      rlock::blocking::detail::get_lock<Lock>(c, name, 1000 + static_cast<std::uint64_t>(index));
+  const bool try_it = rng() % 3 != 0;
+  const nanos requested = now_ns();
+  const auto op = rec.started(try_it ? op_kind::try_lock : op_kind::lock, name, owner,
+                              try_it ? st.try_bound : -1);
+  bool acquired = false;
+  try {
+    if (try_it) {
+      acquired = co_await l.try_lock(o.try_wait);
+    } else {
+      co_await l.lock();
+      acquired = true;
     }
-    if (!acquired) {
-      // An error (server down): do not spin; a fault lasts far longer than this.
-      hold.expires_after(std::chrono::milliseconds(5 + rng() % 20));
-      co_await hold.async_wait(asio::use_awaitable);
-      continue;
-    }
-    const auto a = rec.acquired(name, owner, requested);
-    asio::co_spawn(ex, watch_lost(l, &rec, a), asio::detached);
-    hold.expires_after(std::chrono::milliseconds(rng() % (o.max_hold.count() + 1)));
+    rec.finished(op, acquired ? "acquired" : "not acquired");
+  } catch (const std::exception& e) {
+    // Cancelled by the drain deadline: leave it recorded as never completed.
+    if (st.drain_expired) throw;
+    rec.finished(op, describe(e));
+  }
+  if (!acquired) {
+    // An error (server down): do not spin; a fault lasts far longer than this.
+    hold.expires_after(std::chrono::milliseconds(5 + rng() % 20));
     co_await hold.async_wait(asio::use_awaitable);
-    // The belief ends at the first call. An unlock that timed out or lost its connection is
-    // called again, as a careful caller would: one that was never sent leaves the hold in place.
-    const nanos invoked = now_ns();
-    for (int attempt = 0; attempt < max_unlock_attempts; ++attempt) {
-      const auto uop = rec.started(op_kind::unlock, name, owner, st.unlock_bound);
-      std::string outcome = "released";
-      try {
-        co_await l.unlock();
-      } catch (const std::system_error& e) {
-        outcome = outcome_of(e);
-      }
-      record_unlock(rec, a, uop, invoked, outcome);
-      if (!worth_retrying(outcome)) break;
+    co_return;
+  }
+  const auto a = rec.acquired(name, owner, requested, shared);
+  asio::co_spawn(ex, watch_lost(l, &rec, a), asio::detached);
+  hold.expires_after(std::chrono::milliseconds(rng() % (o.max_hold.count() + 1)));
+  co_await hold.async_wait(asio::use_awaitable);
+  // The belief ends at the first call. An unlock that timed out or lost its connection is
+  // called again, as a careful caller would: one that was never sent leaves the hold in place.
+  const nanos invoked = now_ns();
+  for (int attempt = 0; attempt < max_unlock_attempts; ++attempt) {
+    const auto uop = rec.started(op_kind::unlock, name, owner, st.unlock_bound);
+    std::string outcome = "released";
+    try {
+      co_await l.unlock();
+    } catch (const std::system_error& e) {
+      outcome = outcome_of(e);
     }
+    record_unlock(rec, a, uop, invoked, outcome);
+    if (!worth_retrying(outcome)) break;
   }
 }
 
+/// A coroutine worker: rounds of `Lock`, or (a read-write lock) two in three of `Shared`.
+template <typename Lock, typename Shared>
+asio::awaitable<void> coroutine_worker(rlock::client& c, shared_state& st, int index) {
+  const auto& o = *st.opts;
+  std::mt19937_64 rng(o.seed * 1000 + static_cast<std::uint64_t>(index));
+  try {
+    for (int it = 0; it < o.max_iterations && std::chrono::steady_clock::now() < st.stop_at; ++it) {
+      const auto& name = o.names[rng() % o.names.size()];
+      if constexpr (!std::is_void_v<Shared>) {
+        if (rng() % 3 != 0) {
+          co_await coroutine_round<Shared>(c, st, index, name, rng, true);
+          continue;
+        }
+      }
+      co_await coroutine_round<Lock>(c, st, index, name, rng, false);
+    }
+  } catch (const std::exception&) {
+    if (!st.drain_expired) throw;
+  }
+}
+
+/// One round of a thread worker (see coroutine_round).
 template <typename Lock>
-void thread_worker(rlock::blocking::client& bc, shared_state& st, int index) {
+void thread_round(rlock::blocking::client& bc, shared_state& st, int index, const std::string& name,
+                  std::mt19937_64& rng, bool shared) {
   const auto& o = *st.opts;
   auto& rec = *st.rec;
   const std::string owner = o.process + "/t" + std::to_string(index);
+  auto l = bc.get<Lock>(name);
+  // Mostly bounded: a blocking lock() cannot be cancelled at the drain deadline.
+  const bool try_it = rng() % 4 != 0;
+  const nanos requested = now_ns();
+  const auto op = rec.started(try_it ? op_kind::try_lock : op_kind::lock, name, owner,
+                              try_it ? st.try_bound : -1);
+  bool acquired = false;
+  try {
+    if (try_it) {
+      acquired = l.try_lock_for(o.try_wait);
+    } else {
+      l.lock();
+      acquired = true;
+    }
+    rec.finished(op, acquired ? "acquired" : "not acquired");
+  } catch (const std::exception& e) {
+    rec.finished(op, describe(e));
+  }
+  if (!acquired) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 + rng() % 20));  // no spinning
+    return;
+  }
+  const auto a = rec.acquired(name, owner, requested, shared);
+  asio::co_spawn(bc.async_client().get_executor(), watch_lost(l.for_this_thread(), &rec, a),
+                 asio::detached);
+  std::this_thread::sleep_for(std::chrono::milliseconds(rng() % (o.max_hold.count() + 1)));
+  const nanos invoked = now_ns();
+  for (int attempt = 0; attempt < max_unlock_attempts; ++attempt) {
+    const auto uop = rec.started(op_kind::unlock, name, owner, st.unlock_bound);
+    std::string outcome = "released";
+    try {
+      l.unlock();
+    } catch (const std::system_error& e) {
+      outcome = outcome_of(e);
+    }
+    record_unlock(rec, a, uop, invoked, outcome);
+    if (!worth_retrying(outcome)) break;
+  }
+}
+
+template <typename Lock, typename Shared>
+void thread_worker(rlock::blocking::client& bc, shared_state& st, int index) {
+  const auto& o = *st.opts;
   std::mt19937_64 rng(o.seed * 1000 + 500 + static_cast<std::uint64_t>(index));
   for (int it = 0; it < o.max_iterations && std::chrono::steady_clock::now() < st.stop_at; ++it) {
     const auto& name = o.names[rng() % o.names.size()];
-    auto l = bc.get<Lock>(name);
-    // Mostly bounded: a blocking lock() cannot be cancelled at the drain deadline.
-    const bool try_it = rng() % 4 != 0;
-    const nanos requested = now_ns();
-    const auto op = rec.started(try_it ? op_kind::try_lock : op_kind::lock, name, owner,
-                                try_it ? st.try_bound : -1);
-    bool acquired = false;
-    try {
-      if (try_it) {
-        acquired = l.try_lock_for(o.try_wait);
-      } else {
-        l.lock();
-        acquired = true;
+    if constexpr (!std::is_void_v<Shared>) {
+      if (rng() % 3 != 0) {
+        thread_round<Shared>(bc, st, index, name, rng, true);
+        continue;
       }
-      rec.finished(op, acquired ? "acquired" : "not acquired");
-    } catch (const std::exception& e) {
-      rec.finished(op, describe(e));
     }
-    if (!acquired) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5 + rng() % 20));  // no spinning
-      continue;
-    }
-    const auto a = rec.acquired(name, owner, requested);
-    asio::co_spawn(bc.async_client().get_executor(), watch_lost(l.for_this_thread(), &rec, a),
-                   asio::detached);
-    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % (o.max_hold.count() + 1)));
-    const nanos invoked = now_ns();
-    for (int attempt = 0; attempt < max_unlock_attempts; ++attempt) {
-      const auto uop = rec.started(op_kind::unlock, name, owner, st.unlock_bound);
-      std::string outcome = "released";
-      try {
-        l.unlock();
-      } catch (const std::system_error& e) {
-        outcome = outcome_of(e);
-      }
-      record_unlock(rec, a, uop, invoked, outcome);
-      if (!worth_retrying(outcome)) break;
-    }
+    thread_round<Lock>(bc, st, index, name, rng, false);
   }
 }
 
@@ -221,9 +256,9 @@ struct workers {
   void (*thread)(rlock::blocking::client&, shared_state&, int);
 };
 
-template <typename Lock>
+template <typename Lock, typename Shared = void>
 constexpr workers workers_of() {
-  return {&coroutine_worker<Lock>, &thread_worker<Lock>};
+  return {&coroutine_worker<Lock, Shared>, &thread_worker<Lock, Shared>};
 }
 
 workers workers_for(const std::string& kind) {
@@ -231,6 +266,7 @@ workers workers_for(const std::string& kind) {
   if (kind == "fair") return workers_of<rlock::fair_lock>();
   if (kind == "non-reentrant") return workers_of<rlock::non_reentrant_lock>();
   if (kind == "spin") return workers_of<rlock::spin_lock>();
+  if (kind == "read-write") return workers_of<rlock::write_lock, rlock::read_lock>();
   throw std::invalid_argument("workload: unknown lock kind '" + kind + "'");
 }
 

@@ -284,6 +284,47 @@ TEST(rlockctl, hold_takes_a_fair_lock_and_a_second_hold_waits_its_turn_in_the_qu
   EXPECT_EQ(run_process(cmd({"hold", "q:x", "--kind", "fair", "--fenced"})).code, 2);
 }
 
+TEST(rlockctl, two_read_holds_share_a_read_write_lock_which_status_shows_and_a_write_hold_waits) {
+  child_process a(cmd({"--json", "hold", "q:rw", "--kind", "read"}));
+  ASSERT_TRUE(a.wait_for_output("\"acquired\"", bound)) << a.out() << a.err();
+  child_process b(cmd({"--json", "hold", "q:rw", "--kind", "read"}));
+  ASSERT_TRUE(b.wait_for_output("\"acquired\"", bound)) << b.out() << b.err();
+  const auto st = run_process(cmd({"--json", "status", "q:rw"}));
+  ASSERT_EQ(st.code, 0) << st.err;
+  const auto objects = json_lines(st.out);
+  ASSERT_EQ(objects.size(), 1U) << st.out;
+  EXPECT_EQ(str(objects[0], "kind"), "read-write");
+  EXPECT_EQ(str(objects[0], "mode"), "read");
+  const auto& holders = objects[0].at("holders").as_array();
+  ASSERT_EQ(holders.size(), 2U) << st.out;
+  for (const auto& h : holders) EXPECT_EQ(h.as_object().at("role").as_string(), "read");
+  // A writer waits for both readers.
+  child_process w(cmd({"--json", "hold", "q:rw", "--kind", "write", "--wait", "20000"}));
+  bool waiting = false;
+  for (int i = 0; i < 2000 && !waiting; ++i) {
+    const auto n = redis().command({"PUBSUB", "NUMSUB", "redisson_rwlock:{q:rw}"});
+    waiting = n.elements.size() == 2 && n.elements[1].integer == 1;
+    if (!waiting) ::poll(nullptr, 0, 10);
+  }
+  ASSERT_TRUE(waiting);
+  const auto text = run_process(cmd({"status", "q:rw"}));
+  EXPECT_NE(text.out.find("read count 1"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("1 subscriber(s), read-write (mode read)"), std::string::npos)
+      << text.out;
+  a.signal(SIGINT);
+  EXPECT_EQ(a.wait(bound), 0) << a.out() << a.err();
+  // One reader left: the writer still waits (a reader's unlock that leaves readers wakes
+  // nobody).
+  const auto one = run_process(cmd({"status", "q:rw"}));
+  EXPECT_NE(one.out.find("read-write (mode read)"), std::string::npos) << one.out;
+  EXPECT_EQ(w.out().find("\"acquired\""), std::string::npos) << w.out();
+  b.signal(SIGINT);
+  EXPECT_EQ(b.wait(bound), 0) << b.out() << b.err();
+  ASSERT_TRUE(w.wait_for_output("\"acquired\"", bound)) << w.out() << w.err();
+  w.signal(SIGINT);
+  EXPECT_EQ(w.wait(bound), 0) << w.out() << w.err();
+}
+
 TEST(rlockctl, list_pages_through_locks_only) {
   for (int i = 0; i < 25; ++i) plant_lock("ls:a:" + std::to_string(i), "u:" + std::to_string(i), 1);
   redis().command({"HSET", "ls:a:not-a-lock", "colour", "blue"});

@@ -62,6 +62,27 @@ TEST(checker, a_long_belief_is_compared_with_every_later_one) {
   EXPECT_EQ(check(h).violations.size(), 2u);
 }
 
+TEST(checker, readers_share_a_read_write_lock_and_a_writer_overlapping_any_of_them_is_a_violation) {
+  auto h = base();
+  auto read = [](std::string owner, nanos from, nanos to) {
+    auto a = acq(std::move(owner), from, to);
+    a.shared = true;
+    return a;
+  };
+  h.acquisitions = {read("r1", 10, 50), read("r2", 20, 60), acq("w", 60, 70), read("r3", 70, 80)};
+  EXPECT_TRUE(check(h).clean()) << check(h).report();
+  h.acquisitions.push_back(acq("w2", 55, 58));  // inside r2's read hold
+  const auto v = check(h);
+  ASSERT_EQ(v.violations.size(), 1u) << v.report();
+  EXPECT_NE(v.violations[0].find("r2 (read) ["), std::string::npos) << v.violations[0];
+  // The flag travels with a history across processes.
+  const auto parsed = history::parse(h.serialize());
+  ASSERT_EQ(parsed.acquisitions.size(), h.acquisitions.size());
+  EXPECT_TRUE(parsed.acquisitions[0].shared);
+  EXPECT_FALSE(parsed.acquisitions[2].shared);
+  EXPECT_EQ(check(parsed).violations.size(), 1u);
+}
+
 TEST(checker, different_locks_never_conflict) {
   auto h = base();
   h.acquisitions = {acq("a", 10, 20, end_kind::released, "L1"),

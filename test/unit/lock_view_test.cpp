@@ -141,6 +141,44 @@ TEST(lock_view, status_of_a_fair_lock_shows_its_queue_in_order) {
   EXPECT_EQ(rlockctl::to_json(v).at("queue").as_array().size(), 2U);
 }
 
+TEST(lock_view, status_of_a_read_write_lock_shows_its_mode_readers_and_writer) {
+  rlock::detail::resp3::value empty;
+  empty.type = type::array;
+  rlock::detail::resp3::value time;
+  time.type = type::array;
+  time.elements = {str("1000000"), str("0")};
+  // A writer that downgraded: its write hold and its read hold, and another reader's is refused
+  // by the server, so the hash shows one owner in both roles.
+  const auto v = rlockctl::read_status(
+      "doc", {str("hash", type::simple_string),
+              hash({{"mode", "write"}, {"u:1:write", "2"}, {"u:1", "1"}}), num(9000), numsub(0),
+              null(), empty, empty, hash({}), time, numsub(3)});
+  EXPECT_EQ(v.kind(), "read-write");
+  EXPECT_EQ(v.mode, "write");
+  ASSERT_EQ(v.holders.size(), 2U);
+  EXPECT_EQ(v.holders[0], (rlockctl::holder{"u:1", 2, "write"}));
+  EXPECT_EQ(v.holders[1], (rlockctl::holder{"u:1", 1, "read"}));
+  EXPECT_EQ(v.subscribers, 3);  // the read-write lock's own channel
+  EXPECT_EQ(rlockctl::describe(v),
+            "doc: held by u:1 (write count 2), u:1 (read count 1), ttl 9000 ms, 3 subscriber(s), "
+            "read-write (mode write)");
+  EXPECT_EQ(rlockctl::to_json(v).at("mode").as_string(), "write");
+  // Readers joining and leaving are told as such by watch.
+  rlockctl::lock_view readers = v;
+  readers.mode = "read";
+  readers.holders = {{"a:1", 1, "read"}};
+  rlockctl::lock_view more = readers;
+  more.holders.push_back({"b:1", 1, "read"});
+  const auto joined = rlockctl::describe_change(readers, more, "hincrby");
+  ASSERT_TRUE(joined);
+  EXPECT_EQ(joined->text, "read half taken by b:1 (mode read)");
+  const auto left = rlockctl::describe_change(more, readers, "hincrby");
+  ASSERT_TRUE(left);
+  EXPECT_EQ(left->text, "read half released by b:1 (mode read)");
+  // A `mode` of anything else is not a lock rlock or Redisson made.
+  EXPECT_FALSE(rlockctl::lock_holders(hash({{"mode", "other"}, {"u:1", "1"}})));
+}
+
 TEST(lock_view, a_refused_command_is_an_error_with_redis_text) {
   try {
     rlockctl::read_status("x", {str("NOPERM this user has no permissions", type::simple_error)});

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace rlockctl {
@@ -18,6 +19,9 @@ using command = std::vector<std::string>;
 /// One owner of a lock as its hash records it: the field (`<client uuid>:<owner id>`, the same
 /// in Redisson as in rlock) and its hold count.
 struct holder {
+  holder() = default;
+  holder(std::string o, std::int64_t c, std::string r = {})
+      : owner(std::move(o)), count(c), role(std::move(r)) {}
   std::string owner;
   std::int64_t count = 0;
   /// A read-write lock's half: "read" or "write" (the owner's `<field>:write`); empty for
