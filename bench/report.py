@@ -39,7 +39,8 @@ PEERS = ["redis-py", "redis-py-tuned", "redlock", "redis-semaphore"]
 # rlock's other exclusive kinds (issue 25), each with the --kind its driver ran with: scripts/bench
 # runs them in S1 and S3 only, so they are not in LIBRARIES (S2, the plots) but in S1_S3_LIBRARIES,
 # right after the reentrant lock they are set against.
-KINDS = {"rlock-fair": "fair", "rlock-nonreentrant": "non-reentrant", "rlock-spin": "spin"}
+KINDS = {"rlock-fair": "fair", "rlock-nonreentrant": "non-reentrant", "rlock-spin": "spin",
+         "rlock-rw": "write"}
 S1_S3_LIBRARIES = ["rlock"] + list(KINDS) + [l for l in LIBRARIES if l not in ("rlock", "rlock-blocking")]
 SCENARIOS = {
     "S1": "S1: uncontended lock+unlock latency (one task, one key)",
@@ -845,6 +846,8 @@ class Report:
     def section_s4(self):
         rows, data = [], {}
         runs = sorted(self.runs["S4"], key=lambda r: r["entry"].get("params", {}).get("waiters", 0))
+        rw_runs = [r for r in runs if r["entry"].get("mode") == "s4-rw"]
+        runs = [r for r in runs if r["entry"].get("mode") != "s4-rw"]
         for run in runs:
             w = run["entry"].get("params", {}).get("waiters")
             m = run["output"]["metrics"] if run["output"] and not run["failure"] else {}
@@ -859,6 +862,28 @@ class Report:
                 self.notes.append("S4 W=%s: only %s of %s waiters got the lock" % (w, m.get("handoffs"), w))
         md = table(["waiters W", "handoffs", "commands", "commands/handoff", "evalsha", "subscribe",
                     "unsubscribe", "status"], rows)
+        # The read-write lock (issue 25): W readers behind a writer, let in by one write unlock.
+        rw_rows = []
+        for run in rw_runs:
+            w = run["entry"].get("params", {}).get("waiters")
+            m = run["output"]["metrics"] if run["output"] and not run["failure"] else {}
+            rw_rows.append([w, num(m.get("readers")), num(m.get("commands")),
+                            num(m.get("commands_per_reader")), num(m.get("attempts_per_reader")),
+                            ("failed: " + run["failure"]) if run["failure"] else "ok"])
+            data["rw-" + str(w)] = m or {"failure": run["failure"]}
+            # One attempt per reader and the unlock: no wake-up storm.
+            self.goals.append(goal("S4", "read-write W=%s: attempts per reader = 1" % w,
+                                   "attempts/reader", m.get("attempts_per_reader"), None, None, "<=",
+                                   1.0))
+            if m and m.get("readers") != w:
+                self.notes.append("S4 read-write W=%s: only %s of %s readers got the lock" %
+                                  (w, m.get("readers"), w))
+        if rw_rows:
+            md += ("\n\nRead-write lock: W readers wait behind a writer; one write unlock (Redisson's "
+                   "\"1\", wake all) lets them all in. Commands from the unlock until every reader "
+                   "holds, per reader (the unlock's EVALSHA shared among them):\n\n" +
+                   table(["readers W", "readers in", "commands", "commands/reader",
+                          "attempts/reader", "status"], rw_rows))
         return md, data
 
     def section_s5(self):

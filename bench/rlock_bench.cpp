@@ -18,8 +18,11 @@
 //                                recovery on a private redis-server it starts itself: SIGKILL +
 //                                restart and CLIENT KILL, N each, and the holder's lost() margin
 //   print-acquire-script         the acquire Lua, for the EVALSHA reference
-// s1 and s3-worker take --kind reentrant|fair|non-reentrant|non-reentrant-fair|spin (default
-// reentrant): the same loop on another exclusive kind of the lock family.
+//   s4-rw --waiters W            a read-write lock's fan-out: W readers behind a writer, commands
+//                                and attempts per reader after the write unlock
+// s1 and s3-worker take --kind reentrant|fair|non-reentrant|non-reentrant-fair|spin|read|write
+// (default reentrant): the same loop on another kind of the lock family (read: S1 only, readers
+// never exclude each other).
 // Results: one JSON line on stdout; progress on stderr. Only 127.0.0.1 is contacted.
 #include "lock/lock_state.hpp"
 #include "resp3/parser.hpp"
@@ -103,7 +106,8 @@ struct options {
              "[--concurrency C] [--connections N] [--waiters W] [--locks N] [--names K] "
              "[--threads T] "
              "[--key K] [--out FILE] [--prefix P] [--tls-ca CA_FILE] [--cluster 1] "
-             "[--local-handoff 0] [--kind reentrant|fair|non-reentrant|non-reentrant-fair|spin]\n",
+             "[--local-handoff 0] [--kind "
+             "reentrant|fair|non-reentrant|non-reentrant-fair|spin|read|write]\n",
              why);
   std::exit(2);
 }
@@ -165,8 +169,8 @@ options parse(int argc, char** argv) {
   if (o.seconds <= 0 || o.seconds > 600) usage("--seconds must be in (0, 600]");
   if (o.waiter != "coroutine" && o.waiter != "callback") usage("--waiter: coroutine or callback");
   if (o.kind != "reentrant" && o.kind != "fair" && o.kind != "non-reentrant" &&
-      o.kind != "non-reentrant-fair" && o.kind != "spin") {
-    usage("--kind: reentrant, fair, non-reentrant, non-reentrant-fair or spin");
+      o.kind != "non-reentrant-fair" && o.kind != "spin" && o.kind != "read" && o.kind != "write") {
+    usage("--kind: reentrant, fair, non-reentrant, non-reentrant-fair, spin, read or write");
   }
   return o;
 }
@@ -322,8 +326,11 @@ class exclusive_handle {
 
  private:
   using any = std::variant<rlock::reentrant_lock, rlock::fair_lock, rlock::non_reentrant_lock,
-                           rlock::non_reentrant_fair_lock, rlock::spin_lock>;
+                           rlock::non_reentrant_fair_lock, rlock::spin_lock, rlock::read_lock,
+                           rlock::write_lock>;
   static any make(rlock::client& redis, const std::string& kind, const std::string& name) {
+    if (kind == "read") return redis.get_read_write_lock(name).read_lock();
+    if (kind == "write") return redis.get_read_write_lock(name).write_lock();
     if (kind == "fair") return redis.get_fair_lock(name);
     if (kind == "non-reentrant") return redis.get_non_reentrant_lock(name);
     if (kind == "non-reentrant-fair") return redis.get_non_reentrant_fair_lock(name);
@@ -714,6 +721,80 @@ void run_s4(const options& o) {
              w, handoffs, commands,
              handoffs > 0 ? static_cast<double>(commands) / static_cast<double>(handoffs) : 0.0,
              per_command["evalsha"], per_command["subscribe"], per_command["unsubscribe"]);
+}
+
+// --- s4-rw: a read-write lock's fan-out
+// -----------------------------------------------------------
+
+/// W readers (each its own owner) wait behind a writer; the write unlock ("1": everybody tries)
+/// lets all of them in at once. Commands the clients send from the unlock until every reader
+/// holds, per reader, and acquire attempts per reader: one each when no storm follows.
+void run_s4_rw(const options& o) {
+  const int w = std::max(1, o.waiters);
+  long commands = 0;
+  int acquired = 0;
+  std::uint64_t attempts = 0;
+  with_client(
+      o,
+      [&](asio::io_context& io, rlock::client& redis) -> asio::awaitable<void> {
+        inspector inspect(io, o.port);
+        co_await inspect.connect();
+        auto writer = redis.get_read_write_lock("s4rw").write_lock();
+        co_await writer.lock(60s);
+        int finished = 0;
+        asio::steady_timer bell(io, clock_type::time_point::max());
+        asio::steady_timer may_go(io, clock_type::time_point::max());
+        std::vector<rlock::read_lock> readers;
+        for (int i = 0; i < w; ++i)
+          readers.push_back(redis.get_read_write_lock("s4rw").read_lock());
+        for (auto& r : readers) {
+          asio::co_spawn(
+              io,
+              [&]() -> asio::awaitable<void> {
+                co_await r.lock(60s);
+                ++acquired;
+                bell.cancel();
+                co_await may_go.async_wait(asio::as_tuple(asio::use_awaitable));
+                co_await r.unlock();
+                ++finished;
+                bell.cancel();
+              },
+              asio::detached);
+        }
+        for (int i = 0; i < 3000 && redis.stats().acquire_attempts < 2ull * w + 1; ++i) {
+          co_await sleep_for(10ms);
+        }
+        (void)co_await writer.is_locked();
+        const auto before = co_await inspect.commandstats();
+        const auto attempts_before = redis.stats().acquire_attempts;
+        co_await writer.unlock();
+        for (int i = 0; i < 100'000 && acquired < w; ++i) {
+          bell.expires_after(10s);
+          co_await bell.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+        const auto after = co_await inspect.commandstats();
+        attempts = redis.stats().acquire_attempts - attempts_before;
+        may_go.cancel();
+        for (int i = 0; i < 1000 && finished < w; ++i) {
+          bell.expires_after(10s);
+          co_await bell.async_wait(asio::as_tuple(asio::use_awaitable));
+        }
+        static constexpr std::array<const char*, 5> sent_by_clients{"evalsha", "eval", "subscribe",
+                                                                    "unsubscribe", "script|load"};
+        for (const char* name : sent_by_clients) {
+          commands += (after.contains(name) ? after.at(name) : 0) -
+                      (before.contains(name) ? before.at(name) : 0);
+        }
+        inspect.conn->close(std::make_error_code(std::errc::operation_canceled));
+      },
+      config_for(o));
+  const double per = acquired > 0 ? static_cast<double>(acquired) : 1.0;
+  fmt::print(R"({{"library": "rlock", "mode": "s4-rw", "params": {{"waiters": {}}}, "metrics": )"
+             R"({{"readers": {}, "commands": {}, "commands_per_reader": {:.3f}, )"
+             R"("attempts_per_reader": {:.3f}}}}})"
+             "\n",
+             w, acquired, commands, static_cast<double>(commands) / per,
+             static_cast<double>(attempts) / per);
 }
 
 // --- s5: watchdog scale -------------------------------------------------------------------------
@@ -1455,6 +1536,8 @@ int main(int argc, char** argv) {
       run_s3_worker_blocking(o);
     else if (o.mode == "s4")
       run_s4(o);
+    else if (o.mode == "s4-rw")
+      run_s4_rw(o);
     else if (o.mode == "s5")
       run_s5(o);
     else if (o.mode == "s6")
