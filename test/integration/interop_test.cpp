@@ -416,12 +416,12 @@ class foreign_client {
   resp3::value read_release(std::string_view key) {
     const auto k = std::string(key);
     return raw_.command({"EVAL", redisson_read_release, "5", k, "redisson_rwlock:{" + k + "}",
-                         "{" + k + "}:" + field() + ":rwlock_timeout", "{" + k + "}",
-                         next_latch(k), "0", field(), "publish", "10000"});
+                         "{" + k + "}:" + field() + ":rwlock_timeout", "{" + k + "}", next_latch(k),
+                         "0", field(), "publish", "10000"});
   }
   resp3::value write_acquire(std::string_view key, std::int64_t lease_ms = 30'000) {
-    return raw_.command({"EVAL", redisson_write_acquire, "1", key, std::to_string(lease_ms),
-                         field() + ":write"});
+    return raw_.command(
+        {"EVAL", redisson_write_acquire, "1", key, std::to_string(lease_ms), field() + ":write"});
   }
   resp3::value write_release(std::string_view key) {
     const auto k = std::string(key);
@@ -1210,8 +1210,8 @@ TEST(interop, read_write_locks_share_readers_and_exclude_writers_with_redisson_b
     EXPECT_FALSE(co_await redis.get_read_write_lock("rw").write_lock().try_lock());
     // Our read hold is Redisson's layout: its timeout key, where Redisson's unlock looks for it.
     auto& raw = redisson.raw();
-    const auto our_timeout = "{" + key + "}:" + std::string(rw.read_lock().owner_field()) +
-                             ":rwlock_timeout:1";
+    const auto our_timeout =
+        "{" + key + "}:" + std::string(rw.read_lock().owner_field()) + ":rwlock_timeout:1";
     EXPECT_GT(raw.command_int({"PTTL", our_timeout}), 0);
     // Redisson's read unlock sees our hold and keeps the lock for it (0); a Redisson writer
     // waits for us.
@@ -1225,7 +1225,8 @@ TEST(interop, read_write_locks_share_readers_and_exclude_writers_with_redisson_b
     EXPECT_FALSE(co_await rw.read_lock().try_lock());
     int reading = 0;
     asio::steady_timer bell(io);
-    std::vector<rlock::read_lock> readers{rw.read_lock(), redis.get_read_write_lock("rw").read_lock()};
+    std::vector<rlock::read_lock> readers{rw.read_lock(),
+                                          redis.get_read_write_lock("rw").read_lock()};
     for (auto& r : readers) {
       asio::co_spawn(
           io,
