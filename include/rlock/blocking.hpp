@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,7 @@
 #include <type_traits>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace rlock::blocking {
 
@@ -356,6 +358,107 @@ basic_lock<Lock> client::get(std::string_view name) {
   (void)detail::get_lock<Lock>(async_client(), name, detail::thread_owner());
   return basic_lock<Lock>(state_, std::string(name));
 }
+
+/// All-or-nothing over blocking locks of any kinds, owned by the calling thread (the blocking
+/// form of rlock::multi_lock): Lockable and TimedLockable, so std::unique_lock and std::scoped_lock
+/// work. The members are taken in the order of their keys, whatever order they are given in (two
+/// multi-locks over the same locks never deadlock each other), and released in reverse; a member
+/// that cannot be taken releases those taken first. The members are referenced, not copied: they
+/// must outlive it.
+class multi_lock {
+ public:
+  template <typename... Locks>
+  explicit multi_lock(Locks&... locks) {
+    (add(locks), ...);
+    std::stable_sort(members_.begin(), members_.end(),
+                     [](const member& a, const member& b) { return a.key < b.key; });
+    for (std::size_t i = 1; i < members_.size(); ++i) {
+      if (members_[i].key == members_[i - 1].key) {
+        rlock::throw_error(errc::invalid_argument,
+                           "multi_lock: lock '" + members_[i].key + "' is given twice");
+      }
+    }
+    if (members_.empty()) rlock::throw_error(errc::invalid_argument, "multi_lock: no member");
+  }
+
+  void lock() {
+    std::size_t taken = 0;
+    try {
+      for (auto& m : members_) {
+        m.lock();
+        ++taken;
+      }
+    } catch (...) {
+      release(taken);
+      throw;
+    }
+  }
+  bool try_lock() { return try_lock_for(std::chrono::milliseconds::zero()); }
+  /// One wait shared by all members.
+  template <typename Rep, typename Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& wait) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::milliseconds>(wait);
+    std::size_t taken = 0;
+    try {
+      for (auto& m : members_) {
+        const auto left = std::max(std::chrono::milliseconds::zero(),
+                                   std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       deadline - std::chrono::steady_clock::now()));
+        if (!m.try_lock_for(left)) {
+          release(taken);
+          return false;
+        }
+        ++taken;
+      }
+    } catch (...) {
+      release(taken);
+      throw;
+    }
+    return true;
+  }
+  template <typename Clock, typename Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+    return try_lock_for(deadline - Clock::now());
+  }
+  /// Releases every member in reverse order; all are released, the first failure is thrown.
+  void unlock() {
+    std::exception_ptr first;
+    for (std::size_t i = members_.size(); i-- > 0;) {
+      try {
+        members_[i].unlock();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (first) std::rethrow_exception(first);
+  }
+
+ private:
+  struct member {
+    std::string key;
+    std::function<void()> lock;
+    std::function<bool(std::chrono::milliseconds)> try_lock_for;
+    std::function<void()> unlock;
+  };
+  template <typename Lock>
+  void add(Lock& l) {
+    members_.push_back({std::string(l.for_this_thread().key()), [&l] { l.lock(); },
+                        [&l](std::chrono::milliseconds w) { return l.try_lock_for(w); },
+                        [&l] { l.unlock(); }});
+  }
+  void release(std::size_t taken) noexcept {
+    for (std::size_t i = taken; i-- > 0;) {
+      try {
+        members_[i].unlock();
+      } catch (...) {
+        // The caller gets the failure that stopped the acquisition; the lease bounds this one.
+      }
+    }
+  }
+
+  std::vector<member> members_;
+};
 
 inline read_write_lock client::get_read_write_lock(std::string_view name) {
   return read_write_lock(get<rlock::read_lock>(name), get<rlock::write_lock>(name));

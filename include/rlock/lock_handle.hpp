@@ -218,6 +218,7 @@ class RLOCK_EXPORT lock_handle {
  private:
   template <typename Lock>
   friend class basic_hold;
+  friend class multi_lock;  // takes members of any kind through the engine's acquisitions
 
   std::shared_ptr<detail::lock_state> state_;
 };

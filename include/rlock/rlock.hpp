@@ -10,6 +10,7 @@
 #include "rlock/fenced_lock.hpp"
 #include "rlock/hold.hpp"
 #include "rlock/lock_handle.hpp"
+#include "rlock/multi_lock.hpp"
 #include "rlock/non_reentrant_lock.hpp"
 #include "rlock/read_write_lock.hpp"
 #include "rlock/reentrant_lock.hpp"

@@ -13,6 +13,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <future>
@@ -21,6 +22,7 @@
 #include <rlock/blocking.hpp>
 #include <rlock/client.hpp>
 #include <rlock/error.hpp>
+#include <rlock/multi_lock.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -164,6 +166,91 @@ asio::awaitable<void> coroutine_worker(rlock::client& c, shared_state& st, int i
   }
 }
 
+/// One round of a multi-lock worker: two distinct names, given in a random order (the multi-lock
+/// takes them in its global order, so opposite orders never deadlock: a hang would leave a
+/// lock() never completed), held and released together; one acquisition recorded per member.
+asio::awaitable<void> coroutine_multi_round(rlock::client& c, shared_state& st, int index,
+                                            std::mt19937_64& rng) {
+  const auto& o = *st.opts;
+  auto& rec = *st.rec;
+  const std::string owner = o.process + "/c" + std::to_string(index);
+  auto ex = co_await asio::this_coro::executor;
+  asio::steady_timer hold(ex);
+  const std::size_t first = rng() % o.names.size();
+  const std::size_t second = (first + 1 + rng() % (o.names.size() - 1)) % o.names.size();
+  const std::array<std::string, 2> names{o.names[first], o.names[second]};
+  const auto id = 1000 + static_cast<std::uint64_t>(index);
+  std::vector<rlock::reentrant_lock> locks{c.get_lock(names[0], id), c.get_lock(names[1], id)};
+  rlock::multi_lock m({locks[0], locks[1]});
+  const std::string both = names[0] + "+" + names[1];
+  const bool try_it = rng() % 3 != 0;
+  const nanos requested = now_ns();
+  const auto op = rec.started(try_it ? op_kind::try_lock : op_kind::lock, both, owner,
+                              try_it ? st.try_bound : -1);
+  bool acquired = false;
+  try {
+    if (try_it) {
+      acquired = co_await m.try_lock(o.try_wait);
+    } else {
+      co_await m.lock();
+      acquired = true;
+    }
+    rec.finished(op, acquired ? "acquired" : "not acquired");
+  } catch (const std::exception& e) {
+    if (st.drain_expired) throw;
+    rec.finished(op, describe(e));
+  }
+  if (!acquired) {
+    hold.expires_after(std::chrono::milliseconds(5 + rng() % 20));
+    co_await hold.async_wait(asio::use_awaitable);
+    co_return;
+  }
+  std::array<recorder::id, 2> a{rec.acquired(names[0], owner, requested),
+                                rec.acquired(names[1], owner, requested)};
+  for (std::size_t i = 0; i < 2; ++i) {
+    asio::co_spawn(ex, watch_lost(locks[i], &rec, a[i]), asio::detached);
+  }
+  hold.expires_after(std::chrono::milliseconds(rng() % (o.max_hold.count() + 1)));
+  co_await hold.async_wait(asio::use_awaitable);
+  // Each member's belief ends at the first unlock call; a member whose unlock failed for an
+  // unknown reason is released again on its own.
+  const nanos invoked = now_ns();
+  const auto uop = rec.started(op_kind::unlock, both, owner, 2 * st.unlock_bound);
+  std::string outcome = "released";
+  try {
+    co_await m.unlock();
+  } catch (const std::system_error& e) {
+    outcome = outcome_of(e);
+  }
+  rec.finished(uop, outcome);
+  for (std::size_t i = 0; i < 2; ++i) {
+    std::string member_outcome = outcome == "released" ? outcome : "";
+    for (int attempt = 0; member_outcome.empty() && attempt < max_unlock_attempts; ++attempt) {
+      member_outcome = "released";
+      try {
+        co_await locks[i].unlock();
+      } catch (const std::system_error& e) {
+        member_outcome = outcome_of(e);
+        if (worth_retrying(member_outcome)) member_outcome.clear();
+      }
+    }
+    rec.end_at(a[i], member_outcome == "not_owner" ? end_kind::not_owner : end_kind::released,
+               invoked);
+  }
+}
+
+asio::awaitable<void> coroutine_multi_worker(rlock::client& c, shared_state& st, int index) {
+  const auto& o = *st.opts;
+  std::mt19937_64 rng(o.seed * 1000 + static_cast<std::uint64_t>(index));
+  try {
+    for (int it = 0; it < o.max_iterations && std::chrono::steady_clock::now() < st.stop_at; ++it) {
+      co_await coroutine_multi_round(c, st, index, rng);
+    }
+  } catch (const std::exception&) {
+    if (!st.drain_expired) throw;
+  }
+}
+
 /// One round of a thread worker (see coroutine_round).
 template <typename Lock>
 void thread_round(rlock::blocking::client& bc, shared_state& st, int index, const std::string& name,
@@ -267,6 +354,9 @@ workers workers_for(const std::string& kind) {
   if (kind == "non-reentrant") return workers_of<rlock::non_reentrant_lock>();
   if (kind == "spin") return workers_of<rlock::spin_lock>();
   if (kind == "read-write") return workers_of<rlock::write_lock, rlock::read_lock>();
+  // Multi-locks over two reentrant locks (coroutines); the threads take plain locks beside them.
+  if (kind == "multi")
+    return {&coroutine_multi_worker, &thread_worker<rlock::reentrant_lock, void>};
   throw std::invalid_argument("workload: unknown lock kind '" + kind + "'");
 }
 

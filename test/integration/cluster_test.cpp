@@ -322,6 +322,41 @@ TEST(cluster, read_write_locks_on_every_shard_share_readers_wake_them_and_renew_
   EXPECT_EQ(readers.metrics().renewal_failures, 0u);
 }
 
+TEST(cluster, a_multi_lock_spans_every_shard_all_or_nothing) {
+  auto& cluster = shared_cluster();
+  asio::io_context io;
+  const auto cfg = cluster_config();
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), cfg);
+  std::vector<std::string> names;
+  std::set<std::uint16_t> masters;
+  for (int i = 0; names.size() < 3 && i < 1000; ++i) {
+    const std::string name = "multi-" + std::to_string(i);
+    if (masters.insert(cluster.owner_of(key_slot(cfg.key_prefix + name))).second) {
+      names.push_back(name);
+    }
+  }
+  ASSERT_EQ(names.size(), 3u);
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    rlock::multi_lock mine(
+        {a.get_lock(names[0]), a.get_fair_lock(names[1]), a.get_spin_lock(names[2])});
+    rlock::multi_lock theirs(
+        {b.get_spin_lock(names[2]), b.get_lock(names[0]), b.get_fair_lock(names[1])});
+    co_await mine.lock();
+    EXPECT_FALSE(co_await theirs.try_lock(100ms));
+    for (const auto& n : names) {
+      const auto key = cfg.key_prefix + n;
+      raw_client raw(cluster.owner_of(key_slot(key)));
+      EXPECT_EQ(raw.command_int({"HLEN", key}), 1) << n;  // ours only: theirs gave back
+    }
+    co_await mine.unlock();
+    EXPECT_TRUE(co_await theirs.try_lock(2s));
+    co_await theirs.unlock();
+  });
+}
+
 TEST(cluster, renewals_never_span_slots_and_keep_every_lock) {
   auto& cluster = shared_cluster();
   static_cast<void>(cluster);

@@ -1296,4 +1296,42 @@ TEST(interop, a_downgrade_leaves_a_read_write_lock_redissons_scripts_accept) {
   });
 }
 
+TEST(interop, a_multi_lock_waits_for_a_redisson_holder_of_a_member_and_excludes_redisson) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  foreign_client redisson(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    // A multi-lock is its members' own locks: Redisson's RedissonMultiLock is the same, so
+    // each member is shared with Java as any lock of its kind.
+    std::vector<rlock::lock_handle> members{redis.get_lock("m1"), redis.get_lock("m2")};
+    rlock::multi_lock m(members);
+    RLOCK_CO_ASSERT(redisson.acquire(members[1].key()).is_null());
+    EXPECT_FALSE(co_await m.try_lock(100ms));
+    EXPECT_EQ(redisson.raw().command_int({"EXISTS", std::string(members[0].key())}), 0);
+    bool got = false;
+    asio::steady_timer bell(io);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          got = co_await m.try_lock(10s);
+          bell.cancel();
+        },
+        asio::detached);
+    RLOCK_CO_ASSERT(
+        co_await waiter_asleep(redis, redisson.raw(), redisson_channel(members[1].key()), 4));
+    EXPECT_EQ(redisson.release(members[1].key()).integer, 1);  // wakes our member's waiter
+    co_await wait_until(
+        bell, [&] { return got; }, 10s);
+    EXPECT_TRUE(got);
+    EXPECT_EQ(redisson.acquire(members[0].key()).type, resp3::type::number);
+    EXPECT_EQ(redisson.acquire(members[1].key()).type, resp3::type::number);
+    co_await m.unlock();
+    EXPECT_TRUE(redisson.acquire(members[0].key()).is_null());
+    EXPECT_EQ(redisson.release(members[0].key()).integer, 1);
+    co_await redis.close();
+  });
+}
+
 }  // namespace

@@ -1,0 +1,231 @@
+// rlock::multi_lock (Redisson's RedissonMultiLock) against a real server: all or nothing over
+// locks of several kinds and clients, one global order (two multi-locks over the same locks in
+// different orders never deadlock), release in reverse, a failure or a cancellation part-way
+// giving back what was taken, one lost() for the group, and the blocking facade.
+#include "rlock/rlock.hpp"
+#include "support/lock_env.hpp"
+#include "support/raw_client.hpp"
+#include "support/redis_server.hpp"
+#include "support/run.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+using rlock::test::error_of;
+using rlock::test::make_config;
+using rlock::test::poll_until;
+using rlock::test::wait_until;
+using namespace std::chrono_literals;
+
+std::int64_t existing(rlock::test::raw_client& raw, const std::vector<rlock::lock_handle>& ls) {
+  std::int64_t n = 0;
+  for (const auto& l : ls) n += raw.command_int({"EXISTS", std::string(l.key())});
+  return n;
+}
+
+TEST(multi_lock, takes_every_member_of_any_kind_or_none_and_releases_in_reverse_order) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client c(io.get_executor(), cfg);
+  rlock::client other(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::raw_client events(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await c.connect();
+    co_await other.connect();
+    // Given out of order, taken in the order of their keys: a, b, c.
+    std::vector<rlock::lock_handle> members{
+        c.get_fair_lock("c"), c.get_read_write_lock("a").write_lock(), c.get_lock("b")};
+    rlock::multi_lock m(members);
+    RLOCK_CO_ASSERT(m.members().size() == 3u);
+    EXPECT_EQ(m.members()[0].name(), "a");
+    EXPECT_EQ(m.members()[1].name(), "b");
+    EXPECT_EQ(m.members()[2].name(), "c");
+    // The middle one is another owner's: none is taken, and a, taken first, is given back.
+    auto blocker = other.get_lock("b");
+    co_await blocker.lock();
+    EXPECT_FALSE(co_await m.try_lock(150ms));
+    EXPECT_EQ(existing(raw, {members[0], members[1]}), 0);
+    EXPECT_FALSE(co_await m.try_lock());
+    EXPECT_EQ(existing(raw, {members[0], members[1]}), 0);
+    co_await blocker.unlock();
+    EXPECT_TRUE(co_await m.try_lock(1s));
+    EXPECT_EQ(existing(raw, members), 3);
+    EXPECT_FALSE(co_await other.get_lock("b").try_lock());
+    // Released in reverse order: c, b, a (the server's keyspace events, in order).
+    raw.command({"CONFIG", "SET", "notify-keyspace-events", "Kg"});
+    events.send({"PSUBSCRIBE", "__keyspace@0__:" + cfg.key_prefix + "*"});
+    (void)events.read_push(5s);
+    co_await m.unlock();
+    std::vector<std::string> deleted;
+    for (int i = 0; i < 3; ++i) {
+      const auto push = events.read_push(5s);
+      RLOCK_CO_ASSERT(push.elements.size() == 4u);
+      deleted.push_back(push.elements[2].str.substr(push.elements[2].str.rfind(':') + 1));
+    }
+    raw.command({"CONFIG", "SET", "notify-keyspace-events", ""});
+    EXPECT_EQ(deleted, (std::vector<std::string>{"c", "b", "a"}));
+    EXPECT_EQ(existing(raw, members), 0);
+    co_await c.close();
+    co_await other.close();
+  });
+}
+
+TEST(multi_lock, two_multi_locks_over_the_same_locks_in_opposite_orders_never_deadlock) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    constexpr int rounds = 40;
+    int done = 0;
+    asio::steady_timer bell(io);
+    auto worker = [&](std::vector<rlock::lock_handle> members) -> asio::awaitable<void> {
+      rlock::multi_lock m(std::move(members));
+      for (int i = 0; i < rounds; ++i) {
+        co_await m.lock();  // no bound: a cycle would hang here
+        co_await rlock::test::sleep_for(1ms);
+        co_await m.unlock();
+      }
+      ++done;
+      bell.cancel();
+    };
+    asio::co_spawn(io, worker({a.get_lock("x"), a.get_lock("y"), a.get_lock("z")}), asio::detached);
+    asio::co_spawn(io, worker({b.get_lock("z"), b.get_lock("y"), b.get_lock("x")}), asio::detached);
+    co_await wait_until(
+        bell, [&] { return done == 2; }, 30s);
+    EXPECT_EQ(done, 2);
+    co_await a.close();
+    co_await b.close();
+  });
+}
+
+TEST(multi_lock, a_failure_or_a_cancellation_part_way_gives_back_what_was_taken) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client one(io.get_executor(), cfg);
+  rlock::client two(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await one.connect();
+    co_await two.connect();
+    // Members on two clients. The last in order is a non-reentrant lock its owner already
+    // holds: refused at once, and the two taken before go back.
+    auto held = two.get_non_reentrant_lock("p3");
+    co_await held.lock();
+    std::vector<rlock::lock_handle> members{one.get_lock("p1"), two.get_lock("p2"), held};
+    rlock::multi_lock m(members);
+    EXPECT_EQ(co_await error_of(m.lock()), rlock::errc::reentry_refused);
+    EXPECT_EQ(existing(raw, {members[0], members[1]}), 0);
+    EXPECT_EQ(co_await held.hold_count(), 1);
+    co_await held.unlock();
+    // A lock() waiting on its last member, cancelled: the first two go back, nothing is left.
+    auto blocker = one.get_lock("p3");
+    co_await blocker.lock();
+    rlock::multi_lock waiting({one.get_lock("p1"), two.get_lock("p2"), two.get_lock("p3")});
+    asio::cancellation_signal stop;
+    std::error_code cancelled;
+    bool finished = false;
+    asio::steady_timer bell(io);
+    asio::co_spawn(io, waiting.lock(),
+                   asio::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr e) {
+                     try {
+                       if (e) std::rethrow_exception(e);
+                     } catch (const std::system_error& err) {
+                       cancelled = err.code();
+                     }
+                     finished = true;
+                     bell.cancel();
+                   }));
+    RLOCK_CO_ASSERT(co_await poll_until([&] {
+      return raw.command_int({"EXISTS", std::string(members[1].key())}) == 1;
+    }));
+    stop.emit(asio::cancellation_type::terminal);
+    co_await wait_until(
+        bell, [&] { return finished; }, 10s);
+    EXPECT_EQ(cancelled, std::errc::operation_canceled);
+    EXPECT_EQ(existing(raw, {members[0], members[1]}), 0);
+    co_await blocker.unlock();
+    // Bad input: no member, one lock twice.
+    EXPECT_THROW(rlock::multi_lock(std::vector<rlock::lock_handle>{}), std::system_error);
+    EXPECT_THROW(rlock::multi_lock({one.get_lock("d"), two.get_fair_lock("d")}), std::system_error);
+    EXPECT_EQ(co_await error_of(m.try_lock(-1ms)), rlock::errc::invalid_argument);
+    co_await one.close();
+    co_await two.close();
+  });
+}
+
+TEST(multi_lock, one_lost_for_the_group_when_any_member_is_lost) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.watchdog_timeout = 600ms;
+  rlock::client c(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await c.connect();
+    std::vector<rlock::lock_handle> members{c.get_lock("l1"), c.get_spin_lock("l2"),
+                                            c.get_fair_lock("l3")};
+    rlock::multi_lock m(members);
+    co_await m.lock();
+    bool lost = false;
+    asio::steady_timer bell(io);
+    asio::co_spawn(io, m.lost(), [&](std::exception_ptr e) {
+      lost = !e;
+      bell.cancel();
+    });
+    // The second member's hash goes (an operator's DEL): its next renewal finds it gone.
+    raw.command({"DEL", std::string(members[1].key())});
+    co_await wait_until(
+        bell, [&] { return lost; }, 10s);
+    EXPECT_TRUE(lost);
+    // Unlock releases the others and reports the lost one.
+    EXPECT_EQ(co_await error_of(m.unlock()), rlock::errc::not_owner);
+    EXPECT_EQ(existing(raw, members), 0);
+    // With explicit leases no member is kept by the watchdog: lost() says so at once.
+    co_await m.lock(5s);
+    EXPECT_EQ(co_await error_of(m.lost()), rlock::errc::not_owner);
+    co_await m.unlock();
+    co_await c.close();
+  });
+}
+
+TEST(multi_lock, the_blocking_facade_is_lockable_over_locks_of_any_kinds) {
+  rlock::blocking::client c(make_config());
+  auto a = c.get_lock("ba");
+  auto b = c.get<rlock::fair_lock>("bb");
+  rlock::blocking::multi_lock m(b, a);
+  {
+    std::unique_lock both(m);
+    std::thread other([&] {
+      auto theirs_a = c.get_lock("ba");
+      auto theirs_b = c.get<rlock::fair_lock>("bb");
+      rlock::blocking::multi_lock mine(theirs_a, theirs_b);
+      EXPECT_FALSE(mine.try_lock_for(50ms));
+      // Its first member in key order (ba) is the main thread's: nothing is taken.
+      EXPECT_FALSE(theirs_a.is_held());
+    });
+    other.join();
+  }
+  EXPECT_FALSE(a.is_locked());
+  EXPECT_FALSE(b.is_locked());
+}
+
+}  // namespace
