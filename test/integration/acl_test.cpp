@@ -175,6 +175,51 @@ TEST(acl, fair_locks_need_their_queue_keys_and_list_and_set_commands_and_nothing
   admin.command({"ACL", "DELUSER", "svc-fair"});
 }
 
+TEST(acl, read_write_locks_and_multi_locks_need_their_hold_keys_channel_and_hash_commands) {
+  rlock::test::raw_client admin(rlock::test::shared_server().port());
+  const std::string prefix = "acl-rw-" + rlock::test::unique_prefix();
+  set_user(admin, "svc-rw",
+           least_privilege_rules(prefix) + " " + rlock::test::read_write_lock_rules(prefix));
+  asio::io_context io;
+  rlock::client a(io.get_executor(), as_user("svc-rw", prefix));
+  rlock::client b(io.get_executor(), as_user("svc-rw", prefix));
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    auto writer = a.get_read_write_lock("doc:1");
+    auto reader = b.get_read_write_lock("doc:1");
+    co_await writer.write_lock().lock();
+    co_await writer.read_lock().lock();  // a downgrade: the write unlock reads the hold keys
+    bool got = false;
+    bool done = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          got = co_await reader.write_lock().try_lock(5s);
+          done = true;
+        },
+        asio::detached);
+    co_await rlock::test::poll_until([&] { return b.stats().acquire_attempts >= 2; });
+    co_await writer.write_lock().unlock();
+    co_await writer.read_lock().unlock();  // the last read hold: wakes the waiting writer
+    co_await rlock::test::poll_until([&] { return done; });
+    EXPECT_TRUE(got) << "reader: " << reader.write_lock().last_error()
+                     << "; writer: " << writer.read_lock().last_error();
+    co_await reader.write_lock().unlock();
+    // Readers share; a forced unlock of the read half.
+    co_await writer.read_lock().lock();
+    co_await reader.read_lock().lock();
+    EXPECT_TRUE(co_await reader.read_lock().force_unlock());
+    // A multi-lock needs nothing its members do not.
+    rlock::multi_lock both({a.get_lock("m:1"), a.get_read_write_lock("m:2").write_lock()});
+    co_await both.lock();
+    co_await both.unlock();
+    co_await a.close();
+    co_await b.close();
+  });
+  admin.command({"ACL", "DELUSER", "svc-rw"});
+}
+
 TEST(acl, each_missing_right_has_its_own_error) {
   rlock::test::raw_client admin(rlock::test::shared_server().port());
   const std::string prefix = "acl2-" + rlock::test::unique_prefix();

@@ -36,6 +36,15 @@ inline std::string fair_lock_rules(const std::string& prefix) {
          "+zincrby";
 }
 
+/// What read-write locks need beyond the least-privilege line (README "ACL"): the per-hold
+/// timeout keys `{<key>}:<owner field>:rwlock_timeout:<n>` (and their base `{<key>}`, which the
+/// read unlock names), the channel `redisson_rwlock:{<key>}` (a channel, and a key to the
+/// scripts, as Redisson passes it), and their scripts' hash commands.
+inline std::string read_write_lock_rules(const std::string& prefix) {
+  return "~{" + prefix + "*}* ~redisson_rwlock:{" + prefix + "*} &redisson_rwlock:{" + prefix +
+         "*} +hset +hdel +hlen +hkeys";
+}
+
 /// What Cluster mode sends beyond that line (README "Redis Cluster": TLS and ACL).
 inline constexpr std::string_view cluster_rules =
     " +cluster|shards +asking +ssubscribe +sunsubscribe +spublish";
