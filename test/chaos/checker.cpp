@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace rlock::chaos {
@@ -90,6 +91,48 @@ verdict check(const history& h, const checker_options& opts) {
       for (const auto& e : explained[i]) line += "\n    " + e;
     }
     v.data_loss.push_back(std::move(line));
+  }
+
+  // FIFO (fair locks): for every queue snapshot, an owner A ahead of B whose lock() was waiting
+  // then and was granted must not be granted after B's acquisition that was waiting then too.
+  // Only lock() for A: its allowance is the fair lock's wait_timeout, so a live waiter is never
+  // dropped as stale within a run; a try_lock(wait) waiter may be, after a pause past its wait.
+  if (!h.queues.empty()) {
+    std::map<std::string, std::string> owner_of;
+    for (const auto& f : h.owner_fields) owner_of[f.field] = f.owner;
+    // The acquisition an operation in flight at `t` led to, if it led to one.
+    auto granted = [&](const std::string& lock, const std::string& owner, nanos t,
+                       bool lock_only) -> const acquisition* {
+      for (const auto& o : h.operations) {
+        if (o.lock != lock || o.owner != owner || o.kind == op_kind::unlock) continue;
+        if (lock_only && o.kind != op_kind::lock) continue;
+        if (o.started > t || (o.finished >= 0 && o.finished < t)) continue;
+        for (const auto& a : h.acquisitions) {
+          if (a.lock == lock && a.owner == owner && a.requested == o.started) return &a;
+        }
+        return nullptr;
+      }
+      return nullptr;
+    };
+    std::set<std::string> reported;
+    for (const auto& q : h.queues) {
+      for (std::size_t i = 0; i < q.fields.size(); ++i) {
+        const auto ahead = owner_of.find(q.fields[i]);
+        if (ahead == owner_of.end()) continue;
+        const acquisition* first = granted(q.lock, ahead->second, q.at, true);
+        if (first == nullptr) continue;
+        for (std::size_t j = i + 1; j < q.fields.size(); ++j) {
+          const auto behind = owner_of.find(q.fields[j]);
+          if (behind == owner_of.end()) continue;
+          const acquisition* second = granted(q.lock, behind->second, q.at, false);
+          if (second == nullptr || second->acquired >= first->acquired) continue;
+          std::string what = q.lock + ": FIFO: " + describe(*second, origin) +
+                             " was granted before " + describe(*first, origin) +
+                             ", which was ahead of it in the queue at " + ms(q.at, origin);
+          if (reported.insert(what).second) v.violations.push_back(std::move(what));
+        }
+      }
+    }
   }
 
   for (const auto& a : h.acquisitions) ++v.ends[std::string(to_string(a.end))];

@@ -19,6 +19,8 @@ struct checker_options {
 /// only when all are empty.
 struct verdict {
   /// Two owners believed they held the same lock at the same time, and no data loss explains it.
+  /// Also a fair lock's grant out of turn: an owner granted before a lock() waiter that was
+  /// ahead of it in the queue and kept waiting until it was granted too.
   std::vector<std::string> violations;
   /// Restarts that lost the server's data, each with the overlaps it explains (a first grant
   /// requested before the kill, a second seen after it). Never a pass: a lock on a server that

@@ -71,6 +71,8 @@ void history::merge(const history& other) {
   acquisitions.insert(acquisitions.end(), other.acquisitions.begin(), other.acquisitions.end());
   operations.insert(operations.end(), other.operations.begin(), other.operations.end());
   restarts.insert(restarts.end(), other.restarts.begin(), other.restarts.end());
+  queues.insert(queues.end(), other.queues.begin(), other.queues.end());
+  owner_fields.insert(owner_fields.end(), other.owner_fields.begin(), other.owner_fields.end());
   auto append = [](std::vector<std::string>& to, const std::vector<std::string>& from) {
     to.insert(to.end(), from.begin(), from.end());
   };
@@ -96,6 +98,13 @@ std::string history::serialize() const {
   for (const auto& r : restarts) {
     out << "R\t" << r.at << '\t' << (r.data_survived ? 1 : 0) << '\t' << r.from << '\n';
   }
+  for (const auto& q : queues) {
+    out << "Q\t" << q.at << '\t' << clean(q.lock);
+    for (const auto& f : q.fields) out << '\t' << clean(f);
+    out << '\n';
+  }
+  for (const auto& f : owner_fields)
+    out << "F\t" << clean(f.field) << '\t' << clean(f.owner) << '\n';
   for (const auto& c : left.channels) out << "C\t" << clean(c) << '\n';
   for (const auto& k : left.keys) out << "K\t" << clean(k) << '\n';
   for (const auto& s : left.client_activity) out << "S\t" << clean(s) << '\n';
@@ -137,6 +146,12 @@ history history::parse(std::string_view text) {
     } else if (tag == "R") {
       need(4);
       h.restarts.push_back({std::stoll(f[1]), f[2] == "1", std::stoll(f[3])});
+    } else if (tag == "Q") {
+      if (f.size() < 3) need(3);
+      h.queues.push_back({std::stoll(f[1]), f[2], {f.begin() + 3, f.end()}});
+    } else if (tag == "F") {
+      need(3);
+      h.owner_fields.push_back({f[1], f[2]});
     } else if (tag == "C") {
       need(2);
       h.left.channels.push_back(f[1]);
@@ -186,6 +201,20 @@ void recorder::finished(id op, std::string_view outcome) {
   auto& o = h_.operations.at(op);
   o.finished = t;
   o.outcome = std::string(outcome);
+}
+
+void recorder::named(std::string_view field, std::string_view owner) {
+  std::lock_guard g(mutex_);
+  for (const auto& f : h_.owner_fields) {
+    if (f.field == field) return;
+  }
+  h_.owner_fields.push_back({std::string(field), std::string(owner)});
+}
+
+void recorder::queued(std::string_view lock, std::vector<std::string> fields) {
+  const auto t = now_ns();
+  std::lock_guard g(mutex_);
+  h_.queues.push_back({t, std::string(lock), std::move(fields)});
 }
 
 void recorder::restarted(bool data_survived, nanos killed_at) {

@@ -71,6 +71,19 @@ struct leftovers {
   std::vector<std::string> client_activity;
 };
 
+/// A fair lock's queue as one atomic read saw it (LRANGE), head first: owner fields.
+struct queue_snapshot {
+  nanos at = 0;
+  std::string lock;
+  std::vector<std::string> fields;
+};
+
+/// Which owner of the history a hash field (`<client uuid>:<owner id>`) belongs to.
+struct owner_field {
+  std::string field;
+  std::string owner;
+};
+
 /// A run's record, checked afterwards by check(). Text-serialisable so processes can each
 /// write theirs and the parent merge them.
 struct history {
@@ -78,6 +91,9 @@ struct history {
   std::vector<operation> operations;
   std::vector<restart> restarts;
   leftovers left;
+  /// Fair locks: snapshots of their queues, and the owners their fields name (the FIFO rule).
+  std::vector<queue_snapshot> queues;
+  std::vector<owner_field> owner_fields;
   nanos begin = 0;  // 0: not set (merge() takes the other's)
   nanos end = 0;    // when the workload was over; open acquisitions are believed until here
 
@@ -102,6 +118,10 @@ class recorder {
   id started(op_kind kind, std::string_view lock, std::string_view owner, nanos bound);
   void finished(id op, std::string_view outcome);
 
+  /// `field` is `owner`'s hash field (recorded once per pair).
+  void named(std::string_view field, std::string_view owner);
+  /// `lock`'s fair queue read now.
+  void queued(std::string_view lock, std::vector<std::string> fields);
   /// The server was killed at `killed_at` (when its data was lost, if it was) and is back.
   void restarted(bool data_survived, nanos killed_at);
   /// A failover whose window of lost writes is [from, to]: see restart.

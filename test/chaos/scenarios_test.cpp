@@ -878,6 +878,29 @@ void family_chaos(const char* kind) {
                                               : std::vector<std::string>{"alpha", "beta"};
   w.duration = 6s;
   w.max_hold = 50ms;
+  // A fair lock's queues, read every few ms straight from the server (not through the fault
+  // proxy), for the checker's FIFO rule. Bounded by the run; a restart or a stop only delays it.
+  std::atomic<bool> watching{std::string_view(kind) == "fair"};
+  std::thread queue_reader([&] {
+    const auto until = std::chrono::steady_clock::now() + w.duration + 40s;
+    while (watching && std::chrono::steady_clock::now() < until) {
+      try {
+        rlock::test::raw_client raw(s.server.port());
+        while (watching && std::chrono::steady_clock::now() < until) {
+          for (const auto& name : w.names) {
+            const auto q =
+                raw.command({"LRANGE", "redisson_lock_queue:{" + s.prefix + name + "}", "0", "-1"});
+            std::vector<std::string> fields;
+            for (const auto& e : q.elements) fields.push_back(e.str);
+            if (fields.size() > 1) s.rec.queued(name, std::move(fields));
+          }
+          std::this_thread::sleep_for(3ms);  // a sampling period, not a synchronisation
+        }
+      } catch (const std::exception&) {
+        std::this_thread::sleep_for(20ms);  // the server is restarting: read again after
+      }
+    }
+  });
   s.start(w);
   aim(
       1, [&] { return s.rec.holding(); }, [&] { EXPECT_GE(s.kill_clients(), 1); }, 300ms);
@@ -897,8 +920,14 @@ void family_chaos(const char* kind) {
       },
       600ms);
   const auto v = s.finish();
+  watching = false;
+  queue_reader.join();
   EXPECT_TRUE(v.clean()) << v.report();
   EXPECT_GT(v.acquisitions, 10u);
+  if (std::string_view(kind) == "fair") {
+    // The FIFO rule had something to judge: queues of two or more were seen.
+    EXPECT_GT(s.last().queues.size(), 10u);
+  }
   if (std::string_view(kind) == "read-write") {
     // The rule was exercised: readers did share (two read holds of one lock overlapped).
     const auto& all = s.last().acquisitions;

@@ -101,6 +101,7 @@ asio::awaitable<void> coroutine_round(rlock::client& c, shared_state& st, int in
   asio::steady_timer hold(ex);
   auto l =
       rlock::blocking::detail::get_lock<Lock>(c, name, 1000 + static_cast<std::uint64_t>(index));
+  rec.named(l.owner_field(), owner);  // for the fair lock's FIFO rule
   const bool try_it = rng() % 3 != 0;
   const nanos requested = now_ns();
   const auto op = rec.started(try_it ? op_kind::try_lock : op_kind::lock, name, owner,
@@ -259,6 +260,7 @@ void thread_round(rlock::blocking::client& bc, shared_state& st, int index, cons
   auto& rec = *st.rec;
   const std::string owner = o.process + "/t" + std::to_string(index);
   auto l = bc.get<Lock>(name);
+  rec.named(l.for_this_thread().owner_field(), owner);
   // Mostly bounded: a blocking lock() cannot be cancelled at the drain deadline.
   const bool try_it = rng() % 4 != 0;
   const nanos requested = now_ns();

@@ -83,6 +83,39 @@ TEST(checker, readers_share_a_read_write_lock_and_a_writer_overlapping_any_of_th
   EXPECT_EQ(check(parsed).violations.size(), 1u);
 }
 
+TEST(checker, a_fair_grant_out_of_queue_order_is_a_violation_and_in_order_is_not) {
+  auto h = base();
+  // a waits (lock()) from 10, b (try_lock) from 12; the queue read at 15 has a ahead of b.
+  h.operations = {op(op_kind::lock, 10, 40, -1, "acquired"), op(op_kind::try_lock, 12, 60, 100)};
+  h.operations[0].owner = "a";
+  h.operations[1].owner = "b";
+  h.owner_fields = {{"u:1", "a"}, {"u:2", "b"}};
+  h.queues = {{15 * ms, "L", {"u:1", "u:2"}}};
+  auto grant = [](std::string owner, nanos requested, nanos from, nanos to) {
+    auto a = acq(std::move(owner), from, to);
+    a.requested = requested * ms;
+    return a;
+  };
+  h.acquisitions = {grant("a", 10, 40, 50), grant("b", 12, 60, 70)};
+  EXPECT_TRUE(check(h).clean()) << check(h).report();
+  // b granted first (and a after it): out of turn.
+  h.operations[1].finished = 30 * ms;
+  h.operations[0].finished = 50 * ms;
+  h.acquisitions = {grant("b", 12, 30, 35), grant("a", 10, 50, 60)};
+  const auto v = check(h);
+  ASSERT_EQ(v.violations.size(), 1u) << v.report();
+  EXPECT_NE(v.violations[0].find("FIFO"), std::string::npos) << v.violations[0];
+  // Not a violation when a only tried (try_lock): a waiter with a short allowance may be dropped.
+  h.operations[0].kind = op_kind::try_lock;
+  EXPECT_TRUE(check(h).clean()) << check(h).report();
+  // The records travel across processes.
+  const auto parsed = history::parse(h.serialize());
+  ASSERT_EQ(parsed.queues.size(), 1u);
+  EXPECT_EQ(parsed.queues[0].fields, (std::vector<std::string>{"u:1", "u:2"}));
+  ASSERT_EQ(parsed.owner_fields.size(), 2u);
+  EXPECT_EQ(parsed.owner_fields[1].owner, "b");
+}
+
 TEST(checker, different_locks_never_conflict) {
   auto h = base();
   h.acquisitions = {acq("a", 10, 20, end_kind::released, "L1"),
