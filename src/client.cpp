@@ -505,6 +505,13 @@ read_write_lock client::get_read_write_lock(std::string_view name, std::uint64_t
                          impl_->state_for(name, owner_id, detail::write_kind));
 }
 
+semaphore client::get_semaphore(std::string_view name) {
+  return semaphore(impl_->new_owner(name, detail::semaphore_kind));
+}
+permit_expirable_semaphore client::get_permit_expirable_semaphore(std::string_view name) {
+  return permit_expirable_semaphore(get_semaphore(name));
+}
+
 config config::from_url(const std::string& url) {
   auto bad = [&url](std::string_view why) {
     throw_error(errc::invalid_argument, fmt::format("bad Redis URL '{}': {}", url, why));

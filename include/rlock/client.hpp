@@ -10,6 +10,7 @@
 #include "rlock/non_reentrant_lock.hpp"
 #include "rlock/read_write_lock.hpp"
 #include "rlock/reentrant_lock.hpp"
+#include "rlock/semaphore.hpp"
 #include "rlock/spin_lock.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -219,6 +220,10 @@ class RLOCK_EXPORT client {
   /// `name`; its read half is shared only with other readers.
   read_write_lock get_read_write_lock(std::string_view name);
   read_write_lock get_read_write_lock(std::string_view name, std::uint64_t owner_id);
+  /// A semaphore (Redisson's RSemaphore) and a permit-expirable semaphore
+  /// (RPermitExpirableSemaphore) `name`: see semaphore.hpp.
+  semaphore get_semaphore(std::string_view name);
+  permit_expirable_semaphore get_permit_expirable_semaphore(std::string_view name);
 
  private:
   using start_fn = void (*)(const std::shared_ptr<detail::client_impl>&, detail::handler<>);

@@ -219,6 +219,7 @@ class RLOCK_EXPORT lock_handle {
   template <typename Lock>
   friend class basic_hold;
   friend class multi_lock;  // takes members of any kind through the engine's acquisitions
+  friend class semaphore;   // takes holds of permits through them
 
   std::shared_ptr<detail::lock_state> state_;
 };

@@ -14,6 +14,7 @@
 #include "rlock/non_reentrant_lock.hpp"
 #include "rlock/read_write_lock.hpp"
 #include "rlock/reentrant_lock.hpp"
+#include "rlock/semaphore.hpp"
 #include "rlock/spin_lock.hpp"
 #include "rlock/version.hpp"
 #include "rlock/with_lock.hpp"

@@ -181,6 +181,7 @@ struct acquire_operation : attempt_gate::entry {
     decimal own_lease;
     acquire_inputs in;
     in.lease_ms = c.lease_arg(op->lease.value_or(c.cfg.watchdog_timeout), own_lease);
+    in.publish = c.session.publish_command();
     fair_inputs fair;
     if (op->s->kind.leave_call != nullptr) fair.fill(*op, in);
     if (op->maybe_queued && op->waiter.channel == nullptr && c.session.ordered_pushes()) {

@@ -56,13 +56,18 @@ asio::awaitable<bool> exists_op(std::shared_ptr<detail::lock_state> s) {
   co_await asio::this_coro::throw_if_cancelled(false);
   co_return as_integer(co_await query(s, "EXISTS", false)) == 1;
 }
-asio::awaitable<bool> held_op(std::shared_ptr<detail::lock_state> s) {
-  co_await asio::this_coro::throw_if_cancelled(false);
-  co_return as_integer(co_await query(s, "HEXISTS", true)) == 1;
-}
 asio::awaitable<std::int64_t> hold_count_op(std::shared_ptr<detail::lock_state> s) {
   co_await asio::this_coro::throw_if_cancelled(false);
+  if (s->kind.count_question != nullptr) {
+    auto question = s->kind.count_question(s->identity());
+    co_return s->kind.count_of(co_await detail::run(s, std::move(question), "hold count"));
+  }
   co_return as_integer(co_await query(s, "HGET", true));
+}
+asio::awaitable<bool> held_op(std::shared_ptr<detail::lock_state> s) {
+  co_await asio::this_coro::throw_if_cancelled(false);
+  if (s->kind.count_question != nullptr) co_return co_await hold_count_op(std::move(s)) > 0;
+  co_return as_integer(co_await query(s, "HEXISTS", true)) == 1;
 }
 asio::awaitable<milliseconds> ttl_op(std::shared_ptr<detail::lock_state> s) {
   co_await asio::this_coro::throw_if_cancelled(false);

@@ -23,6 +23,8 @@ namespace rlock::detail {
 struct lock_identity {
   std::string_view key;
   std::string_view field;
+  /// A semaphore hold's size (lock_state::permits); 1 for every lock.
+  std::uint32_t permits = 1;
 };
 
 /// The keys and arguments of one script call, viewing the lock's state and `scratch` (keys the
@@ -41,9 +43,10 @@ struct basic_script_call {
   std::span<const std::string_view> key_span() const noexcept { return {keys.data(), key_count}; }
   std::span<const std::string_view> arg_span() const noexcept { return {args.data(), arg_count}; }
 };
-/// An acquire attempt: up to 4 keys and 6 arguments (a fair lock's queue, timeouts and handoff
-/// registrations; its wait, ticket and registration).
-using acquire_script_call = basic_script_call<4, 6>;
+/// An acquire attempt: up to 5 keys and 6 arguments (a semaphore's counter, holds, sizes,
+/// channel and total; a fair lock's queue, timeouts and handoff registrations, its wait, ticket
+/// and registration).
+using acquire_script_call = basic_script_call<5, 6>;
 /// A release or a handoff: the fair lock's 6 keys (its own 5 and the latch), or the latched
 /// unlock's 3; up to 7 arguments. Also a fair waiter's leave and a force unlock.
 using release_script_call = basic_script_call<6, 7>;
@@ -58,6 +61,8 @@ struct acquire_inputs {
   std::string_view ticket;
   /// Fair kinds: `<lease>:<wait>` to register for a handoff by push; empty: Redisson's protocol.
   std::string_view handoff;
+  /// `publish` or `spublish` (a semaphore's attempt tells waiters of the permits it gives back).
+  std::string_view publish;
 };
 
 /// What a release script call needs beyond the state: views the release operation owns.
@@ -140,6 +145,11 @@ struct lock_kind {
   /// releases publish nothing.
   bool polls;
   message_policy on_message;
+  /// This owner's hold count in one round trip (is_held(), hold_count()), for a kind whose
+  /// holds are not counts in the lock's hash (a semaphore's are in its holds zset); null: `HGET
+  /// <key> <field>`.
+  command (*count_question)(const lock_identity& s) = nullptr;
+  std::int64_t (*count_of)(const resp3::value& answer) noexcept = nullptr;
   /// Appended to `<client uuid>:<owner>` to make the owner's hash field: `:write` for the
   /// read-write lock's write half, so one owner's two halves are two fields of one hash.
   std::string_view field_suffix = {};
@@ -166,5 +176,15 @@ extern const lock_kind read_kind;
 /// Its write half: exclusive, field `<owner field>:write`; refuses an owner that reads
 /// (errc::upgrade_refused).
 extern const lock_kind write_kind;
+/// A hold of a semaphore's permits (Redisson's RSemaphore counter and channel, kept as a hold in
+/// RPermitExpirableSemaphore's `{<key>}:timeout` zset): an owner per acquisition, with a lease
+/// the watchdog renews; scripts.hpp, RLOCK_SEMAPHORE_LUA.
+extern const lock_kind semaphore_kind;
+/// A semaphore's operation owned by nobody (scripts.hpp, semaphore_admin): `what` is
+/// available, set, add, drain or release; `n` its count in decimal; `latch` names the request
+/// (release); the state is any of the semaphore's (its key is the counter).
+void semaphore_admin_call(const lock_identity& s, std::string_view what, std::string_view n,
+                          std::string_view publish, std::string_view latch,
+                          std::string_view latch_ttl, release_script_call& call);
 
 }  // namespace rlock::detail

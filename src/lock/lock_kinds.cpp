@@ -7,7 +7,10 @@
 #include "lock/names.hpp"
 #include "resp3/request.hpp"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
+#include <string>
 
 namespace rlock::detail {
 
@@ -350,6 +353,102 @@ void write_force(const lock_identity& s, std::string_view channel, std::string_v
   call.args[1] = "1";
 }
 
+// --- semaphore ----------------------------------------------------------------------------------
+
+/// An acquisition of more permits than the total (try_set_permits') can never succeed.
+constexpr std::string_view permits_refusal =
+    "PERMITS_EXCEED_TOTAL the acquisition asks for more permits than the semaphore has in all";
+
+/// The semaphore's derived keys (scripts.hpp, RLOCK_SEMAPHORE_LUA): holds, sizes, channel and
+/// total in `names`, as views in keys[1..4] (keys[0] is the counter).
+template <std::size_t Keys>
+void semaphore_keys(std::string_view key, std::string& names,
+                    std::array<std::string_view, Keys>& keys) {
+  names.clear();
+  names.reserve(4 * key.size() + 128);  // and room for a count: no reallocation after
+  append_read_timeouts(key, {}, names);
+  names.append(":timeout");
+  const std::size_t holds_end = names.size();
+  append_tagged_name(semaphore_sizes_prefix, key, names);
+  const std::size_t sizes_end = names.size();
+  append_semaphore_channel(key, names);
+  const std::size_t channel_end = names.size();
+  append_tagged_name(semaphore_total_prefix, key, names);
+  const std::string_view all(names);
+  keys[0] = key;
+  keys[1] = all.substr(0, holds_end);
+  keys[2] = all.substr(holds_end, sizes_end - holds_end);
+  keys[3] = all.substr(sizes_end, channel_end - sizes_end);
+  keys[4] = all.substr(channel_end);
+}
+
+void semaphore_acquire(const lock_identity& s, const acquire_inputs& in,
+                       acquire_script_call& call) {
+  call.which = script::acquire_semaphore;
+  semaphore_keys(s.key, call.scratch, call.keys);
+  call.key_count = 5;
+  // The count after the names: the views above stay valid (reserved), this one is taken last.
+  const std::size_t count_at = call.scratch.size();
+  call.scratch.append(std::to_string(s.permits));
+  call.args = {std::string_view(call.scratch).substr(count_at), s.field, in.lease_ms, in.publish,
+               permits_refusal};
+  call.arg_count = 5;
+}
+
+void semaphore_release(const lock_identity& s, const release_inputs& in,
+                       release_script_call& call) {
+  call.which = script::release_semaphore;
+  std::array<std::string_view, 5> keys{};
+  semaphore_keys(s.key, call.scratch, keys);
+  std::copy(keys.begin(), keys.end(), call.keys.begin());
+  call.keys[5] = in.latch;
+  call.key_count = 6;
+  call.args = {s.field, in.publish, in.latch_ttl};
+  call.arg_count = 3;
+}
+
+void semaphore_force(const lock_identity& s, std::string_view, std::string_view publish,
+                     release_script_call& call) {
+  call.which = script::force_release_semaphore;
+  std::array<std::string_view, 5> keys{};
+  semaphore_keys(s.key, call.scratch, keys);
+  std::copy(keys.begin(), keys.end(), call.keys.begin());
+  call.key_count = 5;
+  call.args = {s.field, publish};
+  call.arg_count = 2;
+}
+
+/// The hold's expiry in the holds zset: present means the lost attempt took it.
+command semaphore_question(const lock_identity& s) {
+  std::string holds;
+  append_read_timeouts(s.key, {}, holds);
+  holds.append(":timeout");
+  return command(command_kind::query, "ZSCORE", {std::string_view(holds)},
+                 {std::string_view(s.field)});
+}
+
+reconcile_result semaphore_judge(std::uint64_t holds, const resp3::value& answer) noexcept {
+  // One hold per owner: an owner that holds already counts nothing more.
+  const bool ran = !answer.is_null() && !answer.is_error() && holds == 0;
+  return {ran ? reconcile_result::outcome::ran : reconcile_result::outcome::not_run};
+}
+
+/// A hold is there or not: 1 or 0.
+std::int64_t semaphore_count(const resp3::value& answer) noexcept {
+  return answer.is_null() || answer.is_error() ? 0 : 1;
+}
+
+/// Redisson's semaphore message is the new count: wake as many waiters (each takes what it
+/// asked for, or sleeps again).
+wake_policy on_semaphore_message(std::string_view payload, std::uint32_t& count) noexcept {
+  std::int64_t value = 0;
+  const auto* end = payload.data() + payload.size();
+  auto [p, ec] = std::from_chars(payload.data(), end, value);
+  if (ec != std::errc{} || p != end || value <= 0) return wake_policy::none;
+  count = static_cast<std::uint32_t>(std::min<std::int64_t>(value, 1 << 30));
+  return wake_policy::some;
+}
+
 }  // namespace
 
 const lock_kind reentrant_kind{
@@ -488,6 +587,39 @@ const lock_kind write_kind{
     .polls = false,
     .on_message = &on_unlock_message,
     .field_suffix = write_field_suffix,
+};
+
+void semaphore_admin_call(const lock_identity& s, std::string_view what, std::string_view n,
+                          std::string_view publish, std::string_view latch,
+                          std::string_view latch_ttl, release_script_call& call) {
+  call.which = script::semaphore_admin;
+  std::array<std::string_view, 5> keys{};
+  semaphore_keys(s.key, call.scratch, keys);
+  std::copy(keys.begin(), keys.end(), call.keys.begin());
+  call.keys[5] = latch;
+  call.key_count = 6;
+  call.args = {what, n, publish, latch_ttl};
+  call.arg_count = 4;
+}
+
+const lock_kind semaphore_kind{
+    .name = "semaphore",
+    .acquire_call = &semaphore_acquire,
+    .decode = &reentrant_decode,  // nil: taken; a number: how long to sleep at most
+    .reconcile_question = &semaphore_question,
+    .judge = &semaphore_judge,
+    .release_call = &semaphore_release,
+    .transfer_call = nullptr,
+    .force_call = &semaphore_force,
+    .leave_call = nullptr,
+    .renew = script::renew_semaphore,
+    .channel = &append_semaphore_channel,
+    .channel_per_owner = false,
+    .polls = false,
+    .on_message = &on_semaphore_message,
+    .count_question = &semaphore_question,
+    .count_of = &semaphore_count,
+    .field_suffix = {},
 };
 
 }  // namespace rlock::detail

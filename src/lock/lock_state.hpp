@@ -77,7 +77,7 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
     return c;
   }
   /// What the lock kind sees of it.
-  lock_identity identity() const noexcept { return {key(), field()}; }
+  lock_identity identity() const noexcept { return {key(), field(), permits}; }
 
   std::string_view lease_key() const noexcept override { return key(); }
   std::string_view lease_field() const noexcept override { return field(); }
@@ -110,6 +110,8 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   std::atomic<std::uint8_t> last_wake{static_cast<std::uint8_t>(wake_reason::immediate)};
   std::uint8_t orphan_releases = 0;  // give-backs of orphaned holds since the last acquire
   const bool registered;             // listed in the client's owner table (explicit owner ids)
+  /// A semaphore hold's size (set once, before its acquisition starts); 1 for locks.
+  std::uint32_t permits = 1;
   bool lost = false;
   /// An acquire of this owner was reconciled as not run (it may still run late), or the client
   /// moved to another node (a failover may have lost releases). Until the server says the lock

@@ -50,6 +50,10 @@ void append_tagged_name(std::string_view prefix, std::string_view key, std::stri
   append_tagged(out, prefix, key);
 }
 
+void append_semaphore_channel(std::string_view key, std::string& out) {
+  append_tagged(out, "redisson_sc:", key);
+}
+
 void append_rwlock_channel(std::string_view key, std::string& out) {
   append_tagged(out, "redisson_rwlock:", key);
 }

@@ -32,6 +32,11 @@ inline constexpr std::string_view fair_queue_prefix = "redisson_lock_queue:";
 inline constexpr std::string_view fair_timeout_prefix = "redisson_lock_timeout:";
 inline constexpr std::string_view fair_handoff_prefix = "rlock_fair_handoff:";
 
+/// The semaphore's channel, `redisson_sc:{<key>}` (its releases publish the new count).
+void append_semaphore_channel(std::string_view key, std::string& out);
+inline constexpr std::string_view semaphore_sizes_prefix = "rlock_semaphore_permits:";
+inline constexpr std::string_view semaphore_total_prefix = "rlock_semaphore_total:";
+
 /// The read-write lock's channel, `redisson_rwlock:{<key>}`, appended to `out` (both halves
 /// publish on it: "0" after the last read hold, "1" after a write).
 void append_rwlock_channel(std::string_view key, std::string& out);

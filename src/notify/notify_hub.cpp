@@ -144,6 +144,9 @@ void notify_hub::on_message(std::string_view channel, std::string_view payload,
     case wake_policy::one:
       wake_one(it->second, true);
       break;
+    case wake_policy::some:
+      for (std::uint32_t i = 0; i < ticket && i < it->second.size; ++i) wake_one(it->second, true);
+      break;
     case wake_policy::none:
       break;
   }

@@ -32,8 +32,13 @@ enum class script : std::uint8_t {
   release_write,
   renew_read_write,
   force_unlock_read_write,
+  acquire_semaphore,
+  release_semaphore,
+  renew_semaphore,
+  force_release_semaphore,
+  semaphore_admin,
 };
-inline constexpr std::size_t script_count = 19;
+inline constexpr std::size_t script_count = 24;
 
 /// What running a script means, for the registry's policies (it knows no lock semantics): the
 /// command kind (what a lost answer becomes, command.hpp) and whether it changes a lock (then
@@ -64,6 +69,11 @@ inline constexpr std::array<script_effect, script_count> script_effects{{
     {command_kind::release, true},         // release_write
     {command_kind::renew, true},           // renew_read_write
     {command_kind::force_release, false},  // force_unlock_read_write
+    {command_kind::acquire, true},         // acquire_semaphore
+    {command_kind::release, true},         // release_semaphore
+    {command_kind::renew, true},           // renew_semaphore
+    {command_kind::force_release, false},  // force_release_semaphore
+    {command_kind::release, true},         // semaphore_admin: latched where not idempotent
 }};
 
 // The fair lock's shared Lua (Redisson's RFairLock, with rlock's handoff by push), pasted into
@@ -125,6 +135,27 @@ inline constexpr std::array<script_effect, script_count> script_effects{{
   "if type(count) == 'number' then for n = count, 1, -1 do "                                       \
   "longest = math.max(longest, redis.call('pttl', base .. ':' .. f .. ':rwlock_timeout:' .. n)); " \
   "end; end; end; return longest; end; "
+
+// The semaphores' shared Lua. Every semaphore script takes the same first keys: KEYS[1] = the
+// counter `<key>` (Redisson's RSemaphore and RPermitExpirableSemaphore), KEYS[2] = the holds
+// `{<key>}:timeout` (RPermitExpirableSemaphore's zset: permit id -> expiry ms), KEYS[3] = the
+// size of each hold of more than one permit `rlock_semaphore_permits:{<key>}` (rlock's; absent
+// means 1), KEYS[4] = the channel `redisson_sc:{<key>}`, KEYS[5] = the total `rlock_semaphore_
+// total:{<key>}` (rlock's, written by try_set_permits). rlock keeps every hold it makes in the
+// zset, so a hold whose holder died comes back at its lease's end, for both kinds; Redisson's
+// RSemaphore clients share the counter and the channel. Expiries use the server's clock
+// (Redisson's the client's: a skew moves when a dead holder's permits come back).
+#define RLOCK_SEMAPHORE_LUA                                                 \
+  "local function now_ms() local t = redis.call('time'); "                  \
+  "return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000); end; " \
+  "local function reclaim(now, publish) "                                   \
+  "local expired = redis.call('zrangebyscore', KEYS[2], 0, now); "          \
+  "if #expired == 0 then return; end; "                                     \
+  "local n = 0; for _, id in ipairs(expired) do "                           \
+  "n = n + (tonumber(redis.call('hget', KEYS[3], id)) or 1); "              \
+  "redis.call('hdel', KEYS[3], id); redis.call('zrem', KEYS[2], id); end; " \
+  "local value = redis.call('incrby', KEYS[1], n); "                        \
+  "if value > 0 then redis.call(publish, KEYS[4], value); end; end; "
 
 /// The source of each script, indexed by `script`.
 inline constexpr std::array<std::string_view, script_count> script_sources{
@@ -487,9 +518,103 @@ inline constexpr std::array<std::string_view, script_count> script_sources{
     "if (redis.call('hget', KEYS[1], 'mode') == ARGV[1]) then "
     "redis.call('del', KEYS[1]); redis.call(ARGV[3], KEYS[2], ARGV[2]); return 1; end; "
     "return 0;",
+
+    // acquire_semaphore (RSemaphore's acquire and RPermitExpirableSemaphore's, as holds) —
+    // KEYS[1..5] as RLOCK_SEMAPHORE_LUA; ARGV[1] = permits, ARGV[2] = the hold's id (its owner
+    // field), ARGV[3] = lease ms, ARGV[4] = publish command, ARGV[5] = the refusal of more
+    // permits than the total. nil: taken (or taken already by this id: a retry, a late run);
+    // a number: not enough permits, sleep that long at most (the earliest hold's end, or -1).
+    RLOCK_SEMAPHORE_LUA
+    "local now = now_ms(); reclaim(now, ARGV[4]); "
+    "local lease = tonumber(ARGV[3]); "
+    "if redis.call('zscore', KEYS[2], ARGV[2]) then "
+    "redis.call('zadd', KEYS[2], 'XX', now + lease, ARGV[2]); return nil; end; "
+    "local n = tonumber(ARGV[1]); "
+    "local total = tonumber(redis.call('get', KEYS[5])); "
+    "if total ~= nil and n > total then return redis.error_reply(ARGV[5]); end; "
+    "local value = tonumber(redis.call('get', KEYS[1])) or 0; "
+    "if value >= n then "
+    "redis.call('decrby', KEYS[1], n); "
+    "redis.call('zadd', KEYS[2], now + lease, ARGV[2]); "
+    "if n ~= 1 then redis.call('hset', KEYS[3], ARGV[2], n); end; "
+    "return nil; end; "
+    "local first = redis.call('zrange', KEYS[2], 0, 0, 'WITHSCORES'); "
+    "if first[2] ~= nil then return math.max(tonumber(first[2]) - now, 1); end; "
+    "return -1;",
+
+    // release_semaphore (latched) — KEYS[1..5] as RLOCK_SEMAPHORE_LUA, KEYS[6] = latch;
+    // ARGV[1] = the hold's id, ARGV[2] = publish command, ARGV[3] = latch TTL ms. nil: no such
+    // hold (released, or expired and given back); 1: its permits are back and the new count is
+    // published (Redisson's message).
+    "local val = redis.call('get', KEYS[6]); "
+    "if val ~= false then return tonumber(val); end; "
+    "if redis.call('zrem', KEYS[2], ARGV[1]) == 0 then return nil; end; "
+    "local n = tonumber(redis.call('hget', KEYS[3], ARGV[1])) or 1; "
+    "redis.call('hdel', KEYS[3], ARGV[1]); "
+    "local value = redis.call('incrby', KEYS[1], n); "
+    "redis.call(ARGV[2], KEYS[4], value); "
+    "redis.call('set', KEYS[6], 1, 'px', ARGV[3]); "
+    "return 1;",
+
+    // renew_semaphore — KEYS = counters; ARGV[1] = lease ms, ARGV[i + 1] = the hold id of
+    // KEYS[i]. 1: the hold is alive and now ends a lease from now; 0: it is gone or its lease
+    // already ended (its permits are given back at the next reclaim).
+    RLOCK_SEMAPHORE_LUA
+    "local now = now_ms(); local result = {} "
+    "for i = 1, #KEYS, 1 do "
+    "local base = KEYS[i]; "
+    "if string.find(base, '{', 1, true) == nil then base = '{' .. base .. '}'; end; "
+    "local holds = base .. ':timeout'; "
+    "local ends = redis.pcall('zscore', holds, ARGV[i + 1]); "
+    "if type(ends) == 'string' and tonumber(ends) > now then "
+    "redis.call('zadd', holds, 'XX', now + tonumber(ARGV[1]), ARGV[i + 1]); "
+    "table.insert(result, 1); "
+    "else table.insert(result, 0); end; "
+    "end; "
+    "return result;",
+
+    // force_release_semaphore — KEYS[1..5] as RLOCK_SEMAPHORE_LUA; ARGV[1] = the hold's id,
+    // ARGV[2] = publish command. 1: released; 0: no such hold.
+    "if redis.call('zrem', KEYS[2], ARGV[1]) == 0 then return 0; end; "
+    "local n = tonumber(redis.call('hget', KEYS[3], ARGV[1])) or 1; "
+    "redis.call('hdel', KEYS[3], ARGV[1]); "
+    "redis.call(ARGV[2], KEYS[4], redis.call('incrby', KEYS[1], n)); "
+    "return 1;",
+
+    // semaphore_admin — KEYS[1..5] as RLOCK_SEMAPHORE_LUA, KEYS[6] = latch; ARGV[1] = what:
+    // `available` (the count after giving back expired holds), `set` (RSemaphore's
+    // trySetPermits(ARGV[2]): 1 if it was not set, and then the total too), `add`
+    // (addPermits(ARGV[2]), which may be negative: the new count), `drain` (drainPermits: the
+    // permits taken), `release` (RSemaphore's release(ARGV[2]), owned by nobody: the new count;
+    // latched, so a retry adds them once); ARGV[3] = publish command, ARGV[4] = latch TTL ms.
+    RLOCK_SEMAPHORE_LUA
+    "local what = ARGV[1]; local publish = ARGV[3]; "
+    "if what == 'release' then "
+    "local val = redis.call('get', KEYS[6]); "
+    "if val ~= false then return tonumber(val); end; "
+    "local value = redis.call('incrby', KEYS[1], ARGV[2]); "
+    "redis.call(publish, KEYS[4], value); "
+    "redis.call('set', KEYS[6], value, 'px', ARGV[4]); "
+    "return value; end; "
+    "if what == 'set' then "
+    "if redis.call('exists', KEYS[1]) == 1 then return 0; end; "
+    "redis.call('set', KEYS[1], ARGV[2]); redis.call('set', KEYS[5], ARGV[2]); "
+    "redis.call(publish, KEYS[4], ARGV[2]); return 1; end; "
+    "reclaim(now_ms(), publish); "
+    "if what == 'available' then return tonumber(redis.call('get', KEYS[1])) or 0; end; "
+    "if what == 'add' then "
+    "local value = redis.call('incrby', KEYS[1], ARGV[2]); "
+    "if redis.call('exists', KEYS[5]) == 1 then redis.call('incrby', KEYS[5], ARGV[2]); end; "
+    "redis.call(publish, KEYS[4], value); return value; end; "
+    "if what == 'drain' then "
+    "local value = tonumber(redis.call('get', KEYS[1])); "
+    "if value == nil then return 0; end; "
+    "redis.call('set', KEYS[1], 0); return value; end; "
+    "return redis.error_reply('ERR semaphore_admin: unknown operation');",
 };
 
 #undef RLOCK_FAIR_LUA
 #undef RLOCK_READ_TIMEOUTS_LUA
+#undef RLOCK_SEMAPHORE_LUA
 
 }  // namespace rlock::detail

@@ -25,6 +25,8 @@ inline errc errc_of_reply(std::string_view text) noexcept {
   }
   // The read-write lock's refusal of a write by an owner that reads (rlock's script).
   if (text.find("WRITE_AFTER_READ") != std::string_view::npos) return errc::upgrade_refused;
+  // A semaphore acquisition of more permits than its total (rlock's script): bad input.
+  if (text.find("PERMITS_EXCEED_TOTAL") != std::string_view::npos) return errc::invalid_argument;
   if (text.starts_with("WRONGPASS") || text.starts_with("NOAUTH")) return errc::auth_failed;
   return errc::server_error;
 }
