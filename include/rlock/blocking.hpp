@@ -8,6 +8,8 @@
 #include "rlock/lock_handle.hpp"
 #include "rlock/reentrant_lock.hpp"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -121,6 +124,7 @@ constexpr bool acquired(const std::optional<std::int64_t>& t) noexcept { return 
 template <owned_lock Lock>
 class basic_lock;
 class read_write_lock;
+class semaphore;
 
 /// A synchronous client for code that does not run coroutines: it owns an io_context and a
 /// background thread, and connects in its constructor (throws std::system_error on failure).
@@ -154,6 +158,8 @@ class RLOCK_EXPORT client {
   basic_lock<Lock> get(std::string_view name);
   /// A read-write lock owned by the calling thread (std::shared_mutex's interface).
   read_write_lock get_read_write_lock(std::string_view name);
+  /// A semaphore in std::counting_semaphore's shape.
+  semaphore get_semaphore(std::string_view name);
 
   /// The asynchronous client underneath, for code that mixes both styles.
   rlock::client& async_client() noexcept;
@@ -459,6 +465,106 @@ class multi_lock {
 
   std::vector<member> members_;
 };
+
+/// A semaphore (rlock::semaphore, Redisson's RSemaphore) for threads, in the shape of
+/// std::counting_semaphore: acquire(), try_acquire(), try_acquire_for(), try_acquire_until() and
+/// release(). Each acquisition is a hold (of `n` permits, kept by the watchdog) that this object
+/// keeps; release() gives back the oldest one it holds, from any thread (std's release may come
+/// from another thread too), and throws not_owner if it holds none. For Redisson's ownerless
+/// release(n), use async_semaphore().release(n).
+class semaphore {
+ public:
+  void acquire(std::uint32_t n = 1) {
+    keep(run<std::optional<rlock::permit>>(
+        [s = sem_, n]() mutable -> boost::asio::awaitable<std::optional<rlock::permit>> {
+          co_return co_await s.acquire(n);
+        },
+        true));
+  }
+  bool try_acquire(std::uint32_t n = 1) { return try_acquire_for(std::chrono::milliseconds(0), n); }
+  template <typename Rep, typename Period>
+  bool try_acquire_for(const std::chrono::duration<Rep, Period>& wait, std::uint32_t n = 1) {
+    const auto ms =
+        std::max(std::chrono::ceil<std::chrono::milliseconds>(wait), std::chrono::milliseconds(0));
+    auto p = run<std::optional<rlock::permit>>(
+        [s = sem_, n, ms]() mutable { return s.try_acquire(n, ms); }, true);
+    const bool got = p.has_value();
+    keep(std::move(p));
+    return got;
+  }
+  template <typename Clock, typename Duration>
+  bool try_acquire_until(const std::chrono::time_point<Clock, Duration>& deadline,
+                         std::uint32_t n = 1) {
+    return try_acquire_for(deadline - Clock::now(), n);
+  }
+  /// Gives back the oldest hold this object took.
+  void release() {
+    std::optional<rlock::permit> p;
+    {
+      std::lock_guard g(mutex_);
+      if (!held_.empty()) {
+        p.emplace(std::move(held_.front()));
+        held_.erase(held_.begin());
+      }
+    }
+    if (!p) rlock::throw_error(errc::not_owner, "semaphore: this object holds no permit");
+    (void)run<bool>(
+        [h = *p]() mutable -> boost::asio::awaitable<bool> {
+          co_await h.unlock();
+          co_return true;
+        },
+        false);
+  }
+  std::int64_t available() {
+    return run<std::int64_t>([s = sem_]() mutable { return s.available(); }, false);
+  }
+  bool try_set_permits(std::uint32_t n) {
+    return run<bool>([s = sem_, n]() mutable { return s.try_set_permits(n); }, false);
+  }
+  rlock::semaphore& async_semaphore() noexcept { return sem_; }
+
+ private:
+  friend class client;
+  semaphore(std::shared_ptr<detail::client_state> state, rlock::semaphore sem)
+      : state_(std::move(state)), sem_(std::move(sem)) {}
+
+  void keep(std::optional<rlock::permit> p) {
+    if (!p) return;
+    std::lock_guard g(mutex_);
+    held_.push_back(std::move(*p));
+  }
+  /// Runs the coroutine `make()` on the client to its end on this thread; an acquisition the
+  /// caller will not get (a handler's exception won) is given back.
+  template <typename T, typename Make>
+  T run(Make make, bool acquisition) {
+    std::optional<T> value;
+    auto begin = [&](rlock::detail::handler<> done) {
+      boost::asio::co_spawn(sem_.get_executor(), make(),
+                            [&value, done = std::move(done)](std::exception_ptr e, T v) mutable {
+                              if (!e) value.emplace(std::move(v));
+                              std::move(done)(std::move(e));
+                            });
+    };
+    auto undo = [&] {
+      if constexpr (std::is_same_v<T, std::optional<rlock::permit>>) {
+        if (acquisition && value && *value) {
+          boost::asio::co_spawn(sem_.get_executor(), (*value)->unlock(), boost::asio::detached);
+        }
+      }
+    };
+    detail::wait(*state_, begin, undo, false);
+    return std::move(*value);
+  }
+
+  std::shared_ptr<detail::client_state> state_;
+  rlock::semaphore sem_;
+  std::mutex mutex_;
+  std::vector<rlock::permit> held_;  // oldest first
+};
+
+inline semaphore client::get_semaphore(std::string_view name) {
+  return semaphore(state_, async_client().get_semaphore(name));
+}
 
 inline read_write_lock client::get_read_write_lock(std::string_view name) {
   return read_write_lock(get<rlock::read_lock>(name), get<rlock::write_lock>(name));

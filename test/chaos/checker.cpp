@@ -18,8 +18,10 @@ std::string ms(nanos t, nanos origin) {
 }
 
 std::string describe(const acquisition& a, nanos origin) {
-  return a.owner + (a.shared ? " (read)" : "") + " [" + ms(a.acquired, origin) + ", " +
-         ms(a.ended, origin) + " " + std::string(to_string(a.end)) + "]";
+  return a.owner + (a.shared ? " (read)" : "") +
+         (a.permits > 0 ? " (" + std::to_string(a.permits) + " permits)" : "") + " [" +
+         ms(a.acquired, origin) + ", " + ms(a.ended, origin) + " " + std::string(to_string(a.end)) +
+         "]";
 }
 
 /// The belief interval's end: an open acquisition is believed until the history's end.
@@ -57,8 +59,10 @@ verdict check(const history& h, const checker_options& opts) {
     for (const auto& next : list) {
       std::erase_if(believed, [&](const acquisition* p) { return p->ended <= next.acquired; });
       for (const auto* prev : believed) {
-        // Readers share a read-write lock: only an overlap with a writer breaks it.
+        // Readers share a read-write lock: only an overlap with a writer breaks it. Semaphore
+        // holds are judged by their permits below.
         if (prev->shared && next.shared) continue;
+        if (prev->permits > 0 || next.permits > 0) continue;
         const std::string what =
             lock + ": " + describe(*prev, origin) + " overlaps " + describe(next, origin);
         // A loss between the two grants explains it: the server forgot the first. The first
@@ -91,6 +95,29 @@ verdict check(const history& h, const checker_options& opts) {
       for (const auto& e : explained[i]) line += "\n    " + e;
     }
     v.data_loss.push_back(std::move(line));
+  }
+
+  // Permits (semaphores): at no instant may believed holds add up to more than the capacity.
+  for (const auto& cap : h.capacities) {
+    std::vector<std::pair<nanos, std::int64_t>> steps;  // (time, +permits | -permits)
+    for (const auto& a0 : h.acquisitions) {
+      if (a0.lock != cap.lock || a0.permits == 0) continue;
+      const auto a = closed(a0, h.end);
+      steps.emplace_back(a.acquired, a.permits);
+      steps.emplace_back(a.ended, -static_cast<std::int64_t>(a.permits));
+    }
+    // At one instant, an end comes before a start: a handoff at the same nanosecond is fine.
+    std::sort(steps.begin(), steps.end());
+    std::int64_t held = 0;
+    for (const auto& [at, delta] : steps) {
+      held += delta;
+      if (held > cap.permits) {
+        v.violations.push_back(cap.lock + ": " + std::to_string(held) +
+                               " permits believed held at " + ms(at, origin) + ", capacity " +
+                               std::to_string(cap.permits));
+        break;
+      }
+    }
   }
 
   // FIFO (fair locks): for every queue snapshot, an owner A ahead of B whose lock() was waiting

@@ -1,5 +1,6 @@
 #include "chaos/history.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 #include <stdexcept>
@@ -73,6 +74,12 @@ void history::merge(const history& other) {
   restarts.insert(restarts.end(), other.restarts.begin(), other.restarts.end());
   queues.insert(queues.end(), other.queues.begin(), other.queues.end());
   owner_fields.insert(owner_fields.end(), other.owner_fields.begin(), other.owner_fields.end());
+  for (const auto& c : other.capacities) {
+    if (std::none_of(capacities.begin(), capacities.end(),
+                     [&](const capacity& mine) { return mine.lock == c.lock; })) {
+      capacities.push_back(c);
+    }
+  }
   auto append = [](std::vector<std::string>& to, const std::vector<std::string>& from) {
     to.insert(to.end(), from.begin(), from.end());
   };
@@ -89,7 +96,10 @@ std::string history::serialize() const {
   for (const auto& a : acquisitions) {
     out << "A\t" << clean(a.lock) << '\t' << clean(a.owner) << '\t' << a.acquired << '\t'
         << a.requested << '\t' << a.ended << '\t' << to_string(a.end) << '\t'
-        << (a.shared ? "shared" : "exclusive") << '\n';
+        << (a.permits > 0 ? std::to_string(a.permits)
+            : a.shared    ? "shared"
+                          : "exclusive")
+        << '\n';
   }
   for (const auto& o : operations) {
     out << "O\t" << to_string(o.kind) << '\t' << clean(o.lock) << '\t' << clean(o.owner) << '\t'
@@ -103,6 +113,7 @@ std::string history::serialize() const {
     for (const auto& f : q.fields) out << '\t' << clean(f);
     out << '\n';
   }
+  for (const auto& c : capacities) out << "P\t" << clean(c.lock) << '\t' << c.permits << '\n';
   for (const auto& f : owner_fields)
     out << "F\t" << clean(f.field) << '\t' << clean(f.owner) << '\n';
   for (const auto& c : left.channels) out << "C\t" << clean(c) << '\n';
@@ -134,10 +145,13 @@ history history::parse(std::string_view text) {
       h.end = std::stoll(f[2]);
     } else if (tag == "A") {
       need(8);
-      h.acquisitions.push_back({f[1], f[2], std::stoll(f[3]), std::stoll(f[4]), std::stoll(f[5]),
-                                parse_enum(f[6], {end_kind::open, end_kind::released,
-                                                  end_kind::lost, end_kind::not_owner}),
-                                f[7] == "shared"});
+      h.acquisitions.push_back(
+          {f[1], f[2], std::stoll(f[3]), std::stoll(f[4]), std::stoll(f[5]),
+           parse_enum(f[6],
+                      {end_kind::open, end_kind::released, end_kind::lost, end_kind::not_owner}),
+           f[7] == "shared",
+           f[7] != "shared" && f[7] != "exclusive" ? static_cast<std::uint32_t>(std::stoul(f[7]))
+                                                   : 0u});
     } else if (tag == "O") {
       need(8);
       h.operations.push_back({parse_enum(f[1], {op_kind::lock, op_kind::try_lock, op_kind::unlock}),
@@ -149,6 +163,9 @@ history history::parse(std::string_view text) {
     } else if (tag == "Q") {
       if (f.size() < 3) need(3);
       h.queues.push_back({std::stoll(f[1]), f[2], {f.begin() + 3, f.end()}});
+    } else if (tag == "P") {
+      need(3);
+      h.capacities.push_back({f[1], std::stoll(f[2])});
     } else if (tag == "F") {
       need(3);
       h.owner_fields.push_back({f[1], f[2]});
@@ -169,11 +186,11 @@ history history::parse(std::string_view text) {
 }
 
 recorder::id recorder::acquired(std::string_view lock, std::string_view owner, nanos requested,
-                                bool shared) {
+                                bool shared, std::uint32_t permits) {
   const auto t = now_ns();
   std::lock_guard g(mutex_);
   h_.acquisitions.push_back(
-      {std::string(lock), std::string(owner), t, requested, 0, end_kind::open, shared});
+      {std::string(lock), std::string(owner), t, requested, 0, end_kind::open, shared, permits});
   return h_.acquisitions.size() - 1;
 }
 
@@ -201,6 +218,14 @@ void recorder::finished(id op, std::string_view outcome) {
   auto& o = h_.operations.at(op);
   o.finished = t;
   o.outcome = std::string(outcome);
+}
+
+void recorder::capacity_of(std::string_view lock, std::int64_t permits) {
+  std::lock_guard g(mutex_);
+  for (const auto& c : h_.capacities) {
+    if (c.lock == lock) return;
+  }
+  h_.capacities.push_back({std::string(lock), permits});
 }
 
 void recorder::named(std::string_view field, std::string_view owner) {

@@ -35,6 +35,15 @@ struct acquisition {
   end_kind end = end_kind::open;
   /// A read hold of a read-write lock: it may overlap other read holds, never a write hold.
   bool shared = false;
+  /// A semaphore hold of this many permits (0: a lock): holds may overlap while their permits
+  /// add up to at most the semaphore's capacity.
+  std::uint32_t permits = 0;
+};
+
+/// A semaphore's capacity (its total permits), for the permits rule.
+struct capacity {
+  std::string lock;
+  std::int64_t permits = 0;
 };
 
 enum class op_kind : std::uint8_t { lock, try_lock, unlock };
@@ -94,6 +103,8 @@ struct history {
   /// Fair locks: snapshots of their queues, and the owners their fields name (the FIFO rule).
   std::vector<queue_snapshot> queues;
   std::vector<owner_field> owner_fields;
+  /// Semaphores: their capacities (the permits rule).
+  std::vector<capacity> capacities;
   nanos begin = 0;  // 0: not set (merge() takes the other's)
   nanos end = 0;    // when the workload was over; open acquisitions are believed until here
 
@@ -109,7 +120,10 @@ class recorder {
   using id = std::size_t;
 
   /// `owner` saw its acquire of `lock`, called at `requested`, succeed now.
-  id acquired(std::string_view lock, std::string_view owner, nanos requested, bool shared = false);
+  id acquired(std::string_view lock, std::string_view owner, nanos requested, bool shared = false,
+              std::uint32_t permits = 0);
+  /// Semaphore `lock` has `permits` in all (recorded once per lock).
+  void capacity_of(std::string_view lock, std::int64_t permits);
   /// Ends the belief of acquisition `a` now with `why`, unless it ended already.
   void end(id a, end_kind why);
   /// Ends it at `at` (e.g. when unlock() was called, known only once it answered).

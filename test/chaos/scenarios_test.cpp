@@ -878,6 +878,7 @@ void family_chaos(const char* kind) {
                                               : std::vector<std::string>{"alpha", "beta"};
   w.duration = 6s;
   w.max_hold = 50ms;
+  if (std::string_view(kind) == "semaphore") w.threads = 0;  // see the workload's semaphore rounds
   // A fair lock's queues, read every few ms straight from the server (not through the fault
   // proxy), for the checker's FIFO rule. Bounded by the run; a restart or a stop only delays it.
   std::atomic<bool> watching{std::string_view(kind) == "fair"};
@@ -928,22 +929,26 @@ void family_chaos(const char* kind) {
     // The FIFO rule had something to judge: queues of two or more were seen.
     EXPECT_GT(s.last().queues.size(), 10u);
   }
-  if (std::string_view(kind) == "read-write") {
-    // The rule was exercised: readers did share (two read holds of one lock overlapped).
+  if (std::string_view(kind) == "read-write" || std::string_view(kind) == "semaphore") {
+    // The rule was exercised: readers, or holders of permits, did share (two holds of one lock
+    // overlapped).
     const auto& all = s.last().acquisitions;
     bool shared = false;
     for (std::size_t i = 0; i < all.size() && !shared; ++i) {
       for (std::size_t j = i + 1; j < all.size() && !shared; ++j) {
         const auto& a = all[i];
         const auto& b = all[j];
-        shared = a.shared && b.shared && a.lock == b.lock && a.acquired < b.ended &&
-                 b.acquired < a.ended;
+        shared = (a.shared || a.permits > 0) && (b.shared || b.permits > 0) && a.lock == b.lock &&
+                 a.acquired < b.ended && b.acquired < a.ended;
       }
     }
     EXPECT_TRUE(shared);
   }
 }
 
+TEST(chaos, semaphores_under_every_fault_keep_holds_within_their_permits) {
+  family_chaos("semaphore");
+}
 TEST(chaos, multi_locks_under_every_fault_keep_exclusion_and_never_deadlock) {
   family_chaos("multi");
 }

@@ -13,16 +13,19 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdio>
 #include <future>
 #include <list>
+#include <optional>
 #include <random>
 #include <rlock/blocking.hpp>
 #include <rlock/client.hpp>
 #include <rlock/error.hpp>
 #include <rlock/multi_lock.hpp>
+#include <rlock/semaphore.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -252,6 +255,75 @@ asio::awaitable<void> coroutine_multi_worker(rlock::client& c, shared_state& st,
   }
 }
 
+/// The permits every semaphore of the semaphore workload has.
+constexpr std::int64_t semaphore_capacity = 2;
+
+/// One round of a semaphore worker: 1 or 2 of the semaphore's permits (try_acquire(n, wait) or
+/// acquire(n)), held a random while and given back; recorded as a hold of that many permits.
+asio::awaitable<void> coroutine_semaphore_round(rlock::client& c, shared_state& st, int index,
+                                                const std::string& name, std::mt19937_64& rng) {
+  const auto& o = *st.opts;
+  auto& rec = *st.rec;
+  const std::string owner = o.process + "/c" + std::to_string(index);
+  auto ex = co_await asio::this_coro::executor;
+  asio::steady_timer hold(ex);
+  auto sem = c.get_semaphore(name);
+  const auto n = static_cast<std::uint32_t>(1 + rng() % semaphore_capacity);
+  const bool try_it = rng() % 3 != 0;
+  const nanos requested = now_ns();
+  const auto op = rec.started(try_it ? op_kind::try_lock : op_kind::lock, name, owner,
+                              try_it ? st.try_bound : -1);
+  std::optional<rlock::permit> p;
+  try {
+    if (try_it) {
+      p = co_await sem.try_acquire(n, o.try_wait);
+    } else {
+      p = co_await sem.acquire(n);
+    }
+    rec.finished(op, p ? "acquired" : "not acquired");
+  } catch (const std::exception& e) {
+    if (st.drain_expired) throw;
+    rec.finished(op, describe(e));
+  }
+  if (!p) {
+    hold.expires_after(std::chrono::milliseconds(5 + rng() % 20));
+    co_await hold.async_wait(asio::use_awaitable);
+    co_return;
+  }
+  const auto a = rec.acquired(name, owner, requested, false, n);
+  asio::co_spawn(ex, watch_lost(*p, &rec, a), asio::detached);
+  hold.expires_after(std::chrono::milliseconds(rng() % (o.max_hold.count() + 1)));
+  co_await hold.async_wait(asio::use_awaitable);
+  const nanos invoked = now_ns();
+  for (int attempt = 0; attempt < max_unlock_attempts; ++attempt) {
+    const auto uop = rec.started(op_kind::unlock, name, owner, st.unlock_bound);
+    std::string outcome = "released";
+    try {
+      co_await p->unlock();
+    } catch (const std::system_error& e) {
+      outcome = outcome_of(e);
+    }
+    record_unlock(rec, a, uop, invoked, outcome);
+    if (!worth_retrying(outcome)) break;
+  }
+}
+
+asio::awaitable<void> coroutine_semaphore_worker(rlock::client& c, shared_state& st, int index) {
+  const auto& o = *st.opts;
+  std::mt19937_64 rng(o.seed * 1000 + static_cast<std::uint64_t>(index));
+  try {
+    for (int it = 0; it < o.max_iterations && std::chrono::steady_clock::now() < st.stop_at; ++it) {
+      co_await coroutine_semaphore_round(c, st, index, o.names[rng() % o.names.size()], rng);
+    }
+  } catch (const std::exception&) {
+    if (!st.drain_expired) throw;
+  }
+}
+
+/// Threads take no part in the semaphore workload: the blocking facade keeps its holds inside,
+/// with no lost() to end a belief the watchdog gave up on.
+void no_thread_worker(rlock::blocking::client&, shared_state&, int) {}
+
 /// One round of a thread worker (see coroutine_round).
 template <typename Lock>
 void thread_round(rlock::blocking::client& bc, shared_state& st, int index, const std::string& name,
@@ -359,6 +431,7 @@ workers workers_for(const std::string& kind) {
   // Multi-locks over two reentrant locks (coroutines); the threads take plain locks beside them.
   if (kind == "multi")
     return {&coroutine_multi_worker, &thread_worker<rlock::reentrant_lock, void>};
+  if (kind == "semaphore") return {&coroutine_semaphore_worker, &no_thread_worker};
   throw std::invalid_argument("workload: unknown lock kind '" + kind + "'");
 }
 
@@ -369,6 +442,7 @@ history run_workload(const workload_options& opts, recorder& rec, std::chrono::m
   st.rec = &rec;
   st.try_bound = to_ns(opts.try_wait + opts.cfg.command_timeout);
   st.unlock_bound = to_ns(opts.cfg.command_timeout);
+  const bool semaphores = opts.kind == "semaphore";
 
   // Both clients connect before any worker starts: connect() is one attempt by design, and a
   // fault aimed at the workload must not hit a client that is still connecting.
@@ -379,6 +453,14 @@ history run_workload(const workload_options& opts, recorder& rec, std::chrono::m
   std::unique_ptr<rlock::blocking::client> bc;
   try {
     asio::co_spawn(ioc, c.connect(), asio::use_future).get();
+    if (semaphores) {
+      // Every process sets the same capacity; the first one's try_set_permits wins.
+      for (const auto& name : opts.names) {
+        auto sem = c.get_semaphore(name);
+        (void)asio::co_spawn(ioc, sem.try_set_permits(semaphore_capacity), asio::use_future).get();
+        rec.capacity_of(name, semaphore_capacity);
+      }
+    }
     if (opts.threads > 0) bc = std::make_unique<rlock::blocking::client>(opts.cfg);
   } catch (...) {
     guard.reset();
@@ -459,11 +541,29 @@ void record_server_leftovers(std::uint16_t port, const std::string& prefix, hist
   // Sharded channels (Redis 7; Cluster mode subscribes those).
   const auto shard = raw.command({"PUBSUB", "SHARDCHANNELS", "*" + prefix + "*"});
   for (const auto& ch : shard.elements) h.left.channels.push_back(ch.str);
+  // A semaphore rests as its counter and its total: with every permit back, they are not left
+  // behind; with permits missing, the semaphore is reported.
+  std::vector<std::string> resting;
+  for (const auto& cap : h.capacities) {
+    const std::string counter = prefix + cap.lock;
+    const auto value = raw.command({"GET", counter});
+    if (value.str == std::to_string(cap.permits)) {
+      resting.push_back(counter);
+      resting.push_back("rlock_semaphore_total:{" + counter + "}");
+    } else {
+      h.left.keys.push_back("semaphore " + cap.lock + ": " + value.str + " of " +
+                            std::to_string(cap.permits) + " permits available at the end");
+    }
+  }
   std::string cursor = "0";
   for (int i = 0; i < 10'000; ++i) {
     const auto page = raw.command({"SCAN", cursor, "MATCH", "*" + prefix + "*", "COUNT", "1000"});
     if (page.elements.size() != 2) break;
-    for (const auto& k : page.elements[1].elements) h.left.keys.push_back(k.str);
+    for (const auto& k : page.elements[1].elements) {
+      if (std::find(resting.begin(), resting.end(), k.str) == resting.end()) {
+        h.left.keys.push_back(k.str);
+      }
+    }
     cursor = page.elements[0].str;
     if (cursor == "0") break;
   }

@@ -357,6 +357,52 @@ TEST(cluster, a_multi_lock_spans_every_shard_all_or_nothing) {
   });
 }
 
+TEST(cluster, semaphores_on_every_shard_wake_their_waiters_by_sharded_message) {
+  auto& cluster = shared_cluster();
+  asio::io_context io;
+  const auto cfg = cluster_config();
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), cfg);
+  std::vector<std::string> names;
+  std::set<std::uint16_t> masters;
+  for (int i = 0; names.size() < 3 && i < 1000; ++i) {
+    const std::string name = "sem-" + std::to_string(i);
+    if (masters.insert(cluster.owner_of(key_slot(cfg.key_prefix + name))).second) {
+      names.push_back(name);
+    }
+  }
+  ASSERT_EQ(names.size(), 3u);
+  int got = 0;
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    std::vector<rlock::permit> held;
+    for (const auto& n : names) {
+      auto sem = a.get_semaphore(n);
+      EXPECT_TRUE(co_await sem.try_set_permits(1));
+      held.push_back(co_await sem.acquire());
+    }
+    std::vector<std::optional<rlock::permit>> taken(names.size());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      asio::co_spawn(
+          io,
+          [&, i]() -> asio::awaitable<void> {
+            taken[i] = co_await b.get_semaphore(names[i]).try_acquire(1, 20s);
+            if (taken[i]) ++got;
+          },
+          asio::detached);
+    }
+    EXPECT_TRUE(co_await poll_until([&] { return b.stats().acquire_attempts >= 6; }));
+    for (auto& p : held) co_await p.unlock();
+    EXPECT_TRUE(co_await poll_until([&] { return got == 3; }, 15s));
+    for (auto& p : taken) {
+      if (p) co_await p->unlock();
+    }
+  });
+  EXPECT_EQ(got, 3);
+  EXPECT_EQ(b.stats().expiry_wakeups, 0u);
+}
+
 TEST(cluster, renewals_never_span_slots_and_keep_every_lock) {
   auto& cluster = shared_cluster();
   static_cast<void>(cluster);

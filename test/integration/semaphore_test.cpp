@@ -282,4 +282,24 @@ TEST(permit_expirable_semaphore, permits_have_ids_any_process_releases_and_lease
   });
 }
 
+TEST(semaphore, the_blocking_facade_has_counting_semaphores_shape) {
+  rlock::blocking::client c(make_config());
+  auto sem = c.get_semaphore("blocking-sem");
+  EXPECT_TRUE(sem.try_set_permits(2));
+  sem.acquire();
+  EXPECT_TRUE(sem.try_acquire());
+  EXPECT_EQ(sem.available(), 0);
+  std::thread other([&] {
+    auto theirs = c.get_semaphore("blocking-sem");
+    EXPECT_FALSE(theirs.try_acquire_for(50ms));
+    EXPECT_EQ(rlock::test::thrown_by([&] { theirs.release(); }), rlock::errc::not_owner);
+    // Released from this thread: std::counting_semaphore's release may come from anywhere.
+    sem.release();
+  });
+  other.join();
+  EXPECT_EQ(sem.available(), 1);
+  sem.release();
+  EXPECT_EQ(sem.available(), 2);
+}
+
 }  // namespace

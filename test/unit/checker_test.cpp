@@ -116,6 +116,26 @@ TEST(checker, a_fair_grant_out_of_queue_order_is_a_violation_and_in_order_is_not
   EXPECT_EQ(parsed.owner_fields[1].owner, "b");
 }
 
+TEST(checker, semaphore_holds_may_overlap_up_to_the_capacity_and_no_further) {
+  auto h = base();
+  auto hold = [](std::string owner, nanos from, nanos to, std::uint32_t permits) {
+    auto a = acq(std::move(owner), from, to);
+    a.permits = permits;
+    return a;
+  };
+  h.capacities = {{"L", 3}};
+  h.acquisitions = {hold("a", 10, 50, 2), hold("b", 20, 40, 1), hold("c", 50, 60, 2)};
+  EXPECT_TRUE(check(h).clean()) << check(h).report();
+  h.acquisitions.push_back(hold("d", 30, 35, 1));  // 4 permits believed at 30
+  const auto v = check(h);
+  ASSERT_EQ(v.violations.size(), 1u) << v.report();
+  EXPECT_NE(v.violations[0].find("4 permits"), std::string::npos) << v.violations[0];
+  const auto parsed = history::parse(h.serialize());
+  ASSERT_EQ(parsed.capacities.size(), 1u);
+  EXPECT_EQ(parsed.acquisitions[0].permits, 2u);
+  EXPECT_EQ(check(parsed).violations.size(), 1u);
+}
+
 TEST(checker, different_locks_never_conflict) {
   auto h = base();
   h.acquisitions = {acq("a", 10, 20, end_kind::released, "L1"),

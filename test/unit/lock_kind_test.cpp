@@ -166,7 +166,7 @@ TEST(lock_kind, fair_calls_name_redissons_queue_and_rlocks_handoff_registrations
   using rlock::detail::non_reentrant_fair_kind;
   using rlock::detail::script;
   const rlock::detail::lock_identity id{"acct", "uuid:7"};
-  rlock::detail::acquire_inputs in{"30000", "60000", "12", "30000:60000"};
+  rlock::detail::acquire_inputs in{"30000", "60000", "12", "30000:60000", "publish"};
   rlock::detail::acquire_script_call call;
   fair_kind.acquire_call(id, in, call);
   EXPECT_EQ(call.which, script::acquire_fair);
