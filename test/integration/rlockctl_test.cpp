@@ -325,6 +325,41 @@ TEST(rlockctl, two_read_holds_share_a_read_write_lock_which_status_shows_and_a_w
   EXPECT_EQ(w.wait(bound), 0) << w.out() << w.err();
 }
 
+TEST(rlockctl, status_and_watch_show_a_semaphores_permits_and_holds) {
+  // A semaphore of 3 with one hold of 2, as rlock's scripts leave it.
+  const auto now = redis().command({"TIME"});
+  ASSERT_EQ(now.elements.size(), 2u);
+  const auto in = [&](std::int64_t ms) {
+    return std::to_string(std::stoll(now.elements[0].str) * 1000 + ms);
+  };
+  redis().command({"SET", "st:sem", "1"});
+  redis().command({"SET", "rlock_semaphore_total:{st:sem}", "3"});
+  redis().command({"ZADD", "{st:sem}:timeout", in(60'000), "a:7"});
+  redis().command({"HSET", "rlock_semaphore_permits:{st:sem}", "a:7", "2"});
+  const auto r = run_process(cmd({"status", "st:sem"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("st:sem: semaphore, 1 permit(s) available of 3, held by a:7 (2 permits"),
+            std::string::npos)
+      << r.out;
+  const auto j = run_process(cmd({"--json", "status", "st:sem"}));
+  const auto objects = json_lines(j.out);
+  ASSERT_EQ(objects.size(), 1U) << j.out;
+  EXPECT_EQ(str(objects[0], "kind"), "semaphore");
+  EXPECT_EQ(objects[0].at("available").as_int64(), 1);
+  // watch: a change of the count (string events, class '$').
+  redis().command({"CONFIG", "SET", "notify-keyspace-events", "Khgxl$z"});
+  child_process watch(cmd({"--json", "watch", "st:sem"}));
+  ASSERT_TRUE(watch.wait_for_output("\"watching\"", bound)) << watch.out() << watch.err();
+  redis().command({"INCRBY", "st:sem", "2"});
+  EXPECT_TRUE(watch.wait_for_output("\"permits\"", bound)) << watch.out();
+  watch.signal(SIGINT);
+  EXPECT_EQ(watch.wait(bound), 0) << watch.err();
+  redis().command({"CONFIG", "SET", "notify-keyspace-events", ""});
+  EXPECT_NE(watch.out().find("\"available\":3"), std::string::npos) << watch.out();
+  redis().command({"DEL", "st:sem", "rlock_semaphore_total:{st:sem}", "{st:sem}:timeout",
+                   "rlock_semaphore_permits:{st:sem}"});
+}
+
 TEST(rlockctl, list_pages_through_locks_only) {
   for (int i = 0; i < 25; ++i) plant_lock("ls:a:" + std::to_string(i), "u:" + std::to_string(i), 1);
   redis().command({"HSET", "ls:a:not-a-lock", "colour", "blue"});

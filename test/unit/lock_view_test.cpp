@@ -179,6 +179,47 @@ TEST(lock_view, status_of_a_read_write_lock_shows_its_mode_readers_and_writer) {
   EXPECT_FALSE(rlockctl::lock_holders(hash({{"mode", "other"}, {"u:1", "1"}})));
 }
 
+TEST(lock_view, status_of_a_semaphore_shows_its_permits_and_holds) {
+  rlock::detail::resp3::value empty;
+  empty.type = type::array;
+  rlock::detail::resp3::value time;
+  time.type = type::array;
+  time.elements = {str("1000000"), str("0")};  // 1 000 000 000 ms
+  rlock::detail::resp3::value holds;
+  holds.type = type::array;
+  for (auto [member, score] :
+       {std::pair{"u:1", 1'000'030'000.0}, std::pair{"u:2", 1'000'005'000.0}}) {
+    rlock::detail::resp3::value pair;
+    pair.type = type::array;
+    rlock::detail::resp3::value d;
+    d.type = type::double_type;
+    d.real = score;
+    pair.elements = {str(member), d};
+    holds.elements.push_back(pair);
+  }
+  rlock::detail::resp3::value wrongtype =
+      str("WRONGTYPE Operation against a key", type::simple_error);
+  const auto v =
+      rlockctl::read_status("pool", {str("string", type::simple_string), wrongtype, num(-1),
+                                     numsub(0), null(), empty, empty, hash({}), time, numsub(0),
+                                     str("1"), holds, hash({{"u:1", "2"}}), str("4"), numsub(2)});
+  EXPECT_EQ(v.kind(), "semaphore");
+  EXPECT_EQ(v.available, 1);
+  EXPECT_EQ(v.total, 4);
+  ASSERT_EQ(v.permits.size(), 2U);
+  EXPECT_EQ(v.permits[0], (rlockctl::permit_hold{"u:1", 2, 30000}));
+  EXPECT_EQ(v.permits[1], (rlockctl::permit_hold{"u:2", 1, 5000}));
+  EXPECT_EQ(rlockctl::describe(v),
+            "pool: semaphore, 1 permit(s) available of 4, held by u:1 (2 permits, expires in "
+            "30000 ms), u:2 (1 permit, expires in 5000 ms), 2 subscriber(s)");
+  EXPECT_EQ(rlockctl::to_json(v).at("permit_holds").as_array().size(), 2U);
+  // A string that is no number is not a semaphore.
+  const auto other = rlockctl::read_status(
+      "text", {str("string", type::simple_string), wrongtype, num(-1), numsub(0), null(), empty,
+               empty, hash({}), time, numsub(0), str("hello"), empty, hash({}), null(), numsub(0)});
+  EXPECT_EQ(other.status, rlockctl::lock_view::state::not_a_lock);
+}
+
 TEST(lock_view, a_refused_command_is_an_error_with_redis_text) {
   try {
     rlockctl::read_status("x", {str("NOPERM this user has no permissions", type::simple_error)});

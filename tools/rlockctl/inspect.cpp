@@ -80,7 +80,7 @@ int run_list(const context& ctx, const list_options& opts) {
         const auto answers = co_await redis.pipeline(std::move(cmds));
         for (std::size_t i = 0; i < keys.size(); ++i) {
           std::string name = keys[i].str.substr(ctx.cfg.key_prefix.size());
-          const lock_view view = read_state(std::move(name), answers, 2 * i);
+          const lock_view view = read_state(std::move(name), answers, state_command_count * i);
           // Other hashes, and locks released since SCAN saw them, are not listed.
           if (view.status != lock_view::state::held) continue;
           ctx.out.emit(describe(view), to_json(view));

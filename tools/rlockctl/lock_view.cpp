@@ -105,6 +105,57 @@ std::vector<queued_waiter> read_queue(const std::vector<reply>& answers) {
   return q;
 }
 
+/// A semaphore's holds: `{<key>}:timeout` (brace rule as the lock's other names).
+std::string holds_of(const std::string& key) {
+  std::string name;
+  rlock::detail::append_read_timeouts(key, {}, name);
+  name.append(":timeout");
+  return name;
+}
+
+/// The holds of a ZRANGE (with or without scores; RESP3 pairs or flat), their sizes from an
+/// HGETALL (absent: 1), expiries against `now` when known.
+std::vector<permit_hold> read_holds(const reply& zrange, const reply* sizes,
+                                    std::optional<std::int64_t> now) {
+  std::vector<permit_hold> out;
+  const auto& e = zrange.elements;
+  for (std::size_t i = 0; i < e.size(); ++i) {
+    const bool nested = e[i].type == type::array && e[i].elements.size() == 2;
+    permit_hold h;
+    h.id = nested ? e[i].elements[0].str : e[i].str;
+    const reply* score = nullptr;
+    if (nested) {
+      score = &e[i].elements[1];
+    } else if (now && i + 1 < e.size()) {
+      score = &e[++i];
+    }
+    if (score != nullptr && now) {
+      const double at =
+          score->type == type::double_type ? score->real : std::atof(score->str.c_str());
+      h.expires_in_ms = static_cast<std::int64_t>(at) - *now;
+    }
+    if (sizes != nullptr) {
+      for (std::size_t k = 0; k + 1 < sizes->elements.size(); k += 2) {
+        if (sizes->elements[k].str == h.id)
+          h.permits = to_int(sizes->elements[k + 1].str).value_or(1);
+      }
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+std::string holds_text(const std::vector<permit_hold>& hs) {
+  std::string text;
+  for (const auto& h : hs) {
+    if (!text.empty()) text += ", ";
+    text += fmt::format("{} ({} permit{}", h.id, h.permits, h.permits == 1 ? "" : "s");
+    if (h.expires_in_ms) text += fmt::format(", expires in {} ms", *h.expires_in_ms);
+    text += ")";
+  }
+  return text;
+}
+
 std::string queue_text(const std::vector<queued_waiter>& q) {
   std::string text;
   for (const auto& w : q) {
@@ -184,16 +235,32 @@ std::vector<command> status_commands(const std::string& key, bool sharded) {
           {"ZRANGE", tagged(rlock::detail::fair_timeout_prefix, key), "0", "-1", "WITHSCORES"},
           {"HGETALL", tagged(rlock::detail::fair_handoff_prefix, key)},
           {"TIME"},
-          {"PUBSUB", sharded ? "SHARDNUMSUB" : "NUMSUB", tagged("redisson_rwlock:", key)}};
+          {"PUBSUB", sharded ? "SHARDNUMSUB" : "NUMSUB", tagged("redisson_rwlock:", key)},
+          {"GET", key},
+          {"ZRANGE", holds_of(key), "0", "-1", "WITHSCORES"},
+          {"HGETALL", tagged(rlock::detail::semaphore_sizes_prefix, key)},
+          {"GET", tagged(rlock::detail::semaphore_total_prefix, key)},
+          {"PUBSUB", sharded ? "SHARDNUMSUB" : "NUMSUB", tagged("redisson_sc:", key)}};
 }
 
 std::vector<command> state_commands(const std::string& key) {
-  return {{"HGETALL", key}, {"PTTL", key}};
+  return {{"HGETALL", key}, {"PTTL", key}, {"GET", key}, {"ZRANGE", holds_of(key), "0", "-1"}};
 }
 
 lock_view read_state(std::string name, const std::vector<reply>& answers, std::size_t first) {
   lock_view v;
   v.name = std::move(name);
+  // A semaphore's key is a string, which HGETALL refuses: its count and holds instead.
+  if (first < answers.size() && answers[first].is_error() &&
+      answers[first].str.starts_with("WRONGTYPE") && first + 3 < answers.size()) {
+    const auto count = to_int(answers[first + 2].str);
+    if (count) {
+      v.available = count;
+      v.permits = read_holds(checked(answers, first + 3, "ZRANGE"), nullptr, std::nullopt);
+      v.status = v.permits.empty() ? lock_view::state::free : lock_view::state::held;
+      return v;
+    }
+  }
   const reply& hash = checked(answers, first, "HGETALL");
   const reply& pttl = checked(answers, first + 1, "PTTL");
   auto hs = lock_holders(hash, &v.mode);
@@ -220,6 +287,27 @@ lock_view read_status(std::string name, const std::vector<reply>& answers) {
   lock_view v;
   if (type_reply.str == "hash" || type_reply.str == "none") {
     v = read_state(std::move(name), answers, 1);
+  } else if (const auto count = answers.size() > 14 && type_reply.str == "string"
+                                    ? to_int(answers[10].str)
+                                    : std::nullopt) {
+    // An integer string: a semaphore's counter (Redisson's RSemaphore and
+    // RPermitExpirableSemaphore), with rlock's and Redisson's holds in `{name}:timeout`.
+    v.name = std::move(name);
+    v.available = count;
+    const reply& time = checked(answers, 8, "TIME");
+    std::optional<std::int64_t> now;
+    if (time.elements.size() == 2) {
+      const auto s = to_int(time.elements[0].str);
+      const auto us = to_int(time.elements[1].str);
+      if (s && us) now = *s * 1000 + *us / 1000;
+    }
+    v.permits = read_holds(checked(answers, 11, "ZRANGE"), &checked(answers, 12, "HGETALL"), now);
+    const reply& total = checked(answers, 13, "GET");
+    if (!total.is_null()) v.total = to_int(total.str);
+    v.status = v.permits.empty() ? lock_view::state::free : lock_view::state::held;
+    const reply& waiters = checked(answers, 14, "PUBSUB NUMSUB");
+    if (waiters.elements.size() == 2) v.subscribers = waiters.elements[1].integer;
+    return v;
   } else {
     v.name = std::move(name);
     v.status = lock_view::state::not_a_lock;
@@ -240,6 +328,15 @@ lock_view read_status(std::string name, const std::vector<reply>& answers) {
 }
 
 std::string describe(const lock_view& v) {
+  if (v.available) {
+    std::string text = fmt::format("{}: semaphore, {} permit(s) available", v.name, *v.available);
+    if (v.total) text += fmt::format(" of {}", *v.total);
+    if (!v.permits.empty()) text += fmt::format(", held by {}", holds_text(v.permits));
+    if (v.subscribers && *v.subscribers > 0) {
+      text += fmt::format(", {} subscriber(s)", *v.subscribers);
+    }
+    return text;
+  }
   switch (v.status) {
     case lock_view::state::free:
       return fmt::format(
@@ -282,6 +379,17 @@ boost::json::object to_json(const lock_view& v) {
     if (!v.mode.empty()) o["mode"] = v.mode;
     if (v.ttl_ms) o["ttl_ms"] = *v.ttl_ms;
   }
+  if (v.available) {
+    o["available"] = *v.available;
+    if (v.total) o["total"] = *v.total;
+    boost::json::array hs;
+    for (const auto& h : v.permits) {
+      boost::json::object e{{"id", h.id}, {"permits", h.permits}};
+      if (h.expires_in_ms) e["expires_in_ms"] = *h.expires_in_ms;
+      hs.push_back(std::move(e));
+    }
+    o["permit_holds"] = std::move(hs);
+  }
   if (v.subscribers) o["subscribers"] = *v.subscribers;
   if (v.token) o["token"] = *v.token;
   if (!v.queue.empty()) {
@@ -299,6 +407,14 @@ boost::json::object to_json(const lock_view& v) {
 std::optional<lock_change> describe_change(const lock_view& before, const lock_view& after,
                                            std::string_view event) {
   using st = lock_view::state;
+  if (after.available || before.available) {
+    // A semaphore: its count and its holds.
+    if (before.available == after.available && before.permits == after.permits) {
+      return std::nullopt;
+    }
+    return lock_change{"permits", fmt::format("{} permit(s) available, {} hold(s)",
+                                              after.available.value_or(0), after.permits.size())};
+  }
   const bool was = before.status == st::held;
   const bool is = after.status == st::held;
   if (!was && is) {

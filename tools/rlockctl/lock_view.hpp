@@ -39,6 +39,14 @@ struct queued_waiter {
   friend bool operator==(const queued_waiter&, const queued_waiter&) = default;
 };
 
+/// A semaphore hold (rlock's and RPermitExpirableSemaphore's `{<key>}:timeout` members).
+struct permit_hold {
+  std::string id;
+  std::int64_t permits = 1;
+  std::optional<std::int64_t> expires_in_ms;  // server clock; negative: overdue
+  friend bool operator==(const permit_hold&, const permit_hold&) = default;
+};
+
 /// What a key says about the lock it may be. Sans I/O: built from the answers to the commands
 /// below, which the caller runs (pipelined).
 struct lock_view {
@@ -61,9 +69,18 @@ struct lock_view {
   std::vector<queued_waiter> queue;
   /// A read-write lock's `mode` field ("read" or "write"): the lock is then a read-write lock.
   std::string mode;
+  /// A semaphore (the key is an integer string): permits available now, the total when rlock
+  /// knows it (`rlock_semaphore_total:{name}`), and the holds in `{name}:timeout`.
+  std::optional<std::int64_t> available;
+  std::optional<std::int64_t> total;
+  std::vector<permit_hold> permits;
 
   std::string_view kind() const noexcept {
-    return !mode.empty() ? "read-write" : token ? "fenced" : !queue.empty() ? "fair" : "reentrant";
+    return available        ? "semaphore"
+           : !mode.empty()  ? "read-write"
+           : token          ? "fenced"
+           : !queue.empty() ? "fair"
+                            : "reentrant";
   }
   std::string_view status_name() const noexcept;
 };
@@ -76,14 +93,18 @@ std::optional<std::vector<holder>> lock_holders(const reply& hgetall, std::strin
 
 /// status: TYPE, HGETALL, PTTL, PUBSUB NUMSUB <channel>, GET <token counter>, then a fair
 /// lock's LRANGE <queue>, ZRANGE <timeouts> WITHSCORES, HGETALL <handoff registrations> and
-/// TIME, then PUBSUB NUMSUB of a read-write lock's channel, in this order (all in the key's
-/// slot).
+/// TIME, then PUBSUB NUMSUB of a read-write lock's channel, then a semaphore's GET <key>, ZRANGE
+/// <holds> WITHSCORES, HGETALL <hold sizes>, GET <total> and PUBSUB NUMSUB of its channel, in
+/// this order (all in the key's slot; answers that do not apply to the key's type are errors
+/// nobody reads).
 std::vector<command> status_commands(const std::string& key, bool sharded = false);
 /// Decodes the answers to status_commands (an error reply throws std::system_error).
 lock_view read_status(std::string name, const std::vector<reply>& answers);
 
-/// list and watch: HGETALL and PTTL of a key.
+/// list and watch: HGETALL, PTTL, GET and ZRANGE <holds> of a key (the last two for a
+/// semaphore, whose key HGETALL refuses).
 std::vector<command> state_commands(const std::string& key);
+inline constexpr std::size_t state_command_count = 4;
 /// Decodes the answers to state_commands at `answers[first]` and `answers[first + 1]`.
 lock_view read_state(std::string name, const std::vector<reply>& answers, std::size_t first = 0);
 
