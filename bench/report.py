@@ -40,7 +40,7 @@ PEERS = ["redis-py", "redis-py-tuned", "redlock", "redis-semaphore"]
 # runs them in S1 and S3 only, so they are not in LIBRARIES (S2, the plots) but in S1_S3_LIBRARIES,
 # right after the reentrant lock they are set against.
 KINDS = {"rlock-fair": "fair", "rlock-nonreentrant": "non-reentrant", "rlock-spin": "spin",
-         "rlock-rw": "write", "rlock-multi": "multi"}
+         "rlock-rw": "write", "rlock-multi": "multi", "rlock-semaphore": "semaphore"}
 S1_S3_LIBRARIES = ["rlock"] + list(KINDS) + [l for l in LIBRARIES if l not in ("rlock", "rlock-blocking")]
 SCENARIOS = {
     "S1": "S1: uncontended lock+unlock latency (one task, one key)",

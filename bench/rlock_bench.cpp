@@ -20,9 +20,10 @@
 //   print-acquire-script         the acquire Lua, for the EVALSHA reference
 //   s4-rw --waiters W            a read-write lock's fan-out: W readers behind a writer, commands
 //                                and attempts per reader after the write unlock
-// s1 and s3-worker take --kind reentrant|fair|non-reentrant|non-reentrant-fair|spin|read|write
-// (default reentrant): the same loop on another kind of the lock family (read: S1 only, readers
-// never exclude each other).
+// s1 and s3-worker take --kind reentrant|fair|non-reentrant|non-reentrant-fair|spin|read|write|
+// multi|semaphore (default reentrant): the same loop on another kind of the lock family (read:
+// S1 only, readers never exclude each other; multi: a multi-lock over the key and `<key>:2`;
+// semaphore: a semaphore of one permit).
 // Results: one JSON line on stdout; progress on stderr. Only 127.0.0.1 is contacted.
 #include "lock/lock_state.hpp"
 #include "resp3/parser.hpp"
@@ -107,7 +108,7 @@ struct options {
              "[--threads T] "
              "[--key K] [--out FILE] [--prefix P] [--tls-ca CA_FILE] [--cluster 1] "
              "[--local-handoff 0] [--kind "
-             "reentrant|fair|non-reentrant|non-reentrant-fair|spin|read|write]\n",
+             "reentrant|fair|non-reentrant|non-reentrant-fair|spin|read|write|multi|semaphore]\n",
              why);
   std::exit(2);
 }
@@ -168,9 +169,13 @@ options parse(int argc, char** argv) {
   }
   if (o.seconds <= 0 || o.seconds > 600) usage("--seconds must be in (0, 600]");
   if (o.waiter != "coroutine" && o.waiter != "callback") usage("--waiter: coroutine or callback");
-  if (o.kind != "reentrant" && o.kind != "fair" && o.kind != "non-reentrant" &&
-      o.kind != "non-reentrant-fair" && o.kind != "spin" && o.kind != "read" && o.kind != "write") {
-    usage("--kind: reentrant, fair, non-reentrant, non-reentrant-fair, spin, read or write");
+  static constexpr std::array<std::string_view, 9> kinds{
+      "reentrant", "fair",  "non-reentrant", "non-reentrant-fair", "spin",
+      "read",      "write", "multi",         "semaphore"};
+  if (std::find(kinds.begin(), kinds.end(), o.kind) == kinds.end()) {
+    usage(
+        "--kind: reentrant, fair, non-reentrant, non-reentrant-fair, spin, read, write, multi or "
+        "semaphore");
   }
   return o;
 }
@@ -309,6 +314,53 @@ asio::awaitable<void> sleep_for(clock_type::duration d) {
 
 // --- s1: one coroutine, one key -------------------------------------------------------------
 
+/// --kind multi: a multi-lock over the key and `<key>:2` (two reentrant locks, taken in that
+/// order): what the group adds to one lock.
+class multi_pair {
+ public:
+  multi_pair(rlock::client& redis, const std::string& name)
+      : first_(redis.get_lock(name)), group_({first_, redis.get_lock(name + ":2")}) {}
+  asio::awaitable<void> lock() { return group_.lock(); }
+  asio::awaitable<void> lock(std::chrono::milliseconds lease) { return group_.lock(lease); }
+  asio::awaitable<void> unlock() { return group_.unlock(); }
+  /// How the first member (the contended one) was taken.
+  rlock::wake_reason last_wake() const { return first_.last_wake(); }
+
+ private:
+  rlock::reentrant_lock first_;
+  rlock::multi_lock group_;
+};
+
+/// --kind semaphore: a semaphore of one permit (set by the first process to ask), taken and
+/// given back as a lock: a hold through the engine, woken by the count on `redisson_sc:{key}`.
+class semaphore_one {
+ public:
+  semaphore_one(rlock::client& redis, const std::string& name)
+      : semaphore_(redis.get_semaphore(name)) {}
+  asio::awaitable<void> lock() { return take(std::nullopt); }
+  asio::awaitable<void> lock(std::chrono::milliseconds lease) { return take(lease); }
+  asio::awaitable<void> unlock() {
+    auto p = std::move(*held_);
+    held_.reset();
+    return [](rlock::permit h) -> asio::awaitable<void> { co_await h.unlock(); }(std::move(p));
+  }
+  rlock::wake_reason last_wake() const { return last_wake_; }
+
+ private:
+  asio::awaitable<void> take(std::optional<std::chrono::milliseconds> lease) {
+    if (!set_) {
+      (void)co_await semaphore_.try_set_permits(1);
+      set_ = true;
+    }
+    held_.emplace(co_await semaphore_.acquire(1, lease));
+    last_wake_ = held_->last_wake();
+  }
+  rlock::semaphore semaphore_;
+  std::optional<rlock::permit> held_;
+  rlock::wake_reason last_wake_ = rlock::wake_reason::immediate;
+  bool set_ = false;
+};
+
 /// A handle of one of the exclusive kinds (--kind), for the loops that run on any of them.
 class exclusive_handle {
  public:
@@ -327,8 +379,10 @@ class exclusive_handle {
  private:
   using any = std::variant<rlock::reentrant_lock, rlock::fair_lock, rlock::non_reentrant_lock,
                            rlock::non_reentrant_fair_lock, rlock::spin_lock, rlock::read_lock,
-                           rlock::write_lock>;
+                           rlock::write_lock, multi_pair, semaphore_one>;
   static any make(rlock::client& redis, const std::string& kind, const std::string& name) {
+    if (kind == "multi") return multi_pair(redis, name);
+    if (kind == "semaphore") return semaphore_one(redis, name);
     if (kind == "read") return redis.get_read_write_lock(name).read_lock();
     if (kind == "write") return redis.get_read_write_lock(name).write_lock();
     if (kind == "fair") return redis.get_fair_lock(name);
