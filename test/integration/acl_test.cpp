@@ -220,6 +220,47 @@ TEST(acl, read_write_locks_and_multi_locks_need_their_hold_keys_channel_and_hash
   admin.command({"ACL", "DELUSER", "svc-rw"});
 }
 
+TEST(acl, semaphores_need_their_holds_total_channel_and_counter_commands) {
+  rlock::test::raw_client admin(rlock::test::shared_server().port());
+  const std::string prefix = "acl-sem-" + rlock::test::unique_prefix();
+  set_user(admin, "svc-sem",
+           least_privilege_rules(prefix) + " " + rlock::test::semaphore_rules(prefix));
+  asio::io_context io;
+  rlock::client a(io.get_executor(), as_user("svc-sem", prefix));
+  rlock::client b(io.get_executor(), as_user("svc-sem", prefix));
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    auto sem = a.get_semaphore("pool:1");
+    EXPECT_TRUE(co_await sem.try_set_permits(1));
+    auto held = co_await sem.acquire(1);
+    std::optional<rlock::permit> got;
+    bool done = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          got = co_await b.get_semaphore("pool:1").try_acquire(1, 5s);
+          done = true;
+        },
+        asio::detached);
+    co_await rlock::test::poll_until([&] { return b.stats().acquire_attempts >= 2; });
+    co_await held.unlock();  // wakes the waiter on redisson_sc:{...}
+    co_await rlock::test::poll_until([&] { return done; });
+    RLOCK_CO_ASSERT(got.has_value());
+    co_await got->unlock();
+    co_await sem.release(1);
+    EXPECT_EQ(co_await sem.add_permits(-1), 1);
+    EXPECT_EQ(co_await sem.drain(), 1);
+    auto expiring = a.get_permit_expirable_semaphore("pool:2");
+    EXPECT_TRUE(co_await expiring.try_set_permits(1));
+    auto p = co_await expiring.acquire(5s);
+    EXPECT_TRUE(co_await expiring.release(p.id()));
+    co_await a.close();
+    co_await b.close();
+  });
+  admin.command({"ACL", "DELUSER", "svc-sem"});
+}
+
 TEST(acl, each_missing_right_has_its_own_error) {
   rlock::test::raw_client admin(rlock::test::shared_server().port());
   const std::string prefix = "acl2-" + rlock::test::unique_prefix();

@@ -45,6 +45,15 @@ inline std::string read_write_lock_rules(const std::string& prefix) {
          "*} +hset +hdel +hlen +hkeys";
 }
 
+/// What semaphores need beyond the least-privilege line (README "ACL"): their holds
+/// `{<key>}:timeout`, hold sizes, total and channel (a key to the scripts too), and the commands
+/// of their scripts.
+inline std::string semaphore_rules(const std::string& prefix) {
+  return "~{" + prefix + "*}* ~rlock_semaphore_permits:{" + prefix + "*} ~rlock_semaphore_total:{" +
+         prefix + "*} ~redisson_sc:{" + prefix + "*} &redisson_sc:{" + prefix +
+         "*} +time +incrby +decrby +zadd +zrem +zscore +zrange +zrangebyscore +hset +hdel";
+}
+
 /// What Cluster mode sends beyond that line (README "Redis Cluster": TLS and ACL).
 inline constexpr std::string_view cluster_rules =
     " +cluster|shards +asking +ssubscribe +sunsubscribe +spublish";
