@@ -398,9 +398,7 @@ void semaphore_acquire(const lock_identity& s, const acquire_inputs& in,
 void semaphore_release(const lock_identity& s, const release_inputs& in,
                        release_script_call& call) {
   call.which = script::release_semaphore;
-  std::array<std::string_view, 5> keys{};
-  semaphore_keys(s.key, call.scratch, keys);
-  std::copy(keys.begin(), keys.end(), call.keys.begin());
+  semaphore_keys(s.key, call.scratch, call.keys);
   call.keys[5] = in.latch;
   call.key_count = 6;
   call.args = {s.field, in.publish, in.latch_ttl};
@@ -410,9 +408,7 @@ void semaphore_release(const lock_identity& s, const release_inputs& in,
 void semaphore_force(const lock_identity& s, std::string_view, std::string_view publish,
                      release_script_call& call) {
   call.which = script::force_release_semaphore;
-  std::array<std::string_view, 5> keys{};
-  semaphore_keys(s.key, call.scratch, keys);
-  std::copy(keys.begin(), keys.end(), call.keys.begin());
+  semaphore_keys(s.key, call.scratch, call.keys);
   call.key_count = 5;
   call.args = {s.field, publish};
   call.arg_count = 2;
@@ -593,9 +589,7 @@ void semaphore_admin_call(const lock_identity& s, std::string_view what, std::st
                           std::string_view publish, std::string_view latch,
                           std::string_view latch_ttl, release_script_call& call) {
   call.which = script::semaphore_admin;
-  std::array<std::string_view, 5> keys{};
-  semaphore_keys(s.key, call.scratch, keys);
-  std::copy(keys.begin(), keys.end(), call.keys.begin());
+  semaphore_keys(s.key, call.scratch, call.keys);
   call.keys[5] = latch;
   call.key_count = 6;
   call.args = {what, n, publish, latch_ttl};

@@ -91,6 +91,27 @@ bool worth_retrying(const std::string& outcome) {
          outcome == make_error_code(rlock::errc::connection_lost).message();
 }
 
+/// Unlocks `l` (any handle: a lock, a permit) for acquisition `a` of `owner`: the belief ends at
+/// the first call; an unlock that timed out or lost its connection is called again, as a careful
+/// caller would (one that was never sent leaves the hold in place).
+template <typename Handle>
+asio::awaitable<void> unlock_until_known(shared_state& st, const std::string& name,
+                                         const std::string& owner, recorder::id a, Handle& l) {
+  auto& rec = *st.rec;
+  const nanos invoked = now_ns();
+  for (int attempt = 0; attempt < max_unlock_attempts; ++attempt) {
+    const auto uop = rec.started(op_kind::unlock, name, owner, st.unlock_bound);
+    std::string outcome = "released";
+    try {
+      co_await l.unlock();
+    } catch (const std::system_error& e) {
+      outcome = outcome_of(e);
+    }
+    record_unlock(rec, a, uop, invoked, outcome);
+    if (!worth_retrying(outcome)) break;
+  }
+}
+
 /// One round of a coroutine worker on lock `name`: acquire (lock() or try_lock(wait)), hold a
 /// random while, unlock. `shared`: the acquisition is a read hold, which the checker lets overlap
 /// other read holds.
@@ -133,20 +154,7 @@ asio::awaitable<void> coroutine_round(rlock::client& c, shared_state& st, int in
   asio::co_spawn(ex, watch_lost(l, &rec, a), asio::detached);
   hold.expires_after(std::chrono::milliseconds(rng() % (o.max_hold.count() + 1)));
   co_await hold.async_wait(asio::use_awaitable);
-  // The belief ends at the first call. An unlock that timed out or lost its connection is
-  // called again, as a careful caller would: one that was never sent leaves the hold in place.
-  const nanos invoked = now_ns();
-  for (int attempt = 0; attempt < max_unlock_attempts; ++attempt) {
-    const auto uop = rec.started(op_kind::unlock, name, owner, st.unlock_bound);
-    std::string outcome = "released";
-    try {
-      co_await l.unlock();
-    } catch (const std::system_error& e) {
-      outcome = outcome_of(e);
-    }
-    record_unlock(rec, a, uop, invoked, outcome);
-    if (!worth_retrying(outcome)) break;
-  }
+  co_await unlock_until_known(st, name, owner, a, l);
 }
 
 /// A coroutine worker: rounds of `Lock`, or (a read-write lock) two in three of `Shared`.
@@ -294,18 +302,7 @@ asio::awaitable<void> coroutine_semaphore_round(rlock::client& c, shared_state& 
   asio::co_spawn(ex, watch_lost(*p, &rec, a), asio::detached);
   hold.expires_after(std::chrono::milliseconds(rng() % (o.max_hold.count() + 1)));
   co_await hold.async_wait(asio::use_awaitable);
-  const nanos invoked = now_ns();
-  for (int attempt = 0; attempt < max_unlock_attempts; ++attempt) {
-    const auto uop = rec.started(op_kind::unlock, name, owner, st.unlock_bound);
-    std::string outcome = "released";
-    try {
-      co_await p->unlock();
-    } catch (const std::system_error& e) {
-      outcome = outcome_of(e);
-    }
-    record_unlock(rec, a, uop, invoked, outcome);
-    if (!worth_retrying(outcome)) break;
-  }
+  co_await unlock_until_known(st, name, owner, a, *p);
 }
 
 asio::awaitable<void> coroutine_semaphore_worker(rlock::client& c, shared_state& st, int index) {
