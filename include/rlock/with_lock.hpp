@@ -3,6 +3,8 @@
 #include "rlock/error.hpp"
 #include "rlock/hold.hpp"
 #include "rlock/lock_handle.hpp"
+#include "rlock/multi_lock.hpp"
+#include "rlock/semaphore.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -11,7 +13,9 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <cstdint>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -100,6 +104,107 @@ auto with_lock(Lock lock, Fn fn)
   }
   co_await held.unlock();
   if constexpr (!is_void) co_return std::move(*result);
+}
+
+namespace detail {
+
+/// with_lock's work beside a watch for a loss, for what is held by other than one lock handle
+/// (a multi-lock, a semaphore's hold): `watch` completes with `void(std::exception_ptr)` (null:
+/// lost), `release()` returns the awaitable that gives the hold back, `what` names it in errors.
+template <typename Fn, typename Watch, typename Release>
+auto run_held(Fn fn, Watch watch, Release release, std::string what)
+    -> boost::asio::awaitable<typename awaitable_value<std::invoke_result_t<Fn&>>::type> {
+  namespace asio = boost::asio;
+  using result_type = typename awaitable_value<std::invoke_result_t<Fn&>>::type;
+  constexpr bool is_void = std::is_void_v<result_type>;
+  using stored = std::conditional_t<is_void, std::monostate, result_type>;
+  const auto ex = co_await asio::this_coro::executor;
+  auto work = asio::co_spawn(ex, fn(), asio::deferred);
+  auto group = asio::experimental::make_parallel_group(std::move(work), std::move(watch));
+  auto waited = group.async_wait(asio::experimental::wait_for_one(), asio::deferred);
+  std::optional<stored> result;
+  std::exception_ptr failure;
+  std::exception_ptr watch_e;
+  bool watch_first = false;
+  if constexpr (is_void) {
+    auto [order, work_e, lost_e] = co_await std::move(waited);
+    watch_first = order[0] == 1;
+    failure = work_e;
+    watch_e = lost_e;
+    if (!failure) result.emplace();
+  } else {
+    auto [order, work_e, value, lost_e] = co_await std::move(waited);
+    watch_first = order[0] == 1;
+    failure = work_e;
+    watch_e = lost_e;
+    if (!failure) result.emplace(std::move(value));
+  }
+  if (watch_first && !watch_e) {
+    try {
+      co_await release();  // what is left of it (a multi-lock's other members)
+    } catch (...) {
+    }
+    throw_error(errc::lock_lost, what + " was lost while the work ran; the work was cancelled");
+  }
+  if (watch_first) failure = watch_e;  // the watch failed first: the work was cancelled for it
+  if (failure) {
+    try {
+      co_await release();
+    } catch (...) {
+      // The work's failure is the one to report.
+    }
+    std::rethrow_exception(failure);
+  }
+  co_await release();
+  if constexpr (!is_void) co_return std::move(*result);
+}
+
+}  // namespace detail
+
+namespace detail {
+
+// The coroutines hold their handle through a shared_ptr parameter: g++ 12 mishandles a class
+// parameter of a coroutine called inside a co_await expression (it is destroyed twice).
+template <typename Fn>
+auto with_multi_lock(std::shared_ptr<multi_lock> lock, Fn fn)
+    -> boost::asio::awaitable<typename awaitable_value<std::invoke_result_t<Fn&>>::type> {
+  namespace asio = boost::asio;
+  co_await lock->lock();
+  const auto ex = co_await asio::this_coro::executor;
+  co_return co_await run_held(
+      std::move(fn), asio::co_spawn(ex, lock->lost(), asio::deferred),
+      [lock]() { return lock->unlock(); }, std::string("a member of the multi-lock"));
+}
+
+template <typename Fn>
+auto with_semaphore(std::shared_ptr<semaphore> sem, std::uint32_t permits, Fn fn)
+    -> boost::asio::awaitable<typename awaitable_value<std::invoke_result_t<Fn&>>::type> {
+  namespace asio = boost::asio;
+  auto held = std::make_shared<permit>(co_await sem->acquire(permits));
+  const auto ex = co_await asio::this_coro::executor;
+  co_return co_await run_held(
+      std::move(fn), asio::co_spawn(ex, held->lost(), asio::deferred),
+      [held]() { return held->unlock(); },
+      "the hold of " + std::to_string(permits) + " permit(s) of '" + std::string(sem->name()) +
+          "'");
+}
+
+}  // namespace detail
+
+/// with_lock over a multi-lock: takes every member (multi_lock::lock(), with the watchdog), runs
+/// `fn()`, cancels it and throws errc::lock_lost if any member is lost meanwhile, and releases
+/// every member. As with_lock for one lock otherwise.
+template <typename Fn>
+auto with_lock(const multi_lock& lock, Fn fn) {
+  return detail::with_multi_lock(std::make_shared<multi_lock>(lock), std::move(fn));
+}
+
+/// Runs `fn()` holding `permits` of `sem` (a hold kept by the watchdog), the way with_lock runs
+/// work under a lock: the work is cancelled and errc::lock_lost thrown if the hold is lost, and
+/// the permits are given back in every case.
+template <typename Fn>
+auto with_permits(const semaphore& sem, std::uint32_t permits, Fn fn) {
+  return detail::with_semaphore(std::make_shared<semaphore>(sem), permits, std::move(fn));
 }
 
 }  // namespace rlock

@@ -207,6 +207,45 @@ TEST(multi_lock, one_lost_for_the_group_when_any_member_is_lost) {
   });
 }
 
+TEST(multi_lock, with_lock_runs_work_under_every_member_and_cancels_it_when_one_is_lost) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.watchdog_timeout = 600ms;
+  rlock::client c(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await c.connect();
+    std::vector<rlock::lock_handle> members{c.get_lock("w1"), c.get_fair_lock("w2")};
+    rlock::multi_lock m(members);
+    // Named awaitables, not temporaries inside co_await: g++ 12 destroys some temporaries of a
+    // co_await expression twice (the by-value multi_lock would lose a reference).
+    auto counted = rlock::with_lock(m, [&]() -> asio::awaitable<int> {
+      EXPECT_EQ(existing(raw, members), 2);
+      co_return 42;
+    });
+    const int sum = co_await std::move(counted);
+    EXPECT_EQ(sum, 42);
+    EXPECT_EQ(existing(raw, members), 0);
+    // A member deleted under the work: the work is cancelled, lock_lost, the other released.
+    bool cancelled = false;
+    const std::string first_key(members[0].key());
+    auto doomed = rlock::with_lock(m, [&]() -> asio::awaitable<void> {
+      raw.command({"DEL", first_key});
+      try {
+        co_await rlock::test::sleep_for(30s);
+      } catch (...) {  // Asio's operation_aborted (boost::system::system_error)
+        cancelled = true;
+        throw;
+      }
+    });
+    const auto lost = co_await error_of(std::move(doomed));
+    EXPECT_EQ(lost, rlock::errc::lock_lost);
+    EXPECT_TRUE(cancelled);
+    EXPECT_EQ(existing(raw, members), 0);
+    co_await c.close();
+  });
+}
+
 TEST(multi_lock, the_blocking_facade_is_lockable_over_locks_of_any_kinds) {
   rlock::blocking::client c(make_config());
   auto a = c.get_lock("ba");

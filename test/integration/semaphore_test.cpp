@@ -282,6 +282,31 @@ TEST(permit_expirable_semaphore, permits_have_ids_any_process_releases_and_lease
   });
 }
 
+TEST(semaphore, with_permits_runs_work_holding_them_and_gives_them_back) {
+  asio::io_context io;
+  rlock::client c(io.get_executor(), make_config());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await c.connect();
+    auto sem = c.get_semaphore("with");
+    EXPECT_TRUE(co_await sem.try_set_permits(3));
+    // Named awaitables (g++ 12 and temporaries inside co_await: see multi_lock_test).
+    auto counting = rlock::with_permits(
+        sem, 2, [&]() -> asio::awaitable<std::int64_t> { co_return co_await sem.available(); });
+    const auto seen = co_await std::move(counting);
+    EXPECT_EQ(seen, 1);
+    EXPECT_EQ(co_await sem.available(), 3);
+    // The work's failure is rethrown after the permits are back.
+    auto failing = rlock::with_permits(sem, 3, []() -> asio::awaitable<void> {
+      rlock::throw_error(rlock::errc::invalid_argument, "the work failed");
+      co_return;
+    });
+    const auto failed = co_await error_of(std::move(failing));
+    EXPECT_EQ(failed, rlock::errc::invalid_argument);
+    EXPECT_EQ(co_await sem.available(), 3);
+    co_await c.close();
+  });
+}
+
 TEST(semaphore, the_blocking_facade_has_counting_semaphores_shape) {
   rlock::blocking::client c(make_config());
   auto sem = c.get_semaphore("blocking-sem");
