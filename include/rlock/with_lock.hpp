@@ -163,30 +163,35 @@ auto run_held(Fn fn, Watch watch, Release release, std::string what)
 
 namespace detail {
 
-// The coroutines hold their handle through a shared_ptr parameter: g++ 12 mishandles a class
-// parameter of a coroutine called inside a co_await expression (it is destroyed twice).
+// The coroutines hold their handle through a shared_ptr parameter, and name every object they
+// pass on: g++ 12 destroys some temporaries of a co_await expression twice (a lambda capturing
+// a shared_ptr there freed the multi-lock under the running coroutine: ASan in multi_lock_test).
 template <typename Fn>
 auto with_multi_lock(std::shared_ptr<multi_lock> lock, Fn fn)
     -> boost::asio::awaitable<typename awaitable_value<std::invoke_result_t<Fn&>>::type> {
   namespace asio = boost::asio;
   co_await lock->lock();
   const auto ex = co_await asio::this_coro::executor;
-  co_return co_await run_held(
-      std::move(fn), asio::co_spawn(ex, lock->lost(), asio::deferred),
-      [lock]() { return lock->unlock(); }, std::string("a member of the multi-lock"));
+  auto watch = asio::co_spawn(ex, lock->lost(), asio::deferred);
+  auto release = [lock]() { return lock->unlock(); };
+  std::string what = "a member of the multi-lock";
+  auto held = run_held(std::move(fn), std::move(watch), std::move(release), std::move(what));
+  co_return co_await std::move(held);
 }
 
 template <typename Fn>
 auto with_semaphore(std::shared_ptr<semaphore> sem, std::uint32_t permits, Fn fn)
     -> boost::asio::awaitable<typename awaitable_value<std::invoke_result_t<Fn&>>::type> {
   namespace asio = boost::asio;
-  auto held = std::make_shared<permit>(co_await sem->acquire(permits));
+  auto acquisition = sem->acquire(permits);
+  auto hold = std::make_shared<permit>(co_await std::move(acquisition));
   const auto ex = co_await asio::this_coro::executor;
-  co_return co_await run_held(
-      std::move(fn), asio::co_spawn(ex, held->lost(), asio::deferred),
-      [held]() { return held->unlock(); },
-      "the hold of " + std::to_string(permits) + " permit(s) of '" + std::string(sem->name()) +
-          "'");
+  auto watch = asio::co_spawn(ex, hold->lost(), asio::deferred);
+  auto release = [hold]() { return hold->unlock(); };
+  std::string what =
+      "the hold of " + std::to_string(permits) + " permit(s) of '" + std::string(sem->name()) + "'";
+  auto held = run_held(std::move(fn), std::move(watch), std::move(release), std::move(what));
+  co_return co_await std::move(held);
 }
 
 }  // namespace detail
