@@ -27,24 +27,6 @@ void check_count(std::uint64_t n, std::string_view what) {
   }
 }
 
-/// One script call on the semaphore's slot, bounded by command_timeout.
-asio::awaitable<detail::resp3::value> run_call(const std::shared_ptr<detail::lock_state>& s,
-                                               const detail::release_script_call& call,
-                                               std::string_view what) {
-  auto [ec, reply] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
-                                                   void(std::error_code, detail::resp3::value)>(
-      [&](auto handler) {
-        s->client->scripts.async_run(call.which, call.key_span(), call.arg_span(),
-                                     detail::round_trip(*s), std::move(handler));
-      },
-      asio::use_awaitable);
-  if (ec || reply.is_error()) {
-    std::rethrow_exception(detail::failure_of(*s->client, ec, reply,
-                                              fmt::format("semaphore '{}': {}", s->name(), what)));
-  }
-  co_return reply;
-}
-
 }  // namespace
 
 std::uint32_t permit::count() const noexcept { return state_of(*this)->permits; }
@@ -103,7 +85,9 @@ asio::awaitable<std::int64_t> semaphore::admin(std::shared_ptr<detail::lock_stat
   detail::release_script_call call;
   detail::semaphore_admin_call(s->identity(), what, count, c.session.publish_command(), latch,
                                c.latch_ttl_arg.view(), call);
-  co_return detail::as_integer(co_await run_call(s, call, what));
+  // Named, not a temporary inside co_await (g++ 12: see with_lock.hpp).
+  auto answer = detail::run_script(s, call, fmt::format("semaphore '{}': {}", s->name(), what));
+  co_return detail::as_integer(co_await std::move(answer));
 }
 
 asio::awaitable<void> semaphore::release(std::uint32_t permits) {
@@ -133,7 +117,8 @@ asio::awaitable<bool> semaphore::release_id(std::shared_ptr<detail::lock_state> 
   detail::append_semaphore_channel(s->key(), channel);
   detail::release_script_call call;
   s->kind.force_call({s->key(), id, 1}, channel, s->client->session.publish_command(), call);
-  co_return detail::as_integer(co_await run_call(s, call, "release")) == 1;
+  auto answer = detail::run_script(s, call, fmt::format("semaphore '{}': release", s->name()));
+  co_return detail::as_integer(co_await std::move(answer)) == 1;
 }
 
 asio::awaitable<bool> permit_expirable_semaphore::release(std::string_view permit_id) {

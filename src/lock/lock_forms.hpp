@@ -3,6 +3,7 @@
 // What the lock handles (lock_handle and every kind's) share to give their operations both forms:
 // the awaitable form of a callback operation, and single-round-trip queries.
 #include "client_impl.hpp"
+#include "lock/lock_kind.hpp"
 #include "lock/lock_state.hpp"
 #include "resp3/request.hpp"
 #include "rlock/error.hpp"
@@ -45,6 +46,22 @@ inline asio::awaitable<resp3::value> run(std::shared_ptr<lock_state> s, command 
       },
       asio::use_awaitable);
   if (ec || reply.is_error()) std::rethrow_exception(failure_of(*s->client, ec, reply, what));
+  co_return reply;
+}
+
+/// One script call of the kind (a force unlock, a semaphore's admin), a single round trip on the
+/// lock key's connection; an error reply (the registry makes it an error code) or a transport
+/// failure is thrown with Redis's text, `what` naming it.
+inline asio::awaitable<resp3::value> run_script(std::shared_ptr<lock_state> s,
+                                                const release_script_call& call, std::string what) {
+  auto [ec, reply] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
+                                                   void(std::error_code, resp3::value)>(
+      [&](auto completion) {
+        s->client->scripts.async_run(call.which, call.key_span(), call.arg_span(), round_trip(*s),
+                                     std::move(completion));
+      },
+      asio::use_awaitable);
+  if (ec) std::rethrow_exception(failure_of(*s->client, ec, reply, what));
   co_return reply;
 }
 

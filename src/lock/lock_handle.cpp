@@ -80,14 +80,7 @@ asio::awaitable<bool> force_unlock_op(std::shared_ptr<detail::lock_state> s) {
   detail::release_script_call call;
   s->kind.force_call(s->identity(), unlock_to, s->client->session.publish_command(), call);
   if (s->local_holds > 0) s->reset(false);
-  auto [ec, reply] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
-                                                   void(std::error_code, detail::resp3::value)>(
-      [&](auto handler) {
-        s->client->scripts.async_run(call.which, call.key_span(), call.arg_span(), round_trip(*s),
-                                     std::move(handler));
-      },
-      asio::use_awaitable);
-  if (ec) std::rethrow_exception(detail::failure_of(*s->client, ec, reply, "force_unlock"));
+  const auto reply = co_await detail::run_script(s, call, "force_unlock");
   s->server_holds = 0;  // deleted, or was not there
   co_return as_integer(reply) == 1;
 }

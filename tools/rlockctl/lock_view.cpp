@@ -61,6 +61,15 @@ std::string tagged(std::string_view prefix, const std::string& key) {
   return name;
 }
 
+/// The server's clock in ms from TIME's answer, if it reads as one.
+std::optional<std::int64_t> server_now(const reply& time) {
+  if (time.elements.size() != 2) return std::nullopt;
+  const auto s = to_int(time.elements[0].str);
+  const auto us = to_int(time.elements[1].str);
+  if (!s || !us) return std::nullopt;
+  return *s * 1000 + *us / 1000;
+}
+
 /// The fair lock's queue from LRANGE, its deadlines from ZRANGE WITHSCORES (pairs, flat or
 /// nested), the handoff registrations and TIME (answers 5 to 8, when present).
 std::vector<queued_waiter> read_queue(const std::vector<reply>& answers) {
@@ -69,13 +78,7 @@ std::vector<queued_waiter> read_queue(const std::vector<reply>& answers) {
   const reply& list = checked(answers, 5, "LRANGE");
   const reply& timeouts = checked(answers, 6, "ZRANGE");
   const reply& handoff = checked(answers, 7, "HGETALL");
-  const reply& time = checked(answers, 8, "TIME");
-  std::optional<std::int64_t> now;
-  if (time.elements.size() == 2) {
-    const auto s = to_int(time.elements[0].str);
-    const auto us = to_int(time.elements[1].str);
-    if (s && us) now = *s * 1000 + *us / 1000;
-  }
+  const auto now = server_now(checked(answers, 8, "TIME"));
   auto deadline_of = [&](std::string_view owner) -> std::optional<std::int64_t> {
     const auto& e = timeouts.elements;
     for (std::size_t i = 0; i < e.size(); ++i) {
@@ -294,13 +297,7 @@ lock_view read_status(std::string name, const std::vector<reply>& answers) {
     // RPermitExpirableSemaphore), with rlock's and Redisson's holds in `{name}:timeout`.
     v.name = std::move(name);
     v.available = count;
-    const reply& time = checked(answers, 8, "TIME");
-    std::optional<std::int64_t> now;
-    if (time.elements.size() == 2) {
-      const auto s = to_int(time.elements[0].str);
-      const auto us = to_int(time.elements[1].str);
-      if (s && us) now = *s * 1000 + *us / 1000;
-    }
+    const auto now = server_now(checked(answers, 8, "TIME"));
     v.permits = read_holds(checked(answers, 11, "ZRANGE"), &checked(answers, 12, "HGETALL"), now);
     const reply& total = checked(answers, 13, "GET");
     if (!total.is_null()) v.total = to_int(total.str);
