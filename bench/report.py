@@ -751,6 +751,7 @@ class Report:
                                    "rlock gap p50 µs", r.get("gap_p50_us"),
                                    "fastest peer gap p50 µs (%s)" % best[1], best[0], "<=", 0.5))
             self.s3_kind_goals(p, data, floor)
+        md_fair = self.s3_fair_floors(data, ps, floor)
         if floor:
             data["floor"] = floor
             rl = data.get("rlock", {}).get(str(ps[0]), {}) if ps else {}
@@ -769,8 +770,43 @@ class Report:
                 line += "; rlock at P=%d: p50 %.2f × the floor" % (ps[0],
                                                                   rl["gap_p50_us"] / floor["p50_us"])
             md += line + ".\n"
+        md += md_fair
         md += self.s3_local(data)
         return md, data
+
+    def s3_fair_floors(self, data, ps, floor):
+        """The fair lock's two floors (same run): a publish heard by a blocking client, and the
+        fair handoff between blocking clients running rlock's fair scripts; rlock-fair's p50 is
+        reported against the second, the share its client adds."""
+        push = self.metric("S3", "rlock", mode="s3-push-floor")
+        fair_floor = self.metric("S3", "rlock", mode="s3-fair-floor")
+        if not fair_floor:
+            return ""
+        data["fair_floor"] = fair_floor
+        data["push_floor"] = push
+        for p in ps:
+            fair = data.get("rlock-fair", {}).get(str(p), {})
+            self.goals.append(reported("S3", "fair lock P=%d: handoff p50 / the fair floor's" % p,
+                                       "rlock-fair gap p50 µs", fair.get("gap_p50_us"),
+                                       "s3-fair-floor p50 µs", fair_floor.get("p50_us")))
+        line = ("\nThe fair lock's floors, same run: the handoff by push between two blocking "
+                "minimal clients running rlock's own fair scripts (`rlock_bench s3-fair-floor`) "
+                "p50 %s µs" % num(fair_floor.get("p50_us")))
+        if floor and floor.get("p50_us"):
+            line += " (%.2f × s3-floor)" % (fair_floor["p50_us"] / floor["p50_us"])
+        if push and push.get("p50_us"):
+            line += ("; a publish heard by such a client (`s3-push-floor`), a handoff by push "
+                     "with no script, p50 %s µs" % num(push["p50_us"]))
+            if floor and floor.get("p50_us"):
+                line += " (%.2f × s3-floor)" % (push["p50_us"] / floor["p50_us"])
+        shares = []
+        for p in ps:
+            g = data.get("rlock-fair", {}).get(str(p), {}).get("gap_p50_us")
+            if g and fair_floor.get("p50_us"):
+                shares.append("P=%d %.2f ×" % (p, g / fair_floor["p50_us"]))
+        if shares:
+            line += "; rlock-fair against the fair floor: " + ", ".join(shares)
+        return line + ".\n"
 
     def s3_kind_goals(self, p, data, floor):
         """Issue 25's goals for the fair lock at P, each half a goal of its own (goal() sets one

@@ -12,6 +12,10 @@
 //                                rlock's server work for S2's C pairs in flight, pipelined by a
 //                                minimal client on N connections (default 1): the floor under S2
 //   s3-floor                     release → notification → acquire with blocking minimal clients
+//   s3-push-floor                a publish heard by a blocking minimal client (a push handoff's
+//                                floor)
+//   s3-fair-floor                the fair lock's handoff by push between blocking minimal clients
+//                                running rlock's fair scripts
 //   s6-floor --waiters N         RSS of N bare parked Asio coroutines: the floor under S6
 //   s7-floor --threads T         T blocking threads, each its own connection: the floor under S7
 //   s8 --restarts N [--redis-server PATH]
@@ -1075,7 +1079,94 @@ class tight_client {
 /// Two processes: the parent publishes an unlock message, the child, subscribed, answers it with
 /// the acquire script at once; the gap from the publish to the child's reply is the floor of
 /// "release + notification + acquire" on this machine and placement.
-void run_s3_floor(const options& o) {
+/// The fair lock's handoff made by blocking minimal clients running rlock's own fair scripts:
+/// the parent holds and releases, the child waits registered for a handoff by push; the gap
+/// from the release sent to the push read is the floor of a fair handoff (a publish heard plus
+/// what the scripts cost), for telling the scripts' share from the client's.
+void run_s3_fair_floor(const options& o) {
+  namespace rd = rlock::detail;
+  const std::string key = o.prefix + "s3-fair-floor";
+  const std::string tag = "{" + key + "}";
+  const std::string queue = "redisson_lock_queue:" + tag, timeouts = "redisson_lock_timeout:" + tag,
+                    handoffs = "rlock_fair_handoff:" + tag,
+                    channel = "redisson_lock__channel:" + tag;
+  const std::string parent_field = "floor-parent:1", child_field = "floor-child:1";
+  int to_parent[2];
+  int to_child[2];
+  if (::pipe(to_parent) != 0 || ::pipe(to_child) != 0) usage("pipe failed");
+  const auto load = [](tight_client& c, rd::script which) {
+    return c.command({"SCRIPT", "LOAD", rd::script_sources[static_cast<int>(which)]}).str;
+  };
+  const pid_t child = ::fork();
+  if (child == 0) {
+    asio::io_context io;
+    tight_client sub(io, o.port);
+    tight_client cmd(io, o.port);
+    const auto acquire = load(cmd, rd::script::acquire_fair);
+    const auto release = load(cmd, rd::script::release_fair);
+    sub.send({"SUBSCRIBE", channel + ":" + child_field});
+    (void)sub.read();
+    for (std::uint64_t ticket = 1;; ++ticket) {
+      char go = 0;  // the parent holds the lock: queue up behind it
+      if (::read(to_child[0], &go, 1) != 1 || go == 's') break;
+      const auto t = std::to_string(ticket);
+      (void)cmd.command({"EVALSHA", acquire, "4", key, queue, timeouts, handoffs, "10000",
+                         child_field, "10000", t, "10000:10000", ""});
+      [[maybe_unused]] auto w0 = ::write(to_parent[1], &go, 1);  // queued: release now
+      const auto push = sub.read();                              // the grant: `g<ticket>`
+      const bool granted = push.elements.size() == 3 && push.elements[2].str == "g" + t;
+      const std::int64_t at = granted ? nanos_now() : -1;
+      [[maybe_unused]] auto w1 = ::write(to_parent[1], &at, sizeof at);
+      (void)cmd.command({"EVALSHA", release, "6", key, queue, timeouts, handoffs, channel,
+                         "floor-latch:" + t, "10000", child_field, "publish", "1000"});
+    }
+    ::_exit(0);
+  }
+  asio::io_context io;
+  tight_client cmd(io, o.port);
+  const auto acquire = load(cmd, rd::script::acquire_fair);
+  const auto release = load(cmd, rd::script::release_fair);
+  std::vector<double> us;
+  const auto end = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
+                                           std::chrono::duration<double>(o.seconds));
+  for (std::uint64_t i = 1; i < 100'000 && clock_type::now() < end; ++i) {
+    const auto t = std::to_string(i);
+    // Free once the child's release is in (its DEL of the hash came before its next read).
+    for (int tries = 0; tries < 1000; ++tries) {
+      if (cmd.command({"EVALSHA", acquire, "4", key, queue, timeouts, handoffs, "10000",
+                       parent_field, "10000", "", "", ""})
+              .is_null()) {
+        break;
+      }
+      std::this_thread::sleep_for(100us);
+    }
+    char go = 'g';
+    [[maybe_unused]] auto w = ::write(to_child[1], &go, 1);
+    if (::read(to_parent[0], &go, 1) != 1) break;
+    std::this_thread::sleep_for(1ms);  // as S3's holders do
+    const std::int64_t released = nanos_now();
+    (void)cmd.command({"EVALSHA", release, "6", key, queue, timeouts, handoffs, channel,
+                       "floor-latch:p" + t, "10000", parent_field, "publish", "1000"});
+    std::int64_t acquired = 0;
+    if (::read(to_parent[0], &acquired, sizeof acquired) != sizeof acquired) break;
+    if (acquired < 0) usage("s3-fair-floor: the waiter was told something other than its grant");
+    us.push_back(static_cast<double>(acquired - released) / 1000.0);
+  }
+  char stop = 's';
+  [[maybe_unused]] auto ws = ::write(to_child[1], &stop, 1);
+  ::waitpid(child, nullptr, 0);
+  const auto s = summarize(std::move(us));
+  fmt::print(
+      R"({{"library": "tight-client", "mode": "s3-fair-floor", "params": {{"seconds": {}}}, )"
+      R"("metrics": {{"handoffs": {}, "p50_us": {:.2f}, "p90_us": {:.2f}, "p99_us": {:.2f}, )"
+      R"("max_us": {:.2f}}}}})"
+      "\n",
+      o.seconds, s.count, s.p50, s.p90, s.p99, s.max);
+}
+
+/// With `acquire` false the child answers nothing: the gap is one publish heard, the floor of a
+/// handoff made by push alone (the fair lock's).
+void run_s3_floor(const options& o, bool acquire) {
   const std::string key = o.prefix + "s3-floor";
   const std::string channel = rlock::detail::unlock_channel(key);
   int to_parent[2];
@@ -1094,10 +1185,10 @@ void run_s3_floor(const options& o) {
     for (;;) {
       auto push = sub.read();
       if (push.elements.size() == 3 && push.elements[2].str == "stop") break;
-      (void)cmd.command({"EVALSHA", sha, "1", key, "10000", "floor:1"});
+      if (acquire) (void)cmd.command({"EVALSHA", sha, "1", key, "10000", "floor:1"});
       const std::int64_t t = nanos_now();
       [[maybe_unused]] auto w = ::write(to_parent[1], &t, sizeof t);
-      (void)cmd.command({"DEL", key});
+      if (acquire) (void)cmd.command({"DEL", key});
     }
     ::_exit(0);
   }
@@ -1132,11 +1223,12 @@ void run_s3_floor(const options& o) {
   ::waitpid(child, nullptr, 0);
   const auto s = summarize(std::move(us));
   fmt::print(
-      R"({{"library": "tight-client", "mode": "s3-floor", "params": {{"seconds": {}}}, )"
+      R"({{"library": "tight-client", "mode": "{}", "params": {{"seconds": {}}}, )"
       R"("metrics": {{"handoffs": {}, "p50_us": {:.2f}, "p90_us": {:.2f}, "p99_us": {:.2f}, )"
       R"("max_us": {:.2f}, "idle_ping_p50_us": {:.2f}, "idle_ping_p99_us": {:.2f}}}}})"
       "\n",
-      o.seconds, s.count, s.p50, s.p90, s.p99, s.max, idle.p50, idle.p99);
+      acquire ? "s3-floor" : "s3-push-floor", o.seconds, s.count, s.p50, s.p90, s.p99, s.max,
+      idle.p50, idle.p99);
 }
 
 // --- s7-floor: blocking threads with nothing shared --------------------------------------------
@@ -1601,7 +1693,11 @@ int main(int argc, char** argv) {
     else if (o.mode == "s2-floor")
       run_s2_floor(o);
     else if (o.mode == "s3-floor")
-      run_s3_floor(o);
+      run_s3_floor(o, true);
+    else if (o.mode == "s3-push-floor")
+      run_s3_floor(o, false);
+    else if (o.mode == "s3-fair-floor")
+      run_s3_fair_floor(o);
     else if (o.mode == "s7-floor")
       run_s7_floor(o);
     else if (o.mode == "s8")
