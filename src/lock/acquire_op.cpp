@@ -369,7 +369,14 @@ struct acquire_operation : attempt_gate::entry {
     } else if (ec || reply.is_error()) {
       op->failure = op->failure_from(ec, reply);
     } else {
-      const auto judged = op->s->kind.judge(op->s->server_holds, reply);
+      const auto known = op->s->server_holds;
+      const auto judged = op->s->kind.judge(known, reply);
+      client_impl& c = op->client();
+      c.log(log_level::debug,
+            "lock '{}' (owner {}): an attempt's answer was lost; asked, the server says {} ({} "
+            "known): {}",
+            op->s->name(), c.short_owner(op->s->owner), resp3::brief(reply), known,
+            judged.what == reconcile_result::outcome::not_run ? "it did not run" : "it ran");
       switch (judged.what) {
         case reconcile_result::outcome::ran:
           op->record_hold(judged.token, op->reconciled_start());
@@ -554,6 +561,9 @@ struct acquire_operation : attempt_gate::entry {
   /// Undoes an acquisition no caller will get (cancelled, told otherwise, unsynced).
   static void give_back(owner op) {
     ++op->client().counters.given_back;
+    op->client().log(log_level::debug,
+                     "lock '{}' (owner {}): giving back a hold its caller was not given",
+                     op->s->name(), op->client().short_owner(op->s->owner));
     auto s = op->s;
     async_release(std::move(s), [op = std::move(op)](std::exception_ptr e) mutable {
       if (e) op->failure = std::move(e);
@@ -713,6 +723,9 @@ void finish_handoff(const std::shared_ptr<handoff_ticket>& t, bool handed_over,
     // The waiter left (cancelled, out of time) while the handoff was in flight: the hold it
     // was given belongs to nobody, so it goes back at once.
     if (!handed_over) return;
+    c.log(log_level::debug,
+          "lock '{}' (owner {}): a handoff reached an acquisition that had ended; giving it back",
+          t->to->name(), c.short_owner(t->to->owner));
     t->to->on_acquired(t->lease, t->watchdog, sent);
     ++c.counters.given_back;
     ++c.counters.handoffs_given_back;

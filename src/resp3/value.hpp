@@ -46,6 +46,35 @@ struct value {
   bool is_push() const noexcept { return type == type::push; }
 };
 
+/// A short text of `v` for log lines: nil, a number, a string, or `[a,b,...]` (nested the
+/// same way, at most 8 elements a level).
+inline std::string brief(const value& v) {
+  switch (v.type) {
+    case type::null:
+      return "nil";
+    case type::number:
+    case type::boolean:
+      return std::to_string(v.integer);
+    case type::double_type:
+      return std::to_string(v.real);
+    case type::array:
+    case type::map:
+    case type::set:
+    case type::push: {
+      std::string out = "[";
+      for (std::size_t i = 0; i < v.elements.size() && i < 8; ++i) {
+        if (i > 0) out.push_back(',');
+        out += brief(v.elements[i]);
+      }
+      if (v.elements.size() > 8) out += ",...";
+      out.push_back(']');
+      return out;
+    }
+    default:
+      return v.str;
+  }
+}
+
 /// An error reply made on the client's side (a router's or a registry's verdict), so that its
 /// text travels to the caller the way Redis's own error texts do.
 inline value error_reply(std::string text) {

@@ -30,6 +30,29 @@ acquisition closed(acquisition a, nanos end) {
   return a;
 }
 
+/// The notes logged in [from, to] that name `lock` (`lock '<lock>'`) or no lock at all, after a
+/// heading naming `what`; bounded, a flood of lines explains nothing.
+void add_context(const history& h, const std::string& lock, nanos from, nanos to,
+                 const std::string& what, std::vector<std::string>& out) {
+  constexpr std::size_t max_lines = 60;
+  const std::string named = "lock '" + lock + "'";
+  std::vector<const note*> lines;
+  for (const auto& n : h.notes) {
+    if (n.at < from || n.at > to) continue;
+    const bool about_it = n.text.find(named) != std::string::npos;
+    if (about_it || n.text.find("lock '") == std::string::npos) lines.push_back(&n);
+  }
+  std::sort(lines.begin(), lines.end(), [](const note* a, const note* b) { return a->at < b->at; });
+  out.push_back("near " + what + ":");
+  for (std::size_t i = 0; i < lines.size() && i < max_lines; ++i) {
+    out.push_back("  " + ms(lines[i]->at, h.begin) + " " + lines[i]->text);
+  }
+  if (lines.size() > max_lines) {
+    out.push_back("  ... " + std::to_string(lines.size() - max_lines) + " more");
+  }
+  if (lines.empty()) out.push_back("  (nothing logged)");
+}
+
 }  // namespace
 
 verdict check(const history& h, const checker_options& opts) {
@@ -77,6 +100,7 @@ verdict check(const history& h, const checker_options& opts) {
           explained[static_cast<std::size_t>(loss - losses.begin())].push_back(what);
         } else {
           v.violations.push_back(what);
+          add_context(h, lock, prev->requested - 1'000'000'000, next.ended, what, v.context);
         }
       }
       believed.push_back(&next);
@@ -210,6 +234,10 @@ std::string verdict::report() const {
   section("operations past their bound", overruns);
   section("never completed", stuck);
   section("left behind", leftovers);
+  if (!context.empty()) {
+    out << "what the clients logged near the violations:\n";
+    for (const auto& line : context) out << "  " << line << '\n';
+  }
   return out.str();
 }
 

@@ -32,6 +32,10 @@ struct verdict {
   std::vector<std::string> stuck;
   /// Channels, keys, client activity left at the end.
   std::vector<std::string> leftovers;
+  /// Not a failure: what the clients logged around each violation of exclusion (lines naming
+  /// its lock, and lines naming no lock: connections), from a second before the first grant was
+  /// requested to the second's end.
+  std::vector<std::string> context;
 
   std::size_t acquisitions = 0;
   std::size_t operations = 0;

@@ -74,6 +74,7 @@ void history::merge(const history& other) {
   restarts.insert(restarts.end(), other.restarts.begin(), other.restarts.end());
   queues.insert(queues.end(), other.queues.begin(), other.queues.end());
   owner_fields.insert(owner_fields.end(), other.owner_fields.begin(), other.owner_fields.end());
+  notes.insert(notes.end(), other.notes.begin(), other.notes.end());
   for (const auto& c : other.capacities) {
     if (std::none_of(capacities.begin(), capacities.end(),
                      [&](const capacity& mine) { return mine.lock == c.lock; })) {
@@ -116,6 +117,7 @@ std::string history::serialize() const {
   for (const auto& c : capacities) out << "P\t" << clean(c.lock) << '\t' << c.permits << '\n';
   for (const auto& f : owner_fields)
     out << "F\t" << clean(f.field) << '\t' << clean(f.owner) << '\n';
+  for (const auto& l : notes) out << "N\t" << l.at << '\t' << clean(l.text) << '\n';
   for (const auto& c : left.channels) out << "C\t" << clean(c) << '\n';
   for (const auto& k : left.keys) out << "K\t" << clean(k) << '\n';
   for (const auto& s : left.client_activity) out << "S\t" << clean(s) << '\n';
@@ -169,6 +171,9 @@ history history::parse(std::string_view text) {
     } else if (tag == "F") {
       need(3);
       h.owner_fields.push_back({f[1], f[2]});
+    } else if (tag == "N") {
+      need(3);
+      h.notes.push_back({std::stoll(f[1]), f[2]});
     } else if (tag == "C") {
       need(2);
       h.left.channels.push_back(f[1]);
@@ -226,6 +231,12 @@ void recorder::capacity_of(std::string_view lock, std::int64_t permits) {
     if (c.lock == lock) return;
   }
   h_.capacities.push_back({std::string(lock), permits});
+}
+
+void recorder::noted(std::string_view text) {
+  const auto t = now_ns();
+  std::lock_guard g(mutex_);
+  h_.notes.push_back({t, std::string(text)});
 }
 
 void recorder::named(std::string_view field, std::string_view owner) {

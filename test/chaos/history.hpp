@@ -93,6 +93,14 @@ struct owner_field {
   std::string owner;
 };
 
+/// A line the clients logged (config::log, every level), for the report of a violation: the
+/// engine's fault paths (a lost answer reconciled, a hold given back, a handoff settled) name
+/// the lock and the owner, so a rare failure explains itself.
+struct note {
+  nanos at = 0;
+  std::string text;
+};
+
 /// A run's record, checked afterwards by check(). Text-serialisable so processes can each
 /// write theirs and the parent merge them.
 struct history {
@@ -105,6 +113,7 @@ struct history {
   std::vector<owner_field> owner_fields;
   /// Semaphores: their capacities (the permits rule).
   std::vector<capacity> capacities;
+  std::vector<note> notes;
   nanos begin = 0;  // 0: not set (merge() takes the other's)
   nanos end = 0;    // when the workload was over; open acquisitions are believed until here
 
@@ -134,6 +143,8 @@ class recorder {
 
   /// `field` is `owner`'s hash field (recorded once per pair).
   void named(std::string_view field, std::string_view owner);
+  /// A client logged `text` now.
+  void noted(std::string_view text);
   /// `lock`'s fair queue read now.
   void queued(std::string_view lock, std::vector<std::string> fields);
   /// The server was killed at `killed_at` (when its data was lost, if it was) and is back.

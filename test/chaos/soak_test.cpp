@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -206,6 +207,23 @@ TEST(chaos, soak_three_processes_under_twenty_random_faults) {
   merged.restarts = mine.restarts;
   record_server_leftovers(s.server.port(), s.prefix, merged);
   const auto v = check(merged);
+  // What the engine did on its fault paths (lines naming an owner): a reader of a clean run's
+  // log sees them too, not only a failed run's report.
+  std::sort(merged.notes.begin(), merged.notes.end(),
+            [](const note& a, const note& b) { return a.at < b.at; });
+  std::size_t engine_lines = 0;
+  for (const auto& n : merged.notes) {
+    if (n.text.find("(owner ") == std::string::npos &&
+        n.text.find("handoff from") == std::string::npos) {
+      continue;
+    }
+    if (++engine_lines <= 200) {
+      std::printf("  log %.3f ms %s\n", static_cast<double>(n.at - merged.begin) / 1e6,
+                  n.text.c_str());
+    }
+  }
+  std::printf("%zu lines logged, %zu of them on the engine's fault paths\n", merged.notes.size(),
+              engine_lines);
   std::printf("%s", v.report().c_str());
   EXPECT_TRUE(v.clean()) << "seed " << seed << "\n" << v.report();
   EXPECT_GT(v.acquisitions, 100u);

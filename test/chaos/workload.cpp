@@ -24,6 +24,7 @@
 #include <rlock/blocking.hpp>
 #include <rlock/client.hpp>
 #include <rlock/error.hpp>
+#include <rlock/log.hpp>
 #include <rlock/multi_lock.hpp>
 #include <rlock/semaphore.hpp>
 #include <sstream>
@@ -443,9 +444,16 @@ history run_workload(const workload_options& opts, recorder& rec, std::chrono::m
 
   // Both clients connect before any worker starts: connect() is one attempt by design, and a
   // fault aimed at the workload must not hit a client that is still connecting.
+  // Every line the clients log goes into the history: a violation's report shows what the
+  // engine did around it (rec outlives both clients).
+  rlock::config cfg = opts.cfg;
+  cfg.log = [&rec, outer = opts.cfg.log](rlock::log_level level, std::string_view line) {
+    rec.noted(std::string(rlock::to_string(level)) + " " + std::string(line));
+    if (outer) outer(level, line);
+  };
   asio::io_context ioc;
   auto guard = asio::make_work_guard(ioc);
-  rlock::client c(ioc.get_executor(), opts.cfg);
+  rlock::client c(ioc.get_executor(), cfg);
   std::thread io([&] { ioc.run(); });
   std::unique_ptr<rlock::blocking::client> bc;
   try {
@@ -458,7 +466,7 @@ history run_workload(const workload_options& opts, recorder& rec, std::chrono::m
         rec.capacity_of(name, semaphore_capacity);
       }
     }
-    if (opts.threads > 0) bc = std::make_unique<rlock::blocking::client>(opts.cfg);
+    if (opts.threads > 0) bc = std::make_unique<rlock::blocking::client>(cfg);
   } catch (...) {
     guard.reset();
     ioc.stop();

@@ -55,6 +55,32 @@ TEST(checker, overlapping_beliefs_are_a_violation) {
   EXPECT_FALSE(v.clean());
 }
 
+TEST(checker, a_violation_is_reported_with_what_the_clients_logged_around_it) {
+  auto h = base();
+  h.acquisitions = {acq("a", 100, 200), acq("b", 150, 300),
+                    acq("c", 500, 600, end_kind::released, "M")};
+  h.notes = {{90 * ms, "debug chaos-p1: lock 'L' (owner x:1): an attempt's answer was lost"},
+             {120 * ms, "warning chaos-p1: connection lost (eof); reconnecting"},
+             {130 * ms, "debug chaos-p1: lock 'M' (owner x:2): giving back a hold"},
+             {140 * ms, "debug chaos-p1: lock 'LL' (owner x:3): giving back a hold"},
+             {2000 * ms, "debug chaos-p1: lock 'L' (owner x:1): long after"}};
+  // Across processes: the notes survive the text form.
+  const auto v = check(history::parse(h.serialize()));
+  ASSERT_EQ(v.violations.size(), 1u) << v.report();
+  const auto report = v.report();
+  EXPECT_NE(report.find("an attempt's answer was lost"), std::string::npos) << report;
+  EXPECT_NE(report.find("connection lost"), std::string::npos) << report;
+  EXPECT_EQ(report.find("lock 'M'"), std::string::npos) << report;   // another lock
+  EXPECT_EQ(report.find("lock 'LL'"), std::string::npos) << report;  // a name beginning alike
+  EXPECT_EQ(report.find("long after"), std::string::npos) << report;
+  // Notes are context, not findings: a clean history with notes stays clean.
+  auto quiet = base();
+  quiet.acquisitions = {acq("a", 10, 20)};
+  quiet.notes = h.notes;
+  EXPECT_TRUE(check(quiet).clean());
+  EXPECT_TRUE(check(quiet).context.empty());
+}
+
 TEST(checker, a_long_belief_is_compared_with_every_later_one) {
   // "b" and "c" do not overlap each other; both overlap "a", which is not the latest interval.
   auto h = base();
