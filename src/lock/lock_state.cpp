@@ -88,6 +88,7 @@ void lock_state::on_acquired(std::chrono::milliseconds lease_ms, bool renew,
     handoff_streak = 0;  // a new hold; a handoff that made it sets its streak after this
   }
   ++server_holds;
+  ++grants;
   orphan_releases = 0;
   lease = lease_ms;
   client->longest_lease = std::max(client->longest_lease, lease_ms);
@@ -118,7 +119,27 @@ void lock_state::release_not_sent(const release_undo& undo) {
 }
 
 lock_state::release_outcome lock_state::on_released(const resp3::value& reply,
-                                                    std::chrono::steady_clock::time_point sent) {
+                                                    std::chrono::steady_clock::time_point sent,
+                                                    std::uint32_t grants_at_start) {
+  const bool released = reply.type == resp3::type::number && reply.integer == 1;
+  if ((reply.is_null() || released) && grants != grants_at_start && local_holds > 0) {
+    // A hold was granted since this release began (its answer came late: retried across a
+    // reconnect, or told to its caller as unknown). Had that hold run first, this release
+    // would have found it and answered "still held"; so it ran after, and stands, unless it
+    // was this very count claimed twice. Resetting here would stop renewing a hold a caller
+    // has, and its lease would run out with the caller still believing: ask instead. On one
+    // connection answers come in order, so this needs an answer that overtakes: a grant by push
+    // (fair kinds) before a retried unlock's answer.
+    client->log(log_level::debug,
+                "lock '{}' (owner {}): an unlock begun before this owner's latest acquisition "
+                "was answered {}; asking whether that acquisition still holds",
+                name(), client->short_owner(owner), released ? "released" : "not held");
+    return {released ? nullptr
+                     : std::make_exception_ptr(std::system_error(
+                           make_error_code(errc::not_owner),
+                           fmt::format("lock '{}' was not held by {}", name(), field()))),
+            false, true};
+  }
   if (reply.is_null()) {
     server_holds = 0;
     maybe_orphaned = false;
@@ -148,6 +169,12 @@ lock_state::release_outcome lock_state::on_released(const resp3::value& reply,
     // The server counts a hold this owner did not know of: another handle of the same owner
     // (a blocking lock's state is looked up per call), or a re-acquisition since this release
     // was sent. The owner holds on; the script set the TTL to the lease again when it was sent.
+    if (local_holds == 0) {
+      client->log(log_level::debug,
+                  "lock '{}' (owner {}): its final unlock was answered 'still held'; the owner "
+                  "holds on (another handle of it holds the lock)",
+                  name(), client->short_owner(owner));
+    }
     local_holds = 1;
     if (watched) client->dog.add(*this, shared_from_this(), sent);
   }

@@ -58,10 +58,15 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
     /// The server still counts holds of this owner that no caller here has (an acquire that
     /// ran after it was reconciled as not run, see maybe_orphaned): give them back.
     bool orphaned = false;
+    /// Answered "released" or "not held", but this owner was granted a hold after the release
+    /// began (`grants` moved): that hold stands if it ran after the release, so nothing was
+    /// reset; the server is asked whether it still counts one (verify_hold).
+    bool verify = false;
   };
-  /// Bookkeeping after the release script's reply (sent at `sent`).
-  release_outcome on_released(const resp3::value& reply,
-                              std::chrono::steady_clock::time_point sent);
+  /// Bookkeeping after the release script's reply (sent at `sent`, begun when `grants` was
+  /// `grants_at_start`).
+  release_outcome on_released(const resp3::value& reply, std::chrono::steady_clock::time_point sent,
+                              std::uint32_t grants_at_start);
   /// Stops renewal and tells lost() waiters; local bookkeeping only.
   void reset(bool lost);
 
@@ -109,7 +114,10 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   /// thread.
   std::atomic<std::uint8_t> last_wake{static_cast<std::uint8_t>(wake_reason::immediate)};
   std::uint8_t orphan_releases = 0;  // give-backs of orphaned holds since the last acquire
-  const bool registered;             // listed in the client's owner table (explicit owner ids)
+  /// Holds granted so far (on_acquired): a release's answer tells about the holds granted
+  /// before it began, and must not undo one granted since.
+  std::uint32_t grants = 0;
+  const bool registered;  // listed in the client's owner table (explicit owner ids)
   /// A semaphore hold's size (set once, before its acquisition starts); 1 for locks.
   std::uint32_t permits = 1;
   bool lost = false;

@@ -18,6 +18,8 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <charconv>
+
 namespace rlock::detail {
 
 namespace {
@@ -36,6 +38,7 @@ struct release_operation {
     lock_state& s = *op->s;
     client_impl& c = *s.client;
     op->undo = s.before_release();
+    op->grants_at_start = s.grants;
     const auto lease_ms =
         c.lease_arg(s.lease.count() > 0 ? s.lease : c.cfg.watchdog_timeout, op->lease_arg);
     // The channel and the latch key in one buffer: one allocation per unlock.
@@ -104,8 +107,15 @@ struct release_operation {
     // reads once the first run's latch is gone), may have handed the lock over: the server is
     // asked before the waiter is let go, never assumed either way (issue 24's soak: a waiter let
     // go to retry re-entered the hold handed to it, and nobody knew of the second count).
+    if (!op->handler) {
+      // Its caller was told the outcome is unknown (its bound passed): what the server did.
+      c.log(log_level::debug,
+            "lock '{}' (owner {}): an unlock told to its caller as unknown was {}", op->s->name(),
+            c.short_owner(op->s->owner),
+            ec ? "not answered: " + ec.message() : "answered " + resp3::brief(reply));
+    }
     if (op->ticket && ((ec && written) || (!ec && reply.is_null()))) {
-      settle_transfer(std::exchange(op->ticket, nullptr), op->begun);
+      settle_transfer(std::exchange(op->ticket, nullptr), op->begun, op->s->owner);
     }
     if (!ec) {
       // A handoff's 2 is a release for this owner; the waiter it went to is told next.
@@ -116,7 +126,8 @@ struct release_operation {
         released.type = resp3::type::number;
         released.integer = 1;
       }
-      auto outcome = op->s->on_released(handed_over ? released : reply, op->written);
+      auto outcome =
+          op->s->on_released(handed_over ? released : reply, op->written, op->grants_at_start);
       // The new owner's lease started when the script first ran, no earlier than this release
       // began: not its last write (a retry after a reconnect returns the first run's answer).
       if (op->ticket) finish_handoff(std::exchange(op->ticket, nullptr), handed_over, op->begun);
@@ -124,6 +135,7 @@ struct release_operation {
       // latch has done its work; holds nobody has go back before anything the caller does next.
       c.latches.add(op->latch);
       if (outcome.orphaned) give_back_orphans(op->s);
+      if (outcome.verify) verify_hold(op->s);
       op->tell(std::move(outcome.error));
       return;
     }
@@ -139,7 +151,8 @@ struct release_operation {
   /// re-enter what it may already hold. Either way the new owner is marked maybe_orphaned: the
   /// transfer's bytes may still be on their way (a paused server, a held connection) and run
   /// after the answer, adding a hold that only a "still held" final unlock reveals.
-  static void settle_transfer(std::shared_ptr<handoff_ticket> t, clock_type::time_point begun) {
+  static void settle_transfer(std::shared_ptr<handoff_ticket> t, clock_type::time_point begun,
+                              std::uint64_t from) {
     lock_state& to = *t->to;
     to.maybe_orphaned = true;
     request_options opts;
@@ -147,12 +160,21 @@ struct release_operation {
     auto question = to.kind.reconcile_question(to.identity());
     to.client->session.exec(
         std::move(question), opts,
-        [t = std::move(t), begun](std::error_code ec, const resp3::value& answer) {
+        [t = std::move(t), begun, from](std::error_code ec, const resp3::value& answer) {
           bool ran = false;
+          lock_state& receiver = *t->to;
           if (!ec && !answer.is_error()) {
-            ran = t->to->kind.judge(t->to->server_holds, answer).what !=
+            ran = receiver.kind.judge(receiver.server_holds, answer).what !=
                   reconcile_result::outcome::not_run;
           }
+          receiver.client->log(
+              log_level::debug,
+              "lock '{}': the answer of a handoff from owner {} to owner {} was lost; "
+              "asked, the server says {} ({} known): {}",
+              receiver.name(), receiver.client->short_owner(from),
+              receiver.client->short_owner(receiver.owner),
+              ec ? ec.message() : resp3::brief(answer), receiver.server_holds,
+              ran ? "handed over" : "not handed over");
           // No answer: nobody knows; the waiter retries, and maybe_orphaned catches a second
           // count its attempt might add to a hold that did land.
           finish_handoff(t, ran, begun);
@@ -164,7 +186,47 @@ struct release_operation {
   static void give_back_orphans(const std::shared_ptr<lock_state>& s) {
     if (++s->orphan_releases > max_orphan_releases) return;
     ++s->client->counters.given_back;
+    s->client->log(log_level::debug,
+                   "lock '{}' (owner {}): its final unlock was answered 'still held' after an "
+                   "acquire of it may have run late; giving back a hold nobody has ({} of at most "
+                   "{})",
+                   s->name(), s->client->short_owner(s->owner), s->orphan_releases,
+                   max_orphan_releases);
     async_release(s, [](std::exception_ptr) {});
+  }
+
+  /// After on_released's `verify`: asks the server whether this owner still holds the lock
+  /// (its hold count); none, while a caller here holds it, is a lost lock: reported as lost()
+  /// now, not at the watchdog's next round. No answer: the watchdog's renewal tells.
+  static void verify_hold(const std::shared_ptr<lock_state>& s) {
+    client_impl& c = *s->client;
+    auto question = s->kind.count_question != nullptr
+                        ? s->kind.count_question(s->identity())
+                        : command(command_kind::query, "HGET", {s->key()}, {s->field()});
+    request_options opts;
+    opts.deadline = clock_type::now() + c.cfg.command_timeout;
+    c.session.exec(std::move(question), opts,
+                   [s, grants = s->grants](std::error_code ec, const resp3::value& answer) {
+                     if (ec || answer.is_error()) return;
+                     const std::int64_t count =
+                         s->kind.count_of != nullptr ? s->kind.count_of(answer) : count_in(answer);
+                     // Granted again since the question, or released: nothing to judge.
+                     if (s->grants != grants || s->local_holds == 0) return;
+                     if (count > 0) {
+                       s->server_holds = static_cast<std::uint64_t>(count);
+                       return;
+                     }
+                     s->on_lease_lost(
+                         "released by an unlock of the same owner that began before this hold "
+                         "was granted");
+                   });
+  }
+  /// HGET's answer as a count: nil is 0.
+  static std::int64_t count_in(const resp3::value& answer) noexcept {
+    if (answer.type == resp3::type::number) return answer.integer;
+    std::int64_t n = 0;
+    std::from_chars(answer.str.data(), answer.str.data() + answer.str.size(), n);
+    return n;
   }
   static constexpr std::uint8_t max_orphan_releases = 16;  // lock_state::orphan_releases
 
@@ -189,6 +251,7 @@ struct release_operation {
   clock_type::time_point begun = clock_type::now();
   clock_type::time_point written{};
   lock_state::release_undo undo;
+  std::uint32_t grants_at_start = 0;  // the owner's grants when it began (on_released)
 };
 
 // --- lost -------------------------------------------------------------------------------------
