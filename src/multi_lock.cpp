@@ -74,25 +74,31 @@ asio::awaitable<void> multi_lock::lock_all(member_list members, std::optional<mi
   if (lease && lease->count() <= 0) {
     throw_error(errc::invalid_argument, "multi_lock: the lease must be positive");
   }
-  std::size_t taken = 0;
-  std::exception_ptr failure;
-  try {
-    for (const auto& m : *members) {
-      // Ordered waiting: no cycle with another multi-lock over the same locks.
-      co_await detail::awaitable_of<>(m, [lease](const lock_handle& l, detail::handler<> h) {
-        lock_handle::start_acquire(l, lease, std::move(h));
-      });
-      ++taken;
+  std::vector<clock_type::time_point> starts;
+  starts.reserve(members->size());
+  for (;;) {
+    std::size_t taken = 0;
+    std::exception_ptr failure;
+    starts.clear();
+    try {
+      for (const auto& m : *members) {
+        starts.push_back(clock_type::now());
+        // Ordered waiting: no cycle with another multi-lock over the same locks.
+        co_await detail::awaitable_of<>(m, [lease](const lock_handle& l, detail::handler<> h) {
+          lock_handle::start_acquire(l, lease, std::move(h));
+        });
+        ++taken;
+      }
+    } catch (...) {
+      failure = std::current_exception();
     }
-  } catch (...) {
-    failure = std::current_exception();
+    if (!failure && all_held(members, starts, lease)) co_return;
+    // All or nothing: what was taken goes back before the caller hears why (a cancellation of
+    // the caller does not reach these releases), or before the group is taken again.
+    co_await asio::this_coro::reset_cancellation_state();
+    (void)co_await release(members, taken);
+    if (failure) std::rethrow_exception(failure);
   }
-  if (!failure) co_return;
-  // All or nothing: what was taken goes back before the caller hears why (a cancellation of the
-  // caller does not reach these releases).
-  co_await asio::this_coro::reset_cancellation_state();
-  (void)co_await release(members, taken);
-  std::rethrow_exception(failure);
 }
 
 asio::awaitable<bool> multi_lock::try_lock_all(member_list members, milliseconds wait,
@@ -102,33 +108,53 @@ asio::awaitable<bool> multi_lock::try_lock_all(member_list members, milliseconds
     throw_error(errc::invalid_argument, "multi_lock: the lease must be positive");
   }
   const auto deadline = clock_type::now() + wait;
-  std::size_t taken = 0;
-  std::exception_ptr failure;
-  bool all = true;
-  try {
-    for (const auto& m : *members) {
-      // One wait shared by all: each member gets what is left of it.
-      const auto left =
-          std::max(milliseconds::zero(),
-                   std::chrono::duration_cast<milliseconds>(deadline - clock_type::now()));
-      const bool got = co_await detail::awaitable_of<bool>(
-          m, [left, lease](const lock_handle& l, detail::handler<bool> h) {
-            lock_handle::start_try_acquire(l, left, lease, std::move(h));
-          });
-      if (!got) {
-        all = false;
-        break;
+  std::vector<clock_type::time_point> starts;
+  starts.reserve(members->size());
+  for (;;) {
+    std::size_t taken = 0;
+    std::exception_ptr failure;
+    bool all = true;
+    starts.clear();
+    try {
+      for (const auto& m : *members) {
+        // One wait shared by all: each member gets what is left of it.
+        const auto left =
+            std::max(milliseconds::zero(),
+                     std::chrono::duration_cast<milliseconds>(deadline - clock_type::now()));
+        starts.push_back(clock_type::now());
+        const bool got = co_await detail::awaitable_of<bool>(
+            m, [left, lease](const lock_handle& l, detail::handler<bool> h) {
+              lock_handle::start_try_acquire(l, left, lease, std::move(h));
+            });
+        if (!got) {
+          all = false;
+          break;
+        }
+        ++taken;
       }
-      ++taken;
+    } catch (...) {
+      failure = std::current_exception();
     }
-  } catch (...) {
-    failure = std::current_exception();
+    const bool held = all && !failure && all_held(members, starts, lease);
+    if (held) co_return true;
+    co_await asio::this_coro::reset_cancellation_state();
+    (void)co_await release(members, taken);
+    if (failure) std::rethrow_exception(failure);
+    // Refused, or a member's hold ended meanwhile: again while the wait lasts.
+    if (!all || clock_type::now() >= deadline) co_return false;
   }
-  if (all && !failure) co_return true;
-  co_await asio::this_coro::reset_cancellation_state();
-  (void)co_await release(members, taken);
-  if (failure) std::rethrow_exception(failure);
-  co_return false;
+}
+
+bool multi_lock::all_held(const member_list& members,
+                          const std::vector<clock_type::time_point>& starts,
+                          std::optional<milliseconds> lease) {
+  const auto now = clock_type::now();
+  for (std::size_t i = 0; i < members->size(); ++i) {
+    if (lock_handle::state_of((*members)[i])->lost.load()) return false;
+    // A lease counts from the server's grant, no earlier than the acquisition began.
+    if (lease && now >= starts[i] + *lease) return false;
+  }
+  return true;
 }
 
 asio::awaitable<std::exception_ptr> multi_lock::release(member_list members, std::size_t count) {

@@ -46,8 +46,12 @@ class RLOCK_EXPORT multi_lock {
   explicit multi_lock(std::vector<lock_handle> members);
 
   /// Takes every member, waiting as long as it takes; `lease` for each (absent: the watchdog).
+  /// A member whose hold ended while later ones were awaited (lost by the watchdog, or its
+  /// lease over) means the group never held all at once: everything goes back and the group
+  /// is taken again.
   boost::asio::awaitable<void> lock(std::optional<milliseconds> lease = std::nullopt);
-  /// Takes every member within `wait` (0: one attempt each), or none; whether it did.
+  /// Takes every member within `wait` (0: one attempt each), or none; whether it did. A member
+  /// whose hold ended meanwhile: as lock(), while the wait lasts.
   boost::asio::awaitable<bool> try_lock(milliseconds wait = milliseconds::zero(),
                                         std::optional<milliseconds> lease = std::nullopt);
   /// Releases every member, in reverse order, each once; all are released even if one fails,
@@ -85,6 +89,11 @@ class RLOCK_EXPORT multi_lock {
                                                std::optional<milliseconds> lease);
   static boost::asio::awaitable<bool> try_lock_all(member_list members, milliseconds wait,
                                                    std::optional<milliseconds> lease);
+  /// Whether every member is still held: none lost since it was taken, none whose `lease`
+  /// (from just before its acquisition began, at `starts[i]`) is over.
+  static bool all_held(const member_list& members,
+                       const std::vector<std::chrono::steady_clock::time_point>& starts,
+                       std::optional<milliseconds> lease);
   /// Releases `members[0, count)` in reverse order; the first failure, or null.
   static boost::asio::awaitable<std::exception_ptr> release(member_list members, std::size_t count);
   static boost::asio::awaitable<void> first_lost(member_list members);

@@ -120,7 +120,9 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   const bool registered;  // listed in the client's owner table (explicit owner ids)
   /// A semaphore hold's size (set once, before its acquisition starts); 1 for locks.
   std::uint32_t permits = 1;
-  bool lost = false;
+  /// Reported lost since its latest hold began (reset(true)); read by a multi-lock from its
+  /// caller's thread.
+  std::atomic<bool> lost{false};
   /// An acquire of this owner was reconciled as not run (it may still run late), or the client
   /// moved to another node (a failover may have lost releases). Until the server says the lock
   /// is released or not held, a "still held" answer to the final unlock means orphaned holds,

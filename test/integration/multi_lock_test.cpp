@@ -207,6 +207,58 @@ TEST(multi_lock, one_lost_for_the_group_when_any_member_is_lost) {
   });
 }
 
+TEST(multi_lock, a_member_lost_while_a_later_one_is_awaited_makes_the_group_start_again) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.watchdog_timeout = 600ms;
+  rlock::client c(io.get_executor(), cfg);
+  rlock::client other(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await c.connect();
+    co_await other.connect();
+    auto blocker = other.get_lock("g2");
+    co_await blocker.lock();
+    std::vector<rlock::lock_handle> members{c.get_lock("g1"), c.get_lock("g2")};
+    rlock::multi_lock m(members);
+    bool done = false;
+    std::exception_ptr failure;
+    asio::steady_timer bell(io);
+    asio::co_spawn(io, m.lock(), [&](std::exception_ptr e) {
+      failure = e;
+      done = true;
+      bell.cancel();
+    });
+    // g1 is taken and the group waits for g2; then g1's hash goes (an operator's DEL) and its
+    // watchdog reports it lost, all before g2 comes free.
+    RLOCK_CO_ASSERT(co_await poll_until([&] {
+      return raw.command_int({"EXISTS", std::string(members[0].key())}) == 1;
+    }));
+    bool lost = false;
+    asio::co_spawn(io, members[0].lost(), [&](std::exception_ptr e) {
+      lost = !e;
+      bell.cancel();
+    });
+    raw.command({"DEL", std::string(members[0].key())});
+    co_await wait_until(
+        bell, [&] { return lost; }, 10s);
+    RLOCK_CO_ASSERT(lost);
+    EXPECT_FALSE(done);
+    co_await blocker.unlock();
+    co_await wait_until(
+        bell, [&] { return done; }, 10s);
+    RLOCK_CO_ASSERT(done);
+    EXPECT_EQ(failure, nullptr);
+    // The group holds both: g1 was taken again, not handed out as held while it was gone.
+    EXPECT_EQ(co_await members[0].hold_count(), 1);
+    EXPECT_EQ(co_await members[1].hold_count(), 1);
+    co_await m.unlock();
+    EXPECT_EQ(existing(raw, members), 0);
+    co_await c.close();
+    co_await other.close();
+  });
+}
+
 TEST(multi_lock, with_lock_runs_work_under_every_member_and_cancels_it_when_one_is_lost) {
   asio::io_context io;
   auto cfg = make_config();
