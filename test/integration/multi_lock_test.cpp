@@ -14,13 +14,16 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -37,6 +40,30 @@ std::int64_t existing(rlock::test::raw_client& raw, const std::vector<rlock::loc
   std::int64_t n = 0;
   for (const auto& l : ls) n += raw.command_int({"EXISTS", std::string(l.key())});
   return n;
+}
+
+/// An operator's DEL of `key` while `watched` (a member or the group) is held, then a bounded
+/// wait for watched.lost(): the watchdog's next renewal finds the hash gone. Whether lost()
+/// reported it. What the spawned lost() touches is shared: it may end after this returns.
+template <typename Watched>
+asio::awaitable<bool> deleted_and_lost(rlock::test::raw_client& raw, std::string_view key,
+                                       Watched& watched) {
+  struct heard {
+    explicit heard(asio::any_io_executor ex) : bell(std::move(ex)) {}
+    bool lost = false;
+    asio::steady_timer bell;
+  };
+  auto h = std::make_shared<heard>(co_await asio::this_coro::executor);
+  asio::co_spawn(h->bell.get_executor(), watched.lost(), [h](std::exception_ptr e) {
+    h->lost = !e;
+    h->bell.cancel();
+  });
+  raw.command({"DEL", std::string(key)});
+  // Named, not temporaries inside co_await: g++ 12 frees some of those too early (a lambda
+  // holding a shared_ptr among them).
+  const auto heard_it = [h] { return h->lost; };
+  co_await wait_until(h->bell, heard_it, 10s);
+  co_return h->lost;
 }
 
 TEST(multi_lock, takes_every_member_of_any_kind_or_none_and_releases_in_reverse_order) {
@@ -185,17 +212,8 @@ TEST(multi_lock, one_lost_for_the_group_when_any_member_is_lost) {
                                             c.get_fair_lock("l3")};
     rlock::multi_lock m(members);
     co_await m.lock();
-    bool lost = false;
-    asio::steady_timer bell(io);
-    asio::co_spawn(io, m.lost(), [&](std::exception_ptr e) {
-      lost = !e;
-      bell.cancel();
-    });
     // The second member's hash goes (an operator's DEL): its next renewal finds it gone.
-    raw.command({"DEL", std::string(members[1].key())});
-    co_await wait_until(
-        bell, [&] { return lost; }, 10s);
-    EXPECT_TRUE(lost);
+    EXPECT_TRUE(co_await deleted_and_lost(raw, members[1].key(), m));
     // Unlock releases the others and reports the lost one.
     EXPECT_EQ(co_await error_of(m.unlock()), rlock::errc::not_owner);
     EXPECT_EQ(existing(raw, members), 0);
@@ -234,15 +252,7 @@ TEST(multi_lock, a_member_lost_while_a_later_one_is_awaited_makes_the_group_star
     RLOCK_CO_ASSERT(co_await poll_until([&] {
       return raw.command_int({"EXISTS", std::string(members[0].key())}) == 1;
     }));
-    bool lost = false;
-    asio::co_spawn(io, members[0].lost(), [&](std::exception_ptr e) {
-      lost = !e;
-      bell.cancel();
-    });
-    raw.command({"DEL", std::string(members[0].key())});
-    co_await wait_until(
-        bell, [&] { return lost; }, 10s);
-    RLOCK_CO_ASSERT(lost);
+    RLOCK_CO_ASSERT(co_await deleted_and_lost(raw, members[0].key(), members[0]));
     EXPECT_FALSE(done);
     co_await blocker.unlock();
     co_await wait_until(
