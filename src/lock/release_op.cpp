@@ -8,6 +8,7 @@
 
 #include "client_impl.hpp"
 #include "lock/handoff.hpp"
+#include "lock/lock_forms.hpp"
 #include "lock/lock_kind.hpp"
 #include "lock/lock_ops.hpp"
 #include "lock/lock_state.hpp"
@@ -17,8 +18,6 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/steady_timer.hpp>
-
-#include <charconv>
 
 namespace rlock::detail {
 
@@ -208,8 +207,12 @@ struct release_operation {
     c.session.exec(std::move(question), opts,
                    [s, grants = s->grants](std::error_code ec, const resp3::value& answer) {
                      if (ec || answer.is_error()) return;
-                     const std::int64_t count =
-                         s->kind.count_of != nullptr ? s->kind.count_of(answer) : count_in(answer);
+                     std::int64_t count = 0;  // a reply that is no count holds nothing
+                     try {
+                       count = s->kind.count_of != nullptr ? s->kind.count_of(answer)
+                                                           : as_integer(answer);
+                     } catch (const std::system_error&) {
+                     }
                      // Granted again since the question, or released: nothing to judge.
                      if (s->grants != grants || s->local_holds == 0) return;
                      if (count > 0) {
@@ -220,13 +223,6 @@ struct release_operation {
                          "released by an unlock of the same owner that began before this hold "
                          "was granted");
                    });
-  }
-  /// HGET's answer as a count: nil is 0.
-  static std::int64_t count_in(const resp3::value& answer) noexcept {
-    if (answer.type == resp3::type::number) return answer.integer;
-    std::int64_t n = 0;
-    std::from_chars(answer.str.data(), answer.str.data() + answer.str.size(), n);
-    return n;
   }
   static constexpr std::uint8_t max_orphan_releases = 16;  // lock_state::orphan_releases
 
