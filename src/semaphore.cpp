@@ -8,6 +8,7 @@
 #include "lock/lock_kind.hpp"
 #include "lock/lock_state.hpp"
 #include "lock/names.hpp"
+#include "lock/permit_id.hpp"
 #include "rlock/error.hpp"
 
 #include <fmt/format.h>
@@ -30,6 +31,8 @@ void check_count(std::uint64_t n, std::string_view what) {
 }  // namespace
 
 std::uint32_t permit::count() const noexcept { return state_of(*this)->permits; }
+
+std::string permit::id() const { return state_of(*this)->shown_field(); }
 
 std::string_view semaphore::name() const noexcept { return state_->name(); }
 std::string_view semaphore::key() const noexcept { return state_->key(); }
@@ -112,11 +115,17 @@ asio::awaitable<std::int64_t> semaphore::add_permits(std::int64_t delta) {
 asio::awaitable<std::int64_t> semaphore::drain() { return admin(state_, "drain", 0); }
 
 asio::awaitable<bool> semaphore::release_id(std::shared_ptr<detail::lock_state> s, std::string id) {
-  if (id.empty()) throw_error(errc::invalid_argument, "semaphore: an empty permit id");
+  auto raw = detail::permit_id_from_hex(id);
+  if (!raw) {
+    throw_error(errc::invalid_argument,
+                fmt::format("semaphore '{}': permit id '{}' is not 32 hex digits (the form "
+                            "permit::id() and Redisson's RPermitExpirableSemaphore give)",
+                            s->name(), id.substr(0, 64)));
+  }
   std::string channel;
   detail::append_semaphore_channel(s->key(), channel);
   detail::release_script_call call;
-  s->kind.force_call({s->key(), id, 1}, channel, s->client->session.publish_command(), call);
+  s->kind.force_call({s->key(), *raw, 1}, channel, s->client->session.publish_command(), call);
   auto answer = detail::run_script(s, call, fmt::format("semaphore '{}': release", s->name()));
   co_return detail::as_integer(co_await std::move(answer)) == 1;
 }

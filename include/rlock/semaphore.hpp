@@ -24,12 +24,15 @@ class client_impl;
 /// permit_expirable_semaphore::acquire complete with. A lock_handle: unlock() gives the permits
 /// back (once: latched like an unlock, so a retry never gives them twice; not_owner if they
 /// already came back), lost() completes if its lease ran out on the server (the watchdog keeps
-/// it while the process lives, as for a lock), owner_field() is its permit id. Copies name the
-/// same hold.
+/// it while the process lives, as for a lock), id() is its permit id. Copies name the same hold.
 class RLOCK_EXPORT permit : public lock_handle {
  public:
-  /// Redisson's permit id (RPermitExpirableSemaphore): the hold's member in `{<key>}:timeout`.
-  std::string_view id() const noexcept { return owner_field(); }
+  /// Redisson's permit id (RPermitExpirableSemaphore), as Redisson shows one: 32 lowercase hex
+  /// digits. On the wire (owner_field(), the hold's member in `{<key>}:timeout`) it is the 16
+  /// bytes they spell, as Redisson stores it: a Java service's tryRelease(id) of this text gives
+  /// this hold back, and permit_expirable_semaphore::release takes a Java permit's id as Java
+  /// shows it.
+  std::string id() const;
   /// How many permits it holds.
   std::uint32_t count() const noexcept;
 
@@ -149,8 +152,10 @@ class RLOCK_EXPORT permit_expirable_semaphore {
       milliseconds wait = milliseconds::zero(), std::optional<milliseconds> lease = std::nullopt) {
     return semaphore_.try_acquire(1, wait, lease);
   }
-  /// Redisson's tryRelease(permitId): gives back the permit with that id, whoever took it;
-  /// false if it is not held (released, or its lease ran out).
+  /// Redisson's tryRelease(permitId): gives back the permit with that id, whoever took it (an
+  /// rlock hold or a Java permit); false if it is not held (released, or its lease ran out).
+  /// The id is 32 hex digits, as permit::id() and Redisson show it; any other text is
+  /// errc::invalid_argument.
   boost::asio::awaitable<bool> release(std::string_view permit_id);
   boost::asio::awaitable<std::int64_t> available() { return semaphore_.available(); }
   boost::asio::awaitable<bool> try_set_permits(std::uint32_t permits) {

@@ -6,11 +6,29 @@ namespace rlock::detail {
 
 using action = acquire_fsm::action;
 
+namespace {
+
+/// `at + d`, or time_point::max() where that would not fit (a wait of years, or more).
+acquire_fsm::clock::time_point saturating_add(acquire_fsm::clock::time_point at,
+                                              acquire_fsm::milliseconds d) noexcept {
+  using clock = acquire_fsm::clock;
+  const auto room =
+      std::chrono::duration_cast<acquire_fsm::milliseconds>(clock::time_point::max() - at);
+  return d >= room ? clock::time_point::max() : at + d;
+}
+
+}  // namespace
+
 acquire_fsm::acquire_fsm(clock::time_point now, const milliseconds* wait, milliseconds round_trip,
-                         milliseconds default_nap) noexcept
-    : last_now_(now), default_nap_(default_nap), single_attempt_(wait && wait->count() <= 0) {
+                         milliseconds default_nap, milliseconds longest_nap) noexcept
+    : last_now_(now),
+      default_nap_(default_nap),
+      longest_nap_(longest_nap),
+      single_attempt_(wait && wait->count() <= 0) {
   // One attempt is one round trip; a wait is the caller's own bound; lock() has none.
-  deadline_ = single_attempt_ ? now + round_trip : wait ? now + *wait : clock::time_point::max();
+  deadline_ = single_attempt_ ? saturating_add(now, round_trip)
+              : wait          ? saturating_add(now, *wait)
+                              : clock::time_point::max();
 }
 
 acquire_fsm::clock::time_point acquire_fsm::request_deadline() const noexcept {
@@ -71,9 +89,13 @@ action acquire_fsm::on_not_taken(clock::time_point now, bool reconciled) noexcep
 action acquire_fsm::sleep_or_end(clock::time_point now) noexcept {
   if (cancelled_) return tell(verdict::cancelled);
   if (now >= deadline_) return tell(verdict::not_acquired);
-  // Until the holder's lease runs out (key expiry publishes nothing), never past the bound.
-  const auto nap = ttl_.count() >= 0 ? ttl_ : default_nap_;
-  sleep_until_ = deadline_ - now > nap ? now + nap : deadline_;
+  // Until the holder's lease runs out (key expiry publishes nothing), never past the bound, and
+  // never longer than a lease: whatever the server answered (decoded through server_wait), a
+  // waiter looks again at least once per lease, and a sleep always lies ahead.
+  const auto nap = std::clamp(ttl_.count() >= 0 ? ttl_ : default_nap_, milliseconds(1),
+                              std::max(longest_nap_, milliseconds(1)));
+  const auto until = saturating_add(now, nap);
+  sleep_until_ = until < deadline_ ? until : deadline_;
   phase_ = phase::parked;
   return action::sleep;
 }

@@ -66,10 +66,12 @@ class acquire_fsm {
   enum class wake : std::uint8_t { message, subscribed, timer, failed, granted };
 
   /// `wait`: none = no bound (lock()); 0 = one attempt (try_lock()); otherwise the caller's
-  /// bound. `round_trip` bounds one attempt (config::command_timeout); `default_nap` is how long a
-  /// waiter sleeps when the holder's lease has no TTL to go by.
+  /// bound (a bound too far to represent is none). `round_trip` bounds one attempt
+  /// (config::command_timeout); `default_nap` is how long a waiter sleeps when the holder's lease
+  /// has no TTL to go by; `longest_nap` (the acquisition's lease) caps every sleep, whatever the
+  /// server answered.
   acquire_fsm(clock::time_point now, const milliseconds* wait, milliseconds round_trip,
-              milliseconds default_nap) noexcept;
+              milliseconds default_nap, milliseconds longest_nap) noexcept;
 
   // --- events ---------------------------------------------------------------------------------
   /// The operation starts (cancelled: the caller cancelled before it started).
@@ -126,6 +128,7 @@ class acquire_fsm {
   clock::time_point sleep_until_{};
   clock::time_point last_now_;
   milliseconds default_nap_;
+  milliseconds longest_nap_;
   milliseconds ttl_{-1};
   phase phase_ = phase::idle;
   verdict verdict_ = verdict::not_acquired;

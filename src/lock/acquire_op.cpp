@@ -62,7 +62,7 @@ struct acquire_operation : attempt_gate::entry {
         wait(w),
         started(clock_type::now()),
         fsm(started, w ? &*w : nullptr, s->client->cfg.command_timeout,
-            s->client->cfg.watchdog_timeout),
+            s->client->cfg.watchdog_timeout, l.value_or(s->client->cfg.watchdog_timeout)),
         caller(std::in_place_type<Handler>, std::move(h)),
         failure(validate(w, l)) {}
 

@@ -153,6 +153,9 @@ struct lock_kind {
   /// Appended to `<client uuid>:<owner>` to make the owner's hash field: `:write` for the
   /// read-write lock's write half, so one owner's two halves are two fields of one hash.
   std::string_view field_suffix = {};
+  /// The owner's field is a Redisson permit id (RPermitExpirableSemaphore): 16 bytes on the wire
+  /// (permit_id.hpp), shown as 32 lowercase hex digits; false: `<client uuid>:<owner>` + suffix.
+  bool permit_id_field = false;
 };
 
 /// Redisson's RLock: nil when acquired, the holder's PTTL when busy.

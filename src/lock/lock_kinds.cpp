@@ -84,7 +84,7 @@ acquire_reply reentrant_decode(const resp3::value& reply) noexcept {
     out.what = acquire_reply::outcome::acquired;
   } else if (reply.type == resp3::type::number) {
     out.what = acquire_reply::outcome::busy;
-    out.ttl = std::chrono::milliseconds(reply.integer);
+    out.ttl = server_wait(reply.integer);
   }
   return out;
 }
@@ -124,7 +124,7 @@ acquire_reply fenced_decode(const resp3::value& reply) noexcept {
     out.token = second.integer;
   } else if (second.integer == -1 && first.integer >= -1) {
     out.what = acquire_reply::outcome::busy;
-    out.ttl = std::chrono::milliseconds(first.integer);
+    out.ttl = server_wait(first.integer);
   }
   return out;
 }
@@ -206,7 +206,7 @@ acquire_reply fair_decode(const resp3::value& reply) noexcept {
     out.what = acquire_reply::outcome::acquired;
   } else if (reply.type == resp3::type::number && reply.integer >= -1) {
     out.what = acquire_reply::outcome::busy;
-    out.ttl = std::chrono::milliseconds(reply.integer);
+    out.ttl = server_wait(reply.integer);
   }
   return out;
 }
@@ -614,6 +614,7 @@ const lock_kind semaphore_kind{
     .count_question = &semaphore_question,
     .count_of = &semaphore_count,
     .field_suffix = {},
+    .permit_id_field = true,
 };
 
 }  // namespace rlock::detail

@@ -1,6 +1,7 @@
 #include "lock/lock_state.hpp"
 
 #include "client_impl.hpp"
+#include "lock/permit_id.hpp"
 #include "rlock/error.hpp"
 #include "session/redis_error.hpp"
 
@@ -42,7 +43,14 @@ std::exception_ptr failure_of(const client_impl& c, std::error_code ec, const re
 namespace {
 
 std::string names_of(std::string_view prefix, std::string_view name, std::string_view uuid,
-                     std::uint64_t owner, std::string_view suffix) {
+                     std::uint64_t owner, const lock_kind& kind) {
+  if (kind.permit_id_field) {
+    std::string out;
+    out.reserve(prefix.size() + name.size() + permit_id_size);
+    out.append(prefix).append(name).append(permit_id_of(uuid, owner));
+    return out;
+  }
+  const std::string_view suffix = kind.field_suffix;
   char digits[24];
   const auto end = std::to_chars(digits, digits + sizeof digits, owner).ptr;
   std::string out;
@@ -60,7 +68,11 @@ lock_state::lock_state(std::shared_ptr<client_impl> c, std::string_view n, std::
       owner(o),
       registered(in_table),
       key_size_(static_cast<std::uint32_t>(client->cfg.key_prefix.size() + n.size())),
-      names_(names_of(client->cfg.key_prefix, n, client->uuid, o, k.field_suffix)) {}
+      names_(names_of(client->cfg.key_prefix, n, client->uuid, o, k)) {}
+
+std::string lock_state::shown_field() const {
+  return kind.permit_id_field ? permit_id_hex(field()) : std::string(field());
+}
 
 std::string_view lock_state::name() const noexcept {
   return key().substr(client->cfg.key_prefix.size());
@@ -137,7 +149,7 @@ lock_state::release_outcome lock_state::on_released(const resp3::value& reply,
     return {released ? nullptr
                      : std::make_exception_ptr(std::system_error(
                            make_error_code(errc::not_owner),
-                           fmt::format("lock '{}' was not held by {}", name(), field()))),
+                           fmt::format("lock '{}' was not held by {}", name(), shown_field()))),
             false, true};
   }
   if (reply.is_null()) {
@@ -146,7 +158,7 @@ lock_state::release_outcome lock_state::on_released(const resp3::value& reply,
     reset(false);
     return {std::make_exception_ptr(
         std::system_error(make_error_code(errc::not_owner),
-                          fmt::format("lock '{}' is not held by {}", name(), field())))};
+                          fmt::format("lock '{}' is not held by {}", name(), shown_field())))};
   }
   if (reply.type != resp3::type::number) {
     return {std::make_exception_ptr(std::system_error(make_error_code(errc::protocol_error),

@@ -132,8 +132,11 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
 
   /// The Redis key: key prefix + name.
   std::string_view key() const noexcept { return std::string_view(names_).substr(0, key_size_); }
-  /// `<client uuid>:<owner>`, this owner's hash field.
+  /// `<client uuid>:<owner>`, this owner's hash field (a semaphore hold's: its 16-byte permit
+  /// id, lock_kind::permit_id_field).
   std::string_view field() const noexcept { return std::string_view(names_).substr(key_size_); }
+  /// The field as people read it (in messages, and permit::id()): a permit id in hex.
+  std::string shown_field() const;
 
   /// Redis's (or the transport's) text of this owner's latest failed operation: what the
   /// async_* forms' error codes cannot carry. Kept by the client beside the state (failures are

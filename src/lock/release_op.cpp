@@ -272,9 +272,9 @@ struct lost_operation {
     lock_state& s = *op->s;
     if (s.lost) return finish(std::move(op), nullptr, true);
     if (!s.renewing()) {
-      auto e = error_with(
-          errc::not_owner,
-          fmt::format("lock '{}' is not held through the watchdog by {}", s.name(), s.field()));
+      auto e = error_with(errc::not_owner,
+                          fmt::format("lock '{}' is not held through the watchdog by {}", s.name(),
+                                      s.shown_field()));
       return finish(std::move(op), std::move(e), true);
     }
     if (!s.lost_signal) {

@@ -144,18 +144,25 @@ inline constexpr std::array<script_effect, script_count> script_effects{{
 // total:{<key>}` (rlock's, written by try_set_permits). rlock keeps every hold it makes in the
 // zset, so a hold whose holder died comes back at its lease's end, for both kinds; Redisson's
 // RSemaphore clients share the counter and the channel. Expiries use the server's clock
-// (Redisson's the client's: a skew moves when a dead holder's permits come back).
-#define RLOCK_SEMAPHORE_LUA                                                 \
-  "local function now_ms() local t = redis.call('time'); "                  \
-  "return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000); end; " \
-  "local function reclaim(now, publish) "                                   \
-  "local expired = redis.call('zrangebyscore', KEYS[2], 0, now); "          \
-  "if #expired == 0 then return; end; "                                     \
-  "local n = 0; for _, id in ipairs(expired) do "                           \
-  "n = n + (tonumber(redis.call('hget', KEYS[3], id)) or 1); "              \
-  "redis.call('hdel', KEYS[3], id); redis.call('zrem', KEYS[2], id); end; " \
-  "local value = redis.call('incrby', KEYS[1], n); "                        \
-  "if value > 0 then redis.call(publish, KEYS[4], value); end; end; "
+// (Redisson's the client's: a skew moves when a dead holder's permits come back). Hold ids are
+// Redisson's permit ids: 16 bytes (permit_id.hpp). The total is certain only while the counter
+// and the holds add up to it (total_certain): Redisson's addPermits, release(n) and RSemaphore
+// acquisitions move the counter alone, and then the total proves nothing.
+#define RLOCK_SEMAPHORE_LUA                                                       \
+  "local function now_ms() local t = redis.call('time'); "                        \
+  "return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000); end; "       \
+  "local function reclaim(now, publish) "                                         \
+  "local expired = redis.call('zrangebyscore', KEYS[2], 0, now); "                \
+  "if #expired == 0 then return; end; "                                           \
+  "local n = 0; for _, id in ipairs(expired) do "                                 \
+  "n = n + (tonumber(redis.call('hget', KEYS[3], id)) or 1); "                    \
+  "redis.call('hdel', KEYS[3], id); redis.call('zrem', KEYS[2], id); end; "       \
+  "local value = redis.call('incrby', KEYS[1], n); "                              \
+  "if value > 0 then redis.call(publish, KEYS[4], value); end; end; "             \
+  "local function total_certain(total) "                                          \
+  "local held = 0; for _, id in ipairs(redis.call('zrange', KEYS[2], 0, -1)) do " \
+  "held = held + (tonumber(redis.call('hget', KEYS[3], id)) or 1); end; "         \
+  "return (tonumber(redis.call('get', KEYS[1])) or 0) + held == total; end; "
 
 /// The source of each script, indexed by `script`.
 inline constexpr std::array<std::string_view, script_count> script_sources{
@@ -523,7 +530,9 @@ inline constexpr std::array<std::string_view, script_count> script_sources{
     // KEYS[1..5] as RLOCK_SEMAPHORE_LUA; ARGV[1] = permits, ARGV[2] = the hold's id (its owner
     // field), ARGV[3] = lease ms, ARGV[4] = publish command, ARGV[5] = the refusal of more
     // permits than the total. nil: taken (or taken already by this id: a retry, a late run);
-    // a number: not enough permits, sleep that long at most (the earliest hold's end, or -1).
+    // a number: not enough permits, sleep that long at most (the earliest end of a hold that
+    // has one, or -1: Redisson's permits taken without a lease score 922337203685477, never).
+    // More permits than the total are refused only while the total is certain.
     RLOCK_SEMAPHORE_LUA
     "local now = now_ms(); reclaim(now, ARGV[4]); "
     "local lease = tonumber(ARGV[3]); "
@@ -531,14 +540,16 @@ inline constexpr std::array<std::string_view, script_count> script_sources{
     "redis.call('zadd', KEYS[2], 'XX', now + lease, ARGV[2]); return nil; end; "
     "local n = tonumber(ARGV[1]); "
     "local total = tonumber(redis.call('get', KEYS[5])); "
-    "if total ~= nil and n > total then return redis.error_reply(ARGV[5]); end; "
+    "if total ~= nil and n > total and total_certain(total) then "
+    "return redis.error_reply(ARGV[5]); end; "
     "local value = tonumber(redis.call('get', KEYS[1])) or 0; "
     "if value >= n then "
     "redis.call('decrby', KEYS[1], n); "
     "redis.call('zadd', KEYS[2], now + lease, ARGV[2]); "
     "if n ~= 1 then redis.call('hset', KEYS[3], ARGV[2], n); end; "
     "return nil; end; "
-    "local first = redis.call('zrange', KEYS[2], 0, 0, 'WITHSCORES'); "
+    "local first = redis.call('zrangebyscore', KEYS[2], '-inf', '(922337203685477', "
+    "'WITHSCORES', 'LIMIT', 0, 1); "
     "if first[2] ~= nil then return math.max(tonumber(first[2]) - now, 1); end; "
     "return -1;",
 
@@ -558,7 +569,8 @@ inline constexpr std::array<std::string_view, script_count> script_sources{
 
     // renew_semaphore — KEYS = counters; ARGV[1] = lease ms, ARGV[i + 1] = the hold id of
     // KEYS[i]. 1: the hold is alive and now ends a lease from now; 0: it is gone or its lease
-    // already ended (its permits are given back at the next reclaim).
+    // already ended (its permits are given back at the next reclaim). A hold that is gone (a
+    // Redisson tryRelease or reclaim took it, which know no sizes) leaves no size behind.
     RLOCK_SEMAPHORE_LUA
     "local now = now_ms(); local result = {} "
     "for i = 1, #KEYS, 1 do "
@@ -569,7 +581,8 @@ inline constexpr std::array<std::string_view, script_count> script_sources{
     "if type(ends) == 'string' and tonumber(ends) > now then "
     "redis.call('zadd', holds, 'XX', now + tonumber(ARGV[1]), ARGV[i + 1]); "
     "table.insert(result, 1); "
-    "else table.insert(result, 0); end; "
+    "else if ends == false then redis.call('hdel', 'rlock_semaphore_permits:' .. base, "
+    "ARGV[i + 1]); end; table.insert(result, 0); end; "
     "end; "
     "return result;",
 

@@ -333,38 +333,6 @@ end;
 return nil;
 )lua";
 
-// Redisson's RSemaphore (tryAcquireAsync, releaseAsync) and RPermitExpirableSemaphore's
-// tryRelease(permitId), as read from its source and written out here.
-// Acquire: KEYS = [name], ARGV = [permits]; 1 taken, 0 not enough.
-constexpr std::string_view redisson_semaphore_acquire = R"lua(
-local value = redis.call('get', KEYS[1]);
-if (value ~= false and tonumber(value) >= tonumber(ARGV[1])) then
-  local val = redis.call('decrby', KEYS[1], ARGV[1]);
-  return 1;
-end;
-return 0;
-)lua";
-// Release: KEYS = [name, `redisson_sc:{name}`], ARGV = [permits, publish].
-constexpr std::string_view redisson_semaphore_release = R"lua(
-local value = redis.call('incrby', KEYS[1], ARGV[1]);
-redis.call(ARGV[2], KEYS[2], value);
-)lua";
-// tryRelease(permitId): KEYS = [name, `redisson_sc:{name}`, `{name}:timeout`], ARGV = [id,
-// permits (1), now (client clock, ms), publish]; 1 released, 0 not held or expired.
-constexpr std::string_view redisson_permit_release = R"lua(
-local expire = redis.call('zscore', KEYS[3], ARGV[1]);
-local removed = redis.call('zrem', KEYS[3], ARGV[1]);
-if tonumber(removed) ~= 1 then
-  return 0;
-end;
-local value = redis.call('incrby', KEYS[1], ARGV[2]);
-redis.call(ARGV[4], KEYS[2], value);
-if tonumber(expire) <= tonumber(ARGV[3]) then
-  return 0;
-end;
-return 1;
-)lua";
-
 const std::regex uuid_v4("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
 
 /// Redisson's channel rule, written out independently of rlock: braces around the name unless it
@@ -1362,74 +1330,6 @@ TEST(interop, a_multi_lock_waits_for_a_redisson_holder_of_a_member_and_excludes_
     co_await m.unlock();
     EXPECT_TRUE(redisson.acquire(members[0].key()).is_null());
     EXPECT_EQ(redisson.release(members[0].key()).integer, 1);
-    co_await redis.close();
-  });
-}
-
-TEST(interop, semaphores_share_redissons_counter_and_channel_both_ways) {
-  asio::io_context io;
-  const auto cfg = make_config();
-  rlock::client redis(io.get_executor(), cfg);
-  foreign_client redisson(cfg.port);
-  rlock::test::raw_client subscriber(cfg.port);
-  rlock::test::run(io, [&]() -> asio::awaitable<void> {
-    co_await redis.connect();
-    auto sem = redis.get_semaphore("sem");
-    const auto key = std::string(sem.key());
-    const auto channel = "redisson_sc:{" + key + "}";
-    auto& raw = redisson.raw();
-    EXPECT_TRUE(co_await sem.try_set_permits(1));
-    // Redisson takes the permit: we wait, and its release (the count on the channel) wakes us.
-    EXPECT_EQ(raw.command_int({"EVAL", redisson_semaphore_acquire, "1", key, "1"}), 1);
-    EXPECT_FALSE(co_await sem.try_acquire());
-    std::optional<rlock::permit> got;
-    asio::steady_timer bell(io);
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          got = co_await sem.try_acquire(1, 10s);
-          bell.cancel();
-        },
-        asio::detached);
-    RLOCK_CO_ASSERT(co_await waiter_asleep(redis, raw, channel, 3));
-    raw.command({"EVAL", redisson_semaphore_release, "2", key, channel, "1", "publish"});
-    co_await wait_until(
-        bell, [&] { return got.has_value(); }, 10s);
-    RLOCK_CO_ASSERT(got.has_value());
-    EXPECT_EQ(got->last_wake(), rlock::wake_reason::notification);
-    // We hold it: Redisson cannot take it; our release publishes the count Redisson waits for.
-    EXPECT_EQ(raw.command_int({"EVAL", redisson_semaphore_acquire, "1", key, "1"}), 0);
-    subscribe(subscriber, channel);
-    co_await got->unlock();
-    auto message = subscriber.read_push(5s);
-    EXPECT_TRUE(is_message(message, channel, "1")) << rlock::test::describe(message);
-    EXPECT_EQ(raw.command_int({"EVAL", redisson_semaphore_acquire, "1", key, "1"}), 1);
-    EXPECT_EQ(co_await sem.available(), 0);
-    co_await redis.close();
-  });
-}
-
-TEST(interop, redissons_try_release_by_id_gives_back_our_expirable_permit) {
-  asio::io_context io;
-  const auto cfg = make_config();
-  rlock::client redis(io.get_executor(), cfg);
-  foreign_client redisson(cfg.port);
-  rlock::test::run(io, [&]() -> asio::awaitable<void> {
-    co_await redis.connect();
-    auto sem = redis.get_permit_expirable_semaphore("expiring");
-    const auto key = std::string(sem.key());
-    EXPECT_TRUE(co_await sem.try_set_permits(1));
-    auto p = co_await sem.acquire(30s);
-    EXPECT_EQ(co_await sem.available(), 0);
-    // Redisson's own release by id, with its client clock: our permit's expiry is in the
-    // server's clock, which this machine shares.
-    const auto now = std::to_string(foreign_client::epoch_ms());
-    EXPECT_EQ(redisson.raw().command_int({"EVAL", redisson_permit_release, "3", key,
-                                          "redisson_sc:{" + key + "}", "{" + key + "}:timeout",
-                                          std::string(p.id()), "1", now, "publish"}),
-              1);
-    EXPECT_EQ(co_await sem.available(), 1);
-    EXPECT_EQ(co_await rlock::test::error_of(p.unlock()), rlock::errc::not_owner);
     co_await redis.close();
   });
 }

@@ -4,7 +4,7 @@
 // a dead holder's permits coming back at its lease, the watchdog keeping a hold, the fault cases
 // (a cancelled waiter, a waiter whose connection is killed, an answer after its caller gave up),
 // permits released by id from another process, and the blocking facade. Redisson's side is in
-// interop_test.cpp.
+// semaphore_interop_test.cpp.
 #include "rlock/rlock.hpp"
 #include "support/lock_env.hpp"
 #include "support/raw_client.hpp"
@@ -73,19 +73,31 @@ TEST(semaphore, permits_are_counted_held_given_back_once_and_bad_input_is_refuse
     EXPECT_EQ(co_await sem.drain(), 4);
     EXPECT_EQ(co_await sem.available(), 0);
     co_await sem.release(3);
-    // Bad input: no permits, more than the total (try_set_permits' 3, moved to 2 by the add).
+    // The release and the drain moved the counter alone (3 available, total 2): the total no
+    // longer adds up, so an acquisition above it is not refused; it fits, and it is taken.
+    auto three = co_await sem.try_acquire(3, 5s);
+    RLOCK_CO_ASSERT(three.has_value());
+    co_await three->unlock();
+    // Bad input: no permits.
     EXPECT_EQ(co_await error_of(sem.acquire(0)), rlock::errc::invalid_argument);
-    EXPECT_EQ(co_await error_of(sem.try_acquire(3, 5s)), rlock::errc::invalid_argument);
     EXPECT_EQ(co_await error_of(sem.release(0)), rlock::errc::invalid_argument);
     EXPECT_EQ(co_await error_of(sem.try_acquire(0)), rlock::errc::invalid_argument);
-    auto refused = c.get_semaphore("pool");
+    // More than a total that adds up (counter + holds): refused at once, even with a wait,
+    // with a hold out too; add_permits moves the total and the refusal with it.
+    auto fixed = c.get_semaphore("fixed");
+    EXPECT_TRUE(co_await fixed.try_set_permits(2));
+    auto held = co_await fixed.acquire(1);
     try {
-      (void)co_await refused.try_acquire(7);
+      (void)co_await fixed.try_acquire(3, 5s);
       ADD_FAILURE() << "no refusal";
     } catch (const std::system_error& e) {
       EXPECT_EQ(e.code(), rlock::errc::invalid_argument);
       EXPECT_NE(std::string(e.what()).find("PERMITS_EXCEED_TOTAL"), std::string::npos) << e.what();
     }
+    EXPECT_EQ(co_await fixed.add_permits(1), 2);
+    EXPECT_FALSE(co_await fixed.try_acquire(3));  // fits the total of 3 now: not refused
+    EXPECT_EQ(co_await error_of(fixed.try_acquire(4)), rlock::errc::invalid_argument);
+    co_await held.unlock();
     co_await c.close();
   });
 }
@@ -259,9 +271,20 @@ TEST(permit_expirable_semaphore, permits_have_ids_any_process_releases_and_lease
     const auto key = std::string(sem.key());
     EXPECT_TRUE(co_await sem.try_set_permits(2));
     auto p = co_await sem.acquire(10s);
-    EXPECT_FALSE(p.id().empty());
-    // Redisson's layout: the id in `{<key>}:timeout` with its expiry.
-    EXPECT_FALSE(raw.command({"ZSCORE", holds_of(key), std::string(p.id())}).is_null());
+    // Redisson's form: 32 lowercase hex digits shown, their 16 bytes in `{<key>}:timeout`
+    // with its expiry.
+    EXPECT_EQ(p.id().size(), 32u) << p.id();
+    EXPECT_EQ(p.id().find_first_not_of("0123456789abcdef"), std::string::npos) << p.id();
+    EXPECT_EQ(p.owner_field().size(), 16u);
+    EXPECT_FALSE(raw.command({"ZSCORE", holds_of(key), p.owner_field()}).is_null());
+    // Not an id: refused with what to give instead.
+    try {
+      (void)co_await sem.release("not-an-id");
+      ADD_FAILURE() << "no refusal";
+    } catch (const std::system_error& e) {
+      EXPECT_EQ(e.code(), rlock::errc::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("32 hex digits"), std::string::npos) << e.what();
+    }
     // Another process releases it by id (Redisson's tryRelease), once.
     auto theirs = b.get_permit_expirable_semaphore("leases");
     EXPECT_TRUE(co_await theirs.release(p.id()));

@@ -24,8 +24,9 @@ const auto t0 = clock_type::time_point{} + 1h;
 constexpr auto round_trip = 5000ms;
 constexpr auto nap = 30000ms;
 
-acquire_fsm make(std::optional<std::chrono::milliseconds> wait) {
-  return acquire_fsm(t0, wait ? &*wait : nullptr, round_trip, nap);
+acquire_fsm make(std::optional<std::chrono::milliseconds> wait,
+                 std::chrono::milliseconds lease = nap) {
+  return acquire_fsm(t0, wait ? &*wait : nullptr, round_trip, nap, lease);
 }
 
 TEST(acquire_fsm, a_free_lock_is_taken_by_the_first_attempt) {
@@ -51,6 +52,43 @@ TEST(acquire_fsm, a_busy_lock_parks_until_woken_then_tries_again) {
   EXPECT_FALSE(fsm.retry_after_wake());
   ASSERT_EQ(fsm.on_attempt(answer::acquired, -1ms, t0 + 1007ms), action::complete);
   EXPECT_EQ(fsm.outcome(), verdict::acquired);
+}
+
+TEST(acquire_fsm, any_wait_the_server_answers_is_a_sleep_ahead_bounded_by_the_lease_and_the_wait) {
+  // The waits decoders hand over (server_wait: at most longest_server_wait, or -1), and the
+  // extremes beyond them: each must become a sleep that ends after now and no later than the
+  // lease or the caller's bound. A sleep that ended before it began is a busy loop.
+  using ms = std::chrono::milliseconds;
+  const ms answers[] = {ms(0),     ms(1),     ms(-1),         ms(-7),  ms(922337203685477),
+                        ms::max(), ms::min(), ms(0x7fffffff), ms(2000)};
+  for (const auto ttl : answers) {
+    for (const std::optional<ms> wait : {std::optional<ms>{}, std::optional<ms>(10s)}) {
+      auto fsm = make(wait, 5000ms);
+      fsm.start(false);
+      ASSERT_EQ(fsm.on_attempt(answer::busy, ttl, t0), action::join) << ttl.count();
+      ASSERT_EQ(fsm.on_joined(), action::sleep) << ttl.count();
+      EXPECT_GT(fsm.sleep_until(), t0) << ttl.count();
+      EXPECT_LE(fsm.sleep_until(), t0 + 5000ms) << ttl.count();  // the lease
+      if (ttl > 0ms && ttl <= 5000ms) {
+        EXPECT_EQ(fsm.sleep_until(), t0 + ttl);
+      }
+    }
+  }
+  auto short_wait = make(300ms, 5000ms);  // the caller's wait comes first
+  short_wait.start(false);
+  short_wait.on_attempt(answer::busy, ms(922337203685477), t0);
+  ASSERT_EQ(short_wait.on_joined(), action::sleep);
+  EXPECT_EQ(short_wait.sleep_until(), t0 + 300ms);
+}
+
+TEST(acquire_fsm, a_wait_too_long_to_represent_is_no_bound_not_a_bound_already_passed) {
+  const auto forever = std::chrono::milliseconds::max();
+  auto fsm = make(forever);
+  ASSERT_EQ(fsm.start(false), action::attempt);
+  EXPECT_EQ(fsm.request_deadline(), clock_type::time_point::max());
+  ASSERT_EQ(fsm.on_attempt(answer::busy, 1000ms, t0), action::join);
+  ASSERT_EQ(fsm.on_joined(), action::sleep);
+  EXPECT_EQ(fsm.sleep_until(), t0 + 1000ms);
 }
 
 TEST(acquire_fsm, an_attempt_refused_unrun_is_tried_again_at_once_within_the_bound) {

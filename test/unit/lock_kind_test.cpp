@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
+#include <utility>
 
 namespace {
 
@@ -50,6 +52,39 @@ TEST(lock_kind, fenced_pairs) {
   const auto zero_ttl = fenced_kind.decode(array({number(0), number(-1)}));
   EXPECT_EQ(zero_ttl.what, outcome::busy);
   EXPECT_EQ(zero_ttl.ttl, 0ms);
+}
+
+TEST(lock_kind, every_decoder_bounds_the_wait_the_server_answers) {
+  // A Redisson permit taken without a lease scores 922337203685477: a semaphore's attempt
+  // answers a wait of about 9.2 x 10^14 ms from it. Whatever the number, each kind's decoder
+  // hands the engine a wait in [-1, longest_server_wait]: nanoseconds of a steady_clock hold it.
+  using rlock::detail::longest_server_wait;
+  const std::int64_t huge[] = {922337203685477, std::numeric_limits<std::int64_t>::max(),
+                               std::int64_t{1} << 40, longest_server_wait.count() + 1};
+  const std::pair<const rlock::detail::lock_kind*, bool> kinds[] = {
+      {&reentrant_kind, false},
+      {&fenced_kind, true},
+      {&rlock::detail::non_reentrant_kind, false},
+      {&rlock::detail::fair_kind, false},
+      {&rlock::detail::spin_kind, false},
+      {&rlock::detail::read_kind, false},
+      {&rlock::detail::write_kind, false},
+      {&rlock::detail::semaphore_kind, false}};
+  for (const auto& [kind, pair] : kinds) {
+    for (const auto ms : huge) {
+      const auto got = kind->decode(pair ? array({number(ms), number(-1)}) : number(ms));
+      EXPECT_EQ(got.what, outcome::busy) << kind->name << " " << ms;
+      EXPECT_EQ(got.ttl, longest_server_wait) << kind->name << " " << ms;
+    }
+    const auto exact = kind->decode(pair ? array({number(1234), number(-1)}) : number(1234));
+    EXPECT_EQ(exact.ttl, 1234ms) << kind->name;
+  }
+  EXPECT_EQ(rlock::detail::server_wait(-1), -1ms);
+  EXPECT_EQ(rlock::detail::server_wait(std::numeric_limits<std::int64_t>::min()), -1ms);
+  EXPECT_EQ(rlock::detail::server_wait(0), 0ms);
+  // The longest wait is a time point's distance many times over: adding it cannot overflow.
+  const auto now = std::chrono::steady_clock::now();
+  EXPECT_GT(now + longest_server_wait, now);
 }
 
 TEST(lock_kind, fenced_rejects_every_other_shape) {

@@ -213,6 +213,39 @@ TEST(lock_view, status_of_a_semaphore_shows_its_permits_and_holds) {
             "pool: semaphore, 1 permit(s) available of 4, held by u:1 (2 permits, expires in "
             "30000 ms), u:2 (1 permit, expires in 5000 ms), 2 subscriber(s)");
   EXPECT_EQ(rlockctl::to_json(v).at("permit_holds").as_array().size(), 2U);
+  // Permit ids are 16 bytes on the wire, shown in hex as Redisson shows them; a Java permit
+  // taken without a lease (score 922337203685477) never expires.
+  rlock::detail::resp3::value java;
+  java.type = type::array;
+  const std::string raw_id("\x01\x23\x45\x67\x89\xab\xcd\xef\x00\x11\x22\x33\x44\x55\x66\x77", 16);
+  for (auto [member, score] :
+       {std::pair{raw_id, 922337203685477.0}, std::pair{std::string("u:3"), 1'000'001'000.0}}) {
+    rlock::detail::resp3::value pair;
+    pair.type = type::array;
+    rlock::detail::resp3::value d;
+    d.type = type::double_type;
+    d.real = score;
+    pair.elements = {str(member), d};
+    java.elements.push_back(pair);
+  }
+  const auto j = rlockctl::read_status(
+      "pool", {str("string", type::simple_string), wrongtype, num(-1), numsub(0), null(), empty,
+               empty, hash({}), time, numsub(0), str("0"), java, hash({}), null(), numsub(0)});
+  ASSERT_EQ(j.permits.size(), 2U);
+  EXPECT_EQ(j.permits[0].id, "0123456789abcdef0011223344556677");
+  EXPECT_TRUE(j.permits[0].never_expires);
+  EXPECT_FALSE(j.permits[0].expires_in_ms);
+  EXPECT_EQ(j.permits[1].expires_in_ms, 1000);
+  EXPECT_NE(
+      rlockctl::describe(j).find("0123456789abcdef0011223344556677 (1 permit, never expires)"),
+      std::string::npos)
+      << rlockctl::describe(j);
+  EXPECT_TRUE(rlockctl::to_json(j)
+                  .at("permit_holds")
+                  .as_array()[0]
+                  .as_object()
+                  .at("never_expires")
+                  .as_bool());
   // A string that is no number is not a semaphore.
   const auto other = rlockctl::read_status(
       "text", {str("string", type::simple_string), wrongtype, num(-1), numsub(0), null(), empty,

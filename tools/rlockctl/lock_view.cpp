@@ -1,6 +1,7 @@
 #include "lock_view.hpp"
 
 #include "lock/names.hpp"
+#include "lock/permit_id.hpp"
 #include "session/redis_error.hpp"
 
 #include <fmt/format.h>
@@ -13,6 +14,9 @@
 namespace rlockctl {
 
 namespace {
+
+/// Redisson's score of a permit taken without a lease (nonExpirableTimeout).
+constexpr double redisson_never_expires = 922337203685477.0;
 
 using rlock::detail::resp3::type;
 
@@ -135,7 +139,12 @@ std::vector<permit_hold> read_holds(const reply& zrange, const reply* sizes,
     if (score != nullptr && now) {
       const double at =
           score->type == type::double_type ? score->real : std::atof(score->str.c_str());
-      h.expires_in_ms = static_cast<std::int64_t>(at) - *now;
+      // Redisson scores a permit taken without a lease 922337203685477: it never expires.
+      if (at >= redisson_never_expires) {
+        h.never_expires = true;
+      } else {
+        h.expires_in_ms = static_cast<std::int64_t>(at) - *now;
+      }
     }
     if (sizes != nullptr) {
       for (std::size_t k = 0; k + 1 < sizes->elements.size(); k += 2) {
@@ -143,6 +152,8 @@ std::vector<permit_hold> read_holds(const reply& zrange, const reply* sizes,
           h.permits = to_int(sizes->elements[k + 1].str).value_or(1);
       }
     }
+    // A permit id is 16 bytes on the wire; Redisson and rlock show it in hex.
+    if (h.id.size() == rlock::detail::permit_id_size) h.id = rlock::detail::permit_id_hex(h.id);
     out.push_back(std::move(h));
   }
   return out;
@@ -154,6 +165,7 @@ std::string holds_text(const std::vector<permit_hold>& hs) {
     if (!text.empty()) text += ", ";
     text += fmt::format("{} ({} permit{}", h.id, h.permits, h.permits == 1 ? "" : "s");
     if (h.expires_in_ms) text += fmt::format(", expires in {} ms", *h.expires_in_ms);
+    if (h.never_expires) text += ", never expires";
     text += ")";
   }
   return text;
@@ -383,6 +395,7 @@ boost::json::object to_json(const lock_view& v) {
     for (const auto& h : v.permits) {
       boost::json::object e{{"id", h.id}, {"permits", h.permits}};
       if (h.expires_in_ms) e["expires_in_ms"] = *h.expires_in_ms;
+      if (h.never_expires) e["never_expires"] = true;
       hs.push_back(std::move(e));
     }
     o["permit_holds"] = std::move(hs);

@@ -44,6 +44,7 @@ struct permit_hold {
   std::string id;
   std::int64_t permits = 1;
   std::optional<std::int64_t> expires_in_ms;  // server clock; negative: overdue
+  bool never_expires = false;                 // a Redisson permit taken without a lease
   friend bool operator==(const permit_hold&, const permit_hold&) = default;
 };
 
