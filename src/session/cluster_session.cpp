@@ -554,12 +554,45 @@ void cluster_session::on_shards(const std::string& from, std::error_code ec,
               : fmt::format("{}: {}", from, ec.message());
   } else {
     map = slot_map::from_shards(reply, node_cfg_.tls.enabled, why);
-    if (map && map->covered() == 0) {
-      map.reset();
-      why = "CLUSTER SHARDS: no slot is assigned to any node";
+    if (map && map->covered() < slot_count && links_.count(from) != 0) {
+      return complete_from_slots(from, std::move(*map));
     }
-    if (!map) why = fmt::format("{}: {}", from, why);
   }
+  on_map(from, std::move(map), std::move(why), ec);
+}
+
+void cluster_session::complete_from_slots(const std::string& from, slot_map map) {
+  refreshing_ = true;
+  std::string command;
+  resp3::append_command(command, {"CLUSTER", "SLOTS"});
+  request_options opts;
+  opts.unknown = if_unknown::retry;
+  opts.deadline = clock_type::now() + cfg().command_timeout;
+  links_.at(from)->conn->exec(
+      std::move(command), opts,
+      [this, alive = std::weak_ptr<bool>(alive_), from, partial = std::move(map)](
+          std::error_code ec, resp3::value reply) mutable {
+        if (alive.expired()) return;
+        refreshing_ = false;
+        if (closed_) return;
+        // Whatever CLUSTER SLOTS says (or fails to say), the slots SHARDS named stand.
+        std::string ignored;
+        if (!ec) {
+          if (auto by_slots = slot_map::from_slots(reply, ignored)) {
+            partial.fill_unserved(*by_slots);
+          }
+        }
+        on_map(from, std::move(partial), {}, {});
+      });
+}
+
+void cluster_session::on_map(const std::string& from, std::optional<slot_map> map, std::string why,
+                             std::error_code ec) {
+  if (map && map->covered() == 0) {
+    map.reset();
+    why = "CLUSTER SHARDS: no slot is assigned to any node";
+  }
+  if (!map && !ec) why = fmt::format("{}: {}", from, why);
   if (!map) {
     if (!have_map_) {
       // connect(): the next seed, at once.

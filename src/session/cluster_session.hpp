@@ -90,6 +90,12 @@ class cluster_session final : public session {
   void request_refresh();
   void start_refresh();
   void on_shards(const std::string& from, std::error_code ec, const resp3::value& reply);
+  /// A CLUSTER SHARDS map that leaves slots unserved: Redis 7.4 answers a failed-over shard with
+  /// no slots (it reads them from its first node, the failed master). CLUSTER SLOTS, asked of the
+  /// same node, says who serves them; the map then goes on as on_shards' would.
+  void complete_from_slots(const std::string& from, slot_map map);
+  void on_map(const std::string& from, std::optional<slot_map> map, std::string why,
+              std::error_code ec);
   void apply_map(slot_map map);
   void apply_channel_moves(std::vector<channel_registry::move> moves);
   void prune_links();

@@ -110,6 +110,49 @@ std::optional<slot_map> slot_map::from_shards(const resp3::value& reply, bool tl
   return map;
 }
 
+std::optional<slot_map> slot_map::from_slots(const resp3::value& reply, std::string& diagnostic) {
+  if (reply.is_error()) {
+    diagnostic = fmt::format("CLUSTER SLOTS failed: {}", reply.str);
+    return std::nullopt;
+  }
+  if (reply.type != resp3::type::array) {
+    diagnostic = "CLUSTER SLOTS did not answer with an array";
+    return std::nullopt;
+  }
+  slot_map map;
+  for (const auto& range : reply.elements) {
+    if (range.type != resp3::type::array || range.elements.size() < 3 ||
+        range.elements[2].type != resp3::type::array || range.elements[2].elements.size() < 2) {
+      diagnostic = "CLUSTER SLOTS: a range without a master";
+      return std::nullopt;
+    }
+    const auto from = number_of(&range.elements[0]);
+    const auto to = number_of(&range.elements[1]);
+    const auto& master = range.elements[2].elements;
+    const auto port = number_of(&master[1]);
+    cluster_node node;
+    node.host = text_of(&master[0]);
+    if (master.size() > 2) node.id = text_of(&master[2]);
+    if (from < 0 || to < from || to >= slot_count) {
+      diagnostic = fmt::format("CLUSTER SLOTS: bad slot range {}-{}", from, to);
+      return std::nullopt;
+    }
+    // "?" (or nothing): the master's endpoint is unknown; its slots stay unserved here.
+    if (node.host.empty() || node.host == "?" || port <= 0 || port > 65535) continue;
+    node.port = static_cast<std::uint16_t>(port);
+    const node_index index = map.add_node(std::move(node));
+    std::fill(map.slots_.begin() + from, map.slots_.begin() + to + 1, index);
+  }
+  return map;
+}
+
+void slot_map::fill_unserved(const slot_map& other) {
+  for (std::size_t s = 0; s < slot_count; ++s) {
+    if (slots_[s] != none || other.slots_[s] == none) continue;
+    slots_[s] = add_node(other.nodes_[other.slots_[s]]);
+  }
+}
+
 bool slot_map::move(std::uint16_t slot, std::string_view host, std::uint16_t port) {
   if (slot >= slot_count) return false;
   const node_index index = add_node(cluster_node{std::string(host), port, {}});

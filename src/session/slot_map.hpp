@@ -38,6 +38,14 @@ class slot_map {
   static std::optional<slot_map> from_shards(const resp3::value& reply, bool tls,
                                              std::string& diagnostic);
 
+  /// Decodes a `CLUSTER SLOTS` reply: per range [from, to, master, replicas...], the master as
+  /// [endpoint, port, id, ...], its port being the one for this connection's kind (TLS or
+  /// not). Only to complete a CLUSTER SHARDS map (fill_unserved): nothing, and why, for another
+  /// shape.
+  static std::optional<slot_map> from_slots(const resp3::value& reply, std::string& diagnostic);
+  /// Gives every slot this map leaves unserved the owner `other` names for it (if any).
+  void fill_unserved(const slot_map& other);
+
   /// The master owning `slot`, or nullptr when no node serves it (an uncovered slot).
   const cluster_node* owner(std::uint16_t slot) const noexcept {
     const node_index i = slots_[slot];

@@ -56,7 +56,7 @@ inline std::string semaphore_rules(const std::string& prefix) {
 
 /// What Cluster mode sends beyond that line (README "Redis Cluster": TLS and ACL).
 inline constexpr std::string_view cluster_rules =
-    " +cluster|shards +asking +ssubscribe +sunsubscribe +spublish";
+    " +cluster|shards +cluster|slots +asking +ssubscribe +sunsubscribe +spublish";
 
 /// ACL SETUSER `user` on >pw with `rules` (split on spaces).
 inline void set_user(raw_client& raw, const std::string& user, const std::string& rules) {

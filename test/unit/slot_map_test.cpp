@@ -1,11 +1,14 @@
 // The slot map without a server: CLUSTER SHARDS decoding, MOVED updates, owners.
 #include "session/slot_map.hpp"
 
+#include "resp3/parser.hpp"
 #include "support/resp3_values.hpp"
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <initializer_list>
+#include <iterator>
 #include <string>
 
 namespace {
@@ -112,6 +115,99 @@ TEST(slot_map, errors_and_bad_shapes_are_refused_with_words) {
   auto out_of_range = array({map({{"slots", array({number(0), number(16384)})},
                                   {"nodes", array({node("a", 7001, "master")})}})});
   EXPECT_FALSE(slot_map::from_shards(out_of_range, false, why));
+}
+
+// --- replies captured from real servers (fixtures/cluster/README.md) ---------------------
+
+/// The command's answer in a captured file: the last of its values (HELLO's comes first).
+resp3::value captured(const std::string& file) {
+  std::ifstream in(std::string(RLOCK_TEST_FIXTURES) + "/cluster/" + file, std::ios::binary);
+  const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  EXPECT_FALSE(bytes.empty()) << file;
+  rlock::detail::resp3::parser parser;
+  parser.feed(bytes);
+  resp3::value last;
+  std::error_code ec;
+  int values = 0;
+  while (auto v = parser.next(ec)) {
+    last = std::move(*v);
+    ++values;
+  }
+  EXPECT_FALSE(ec) << file << ": " << ec.message();
+  EXPECT_EQ(values, 2) << file;
+  return last;
+}
+
+TEST(slot_map, redis_7_4_shards_cover_every_slot_before_a_failover) {
+  std::string why;
+  auto m = slot_map::from_shards(captured("redis-7.4.1-shards.resp3"), false, why);
+  ASSERT_TRUE(m) << why;
+  EXPECT_EQ(m->covered(), 16384u);
+  EXPECT_EQ(m->owner(0)->port, 31000);
+}
+
+TEST(slot_map, redis_7_4_after_a_failover_needs_cluster_slots_for_the_promoted_master) {
+  // The failed master (31000) and its promoted replica (31005) in one shard, whose slots 7.4
+  // reads from the failed one: none. CLUSTER SLOTS names 31005 for 0-5460.
+  std::string why;
+  auto m = slot_map::from_shards(captured("redis-7.4.1-failover-shards.resp3"), false, why);
+  ASSERT_TRUE(m) << why;
+  EXPECT_EQ(m->covered(), 16384u - 5461u);
+  EXPECT_EQ(m->owner(0), nullptr);
+  EXPECT_EQ(m->owner(5461)->port, 31001);  // the other shards stand
+  auto by_slots = slot_map::from_slots(captured("redis-7.4.1-failover-slots.resp3"), why);
+  ASSERT_TRUE(by_slots) << why;
+  EXPECT_EQ(by_slots->covered(), 16384u);
+  m->fill_unserved(*by_slots);
+  EXPECT_EQ(m->covered(), 16384u);
+  EXPECT_EQ(m->owner(0)->port, 31005);
+  EXPECT_EQ(m->owner(5460)->port, 31005);
+  EXPECT_FALSE(m->serves("127.0.0.1:31000"));
+  EXPECT_EQ(m->masters(), "127.0.0.1:31001,127.0.0.1:31002,127.0.0.1:31005");
+}
+
+TEST(slot_map, redis_7_0_after_a_failover_names_the_promoted_master_itself) {
+  // 7.0: the failed master is a shard of its own with no slots; the promoted replica a master
+  // with them. CLUSTER SLOTS agrees.
+  std::string why;
+  auto m = slot_map::from_shards(captured("redis-7.0.15-failover-shards.resp3"), false, why);
+  ASSERT_TRUE(m) << why;
+  EXPECT_EQ(m->covered(), 16384u);
+  EXPECT_EQ(m->owner(0)->port, 31103);
+  EXPECT_FALSE(m->serves("127.0.0.1:31100"));
+  auto by_slots = slot_map::from_slots(captured("redis-7.0.15-failover-slots.resp3"), why);
+  ASSERT_TRUE(by_slots) << why;
+  EXPECT_TRUE(m->same_owners(*by_slots));
+}
+
+TEST(slot_map, valkey_8_0_after_a_failover_lists_both_in_one_shard_with_its_slots) {
+  // Valkey reads the shard's slots from a node that has them: the online master serves them.
+  std::string why;
+  auto m = slot_map::from_shards(captured("valkey-8.0.1-failover-shards.resp3"), false, why);
+  ASSERT_TRUE(m) << why;
+  EXPECT_EQ(m->covered(), 16384u);
+  EXPECT_EQ(m->owner(0)->port, 31204);
+  EXPECT_FALSE(m->serves("127.0.0.1:31200"));
+  auto by_slots = slot_map::from_slots(captured("valkey-8.0.1-failover-slots.resp3"), why);
+  ASSERT_TRUE(by_slots) << why;
+  EXPECT_TRUE(m->same_owners(*by_slots));
+}
+
+TEST(slot_map, cluster_slots_bad_shapes_are_refused_and_unknown_endpoints_left_unserved) {
+  std::string why;
+  EXPECT_FALSE(slot_map::from_slots(resp3::error_reply("ERR unknown command"), why));
+  EXPECT_NE(why.find("unknown command"), std::string::npos) << why;
+  EXPECT_FALSE(slot_map::from_slots(number(3), why));
+  EXPECT_FALSE(slot_map::from_slots(array({array({number(0), number(10)})}), why));
+  EXPECT_FALSE(slot_map::from_slots(
+      array({array({number(10), number(0), array({text("127.0.0.1"), number(7001)})})}), why));
+  auto m = slot_map::from_slots(
+      array({array({number(0), number(10), array({text("?"), number(7001), text("a")})}),
+             array({number(11), number(20), array({text("127.0.0.1"), number(7002)})})}),
+      why);
+  ASSERT_TRUE(m) << why;
+  EXPECT_EQ(m->owner(0), nullptr);
+  EXPECT_EQ(m->owner(11)->port, 7002);
 }
 
 }  // namespace
