@@ -208,6 +208,7 @@ void connection::start_handshake(std::uint64_t gen) {
   fencing_ = server_id_ != 0 && host_ == ready_host_ && port_ == ready_port_;
   if (fencing_) commands.push_back(command({"CLIENT", "KILL", "ID", std::to_string(server_id_)}));
   handshake_id_ = 0;
+  hello_answered_ = false;
   if (cfg_.database != 0) {
     commands.push_back(command({"SELECT", std::to_string(cfg_.database)}));
   }
@@ -236,6 +237,18 @@ void connection::start_handshake(std::uint64_t gen) {
   start_write();
 }
 
+std::string connection::without_password(std::string_view text) const {
+  // A server that does not know HELLO echoes its arguments ("with args beginning with: ...
+  // 'AUTH' 'user' 'secret'"): the password must not reach an error message or a log.
+  std::string out(text);
+  if (cfg_.password.empty()) return out;
+  for (auto at = out.find(cfg_.password); at != std::string::npos;
+       at = out.find(cfg_.password, at + 3)) {
+    out.replace(at, cfg_.password.size(), "***");
+  }
+  return out;
+}
+
 std::error_code connection::check_step(std::size_t i, resp3::value& reply,
                                        std::string& diagnostic) {
   const bool select = cfg_.database != 0;
@@ -248,12 +261,13 @@ std::error_code connection::check_step(std::size_t i, resp3::value& reply,
   if (i == 0) {
     if (reply.is_error()) {
       const errc e = errc_of_hello(reply.str);
-      diagnostic = fmt::format("HELLO 3 failed: {}{}", reply.str,
+      diagnostic = fmt::format("HELLO 3 failed: {}{}", without_password(reply.str),
                                e == errc::unsupported_server
                                    ? " (rlock needs Redis 6 or later, which speaks RESP3)"
                                    : "");
       return make_error_code(e);
     }
+    hello_answered_ = true;
     if (reply.type != resp3::type::map) {
       diagnostic =
           "HELLO 3 did not answer with a map: the server does not speak RESP3 "
@@ -526,6 +540,16 @@ bool connection::on_read(std::uint64_t gen, boost::system::error_code ec, std::s
       return false;
     }
     if (ec == asio::error::eof || ec == asio::error::connection_reset) {
+      if (hello_answered_) {
+        // HELLO was answered; what followed was not (SELECT, SCRIPT LOAD): a proxy that
+        // passes HELLO but not the rest, or a server that dropped this client.
+        lose(gen, make_error_code(errc::handshake_closed),
+             fmt::format("{}:{} answered HELLO, then closed the connection before the rest of "
+                         "the handshake (SCRIPT LOAD, SELECT) was answered: a proxy that does "
+                         "not pass those commands on, or a server that dropped this client",
+                         host_, port_));
+        return false;
+      }
       lose(gen, make_error_code(errc::handshake_closed),
            fmt::format(
                "{}:{} closed the connection before answering HELLO{}", host_, port_,

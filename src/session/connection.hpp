@@ -147,6 +147,8 @@ class connection : public std::enable_shared_from_this<connection> {
   void start_handshake(std::uint64_t gen);
   /// Checks the reply to handshake step `i` (0: HELLO, then SELECT if any, then the steps).
   std::error_code check_step(std::size_t i, resp3::value& reply, std::string& diagnostic);
+  /// `text` with the configured password, wherever the server echoed it, as `***`.
+  std::string without_password(std::string_view text) const;
   /// Reads and handles what the server sends on connection `gen`, until it fails or is
   /// replaced; on_read says whether to read again.
   void start_read(std::uint64_t gen);
@@ -213,6 +215,7 @@ class connection : public std::enable_shared_from_this<connection> {
   /// is ready, so retries, latched releases and acquire reconciliation see a final state.
   std::int64_t server_id_ = 0;
   std::int64_t handshake_id_ = 0;
+  bool hello_answered_ = false;   // this attempt's HELLO was answered (a close after it says so)
   bool fencing_ = false;          // this handshake has the CLIENT KILL step (after HELLO)
   bool tls_handshaking_ = false;  // the attempt waits for the TLS handshake
   std::uint64_t gen_ = 1;  // the current connection attempt; callbacks of older ones do nothing

@@ -14,7 +14,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -89,6 +91,121 @@ TEST(hostile_server, a_half_gigabyte_bulk_header_is_rejected_before_its_body) {
   const auto r = connect_to("127.0.0.1", huge.port(), 5000ms);
   EXPECT_EQ(r.ec, rlock::errc::protocol_error) << r.what;
   EXPECT_LT(r.took, 2s);
+}
+
+/// A stand-in that answers every command the client sends, in order, with `answer(command)`
+/// (nothing: no answer), as a real server does with a pipelined handshake; an answer "CLOSE"
+/// closes the connection instead.
+fake_server answering_each(std::function<std::string(const std::vector<std::string>&)> answer) {
+  return fake_server([answer](fake_server::socket& s, fake_server& self) {
+    rlock::detail::resp3::parser commands;
+    for (int reads = 0; reads < 1000; ++reads) {
+      auto more = fake_server::read_some(s);
+      if (more.empty()) return;
+      commands.feed(more);
+      std::error_code ec;
+      std::string out;
+      while (auto c = commands.next(ec)) {
+        std::vector<std::string> words;
+        for (const auto& e : c->elements) words.push_back(e.str);
+        auto reply = answer(words);
+        if (reply == "CLOSE") {
+          if (!out.empty()) fake_server::write(s, out);
+          return;
+        }
+        out += reply;
+      }
+      if (ec) return;
+      if (!out.empty()) fake_server::write(s, out);
+    }
+    self.until_stopped();
+  });
+}
+
+/// How Redis 5 answers: no HELLO, every other command in RESP2 (a SHA for SCRIPT LOAD).
+std::string redis5(const std::vector<std::string>& c) {
+  if (!c.empty() && c[0] == "HELLO") {
+    return "-ERR unknown command `HELLO`, with args beginning with: `3`, \r\n";
+  }
+  if (c.size() >= 2 && c[0] == "SCRIPT") return "$40\r\n" + std::string(40, 'a') + "\r\n";
+  return "+OK\r\n";
+}
+
+TEST(hostile_server, redis_5_answering_the_whole_handshake_needs_redis_6_at_once) {
+  // Redis 5 (or a proxy that does not pass HELLO on) refuses HELLO and answers every command
+  // pipelined after it: the refusal must be the error, not the answers after it.
+  auto old = answering_each(redis5);
+  const auto r = connect_to("127.0.0.1", old.port(), 3000ms);
+  EXPECT_EQ(r.ec, rlock::errc::unsupported_server) << r.what;
+  EXPECT_NE(r.what.find("Redis 6"), std::string::npos) << r.what;
+  EXPECT_NE(r.what.find("RESP3"), std::string::npos) << r.what;
+  EXPECT_NE(r.what.find("unknown command `HELLO`"), std::string::npos) << r.what;  // its text
+  EXPECT_LT(r.took, 2s);  // at once, not at the connect deadline
+}
+
+TEST(hostile_server, a_server_echoing_hellos_arguments_never_shows_the_password) {
+  // Redis 5 (and 7 with HELLO renamed away) echoes the arguments of a command it does not know,
+  // AUTH's password among them.
+  auto old = answering_each([](const std::vector<std::string>& c) -> std::string {
+    if (!c.empty() && c[0] == "HELLO") {
+      std::string args;
+      for (std::size_t i = 1; i < c.size(); ++i) args += "`" + c[i] + "`, ";
+      return "-ERR unknown command `HELLO`, with args beginning with: " + args + "\r\n";
+    }
+    return redis5(c);
+  });
+  const auto r = connect_to("127.0.0.1", old.port(), 3000ms, "s3cret-pass");
+  EXPECT_EQ(r.ec, rlock::errc::unsupported_server) << r.what;
+  EXPECT_EQ(r.what.find("s3cret-pass"), std::string::npos) << r.what;
+  EXPECT_NE(r.what.find("`AUTH`, `default`, `***`"), std::string::npos) << r.what;
+}
+
+TEST(hostile_server, hello_refused_by_acl_names_the_right_not_the_protocol) {
+  auto acl = answering_each([](const std::vector<std::string>& c) -> std::string {
+    if (!c.empty() && c[0] == "HELLO") {
+      return "-NOPERM User rlock has no permissions to run the 'hello' command\r\n";
+    }
+    return redis5(c);
+  });
+  const auto r = connect_to("127.0.0.1", acl.port(), 3000ms);
+  EXPECT_EQ(r.ec, rlock::errc::command_not_permitted) << r.what;
+  EXPECT_NE(r.what.find("'hello'"), std::string::npos) << r.what;
+  EXPECT_EQ(r.what.find("no request was waiting"), std::string::npos) << r.what;
+  EXPECT_LT(r.took, 2s);
+}
+
+TEST(hostile_server, hello_answered_in_resp2_with_the_rest_is_unsupported_at_once) {
+  // A server (or proxy) that takes HELLO but answers in RESP2: a flat array, not a map.
+  auto resp2 = answering_each([](const std::vector<std::string>& c) -> std::string {
+    if (!c.empty() && c[0] == "HELLO") {
+      return "*4\r\n$6\r\nserver\r\n$5\r\nredis\r\n$5\r\nproto\r\n:2\r\n";
+    }
+    return redis5(c);
+  });
+  const auto r = connect_to("127.0.0.1", resp2.port(), 3000ms);
+  EXPECT_EQ(r.ec, rlock::errc::unsupported_server) << r.what;
+  EXPECT_NE(r.what.find("RESP3"), std::string::npos) << r.what;
+  EXPECT_LT(r.took, 2s);
+}
+
+TEST(hostile_server, a_proxy_that_closes_after_hello_is_a_closed_handshake) {
+  // Closed without an answer, and closed after answering HELLO alone: both say the server
+  // closed during the handshake, at once.
+  auto mute =
+      answering_each([](const std::vector<std::string>&) -> std::string { return "CLOSE"; });
+  const auto r = connect_to("127.0.0.1", mute.port(), 3000ms);
+  EXPECT_EQ(r.ec, rlock::errc::handshake_closed) << r.what;
+  EXPECT_NE(r.what.find("HELLO"), std::string::npos) << r.what;
+  EXPECT_LT(r.took, 2s);
+
+  auto half = answering_each([](const std::vector<std::string>& c) -> std::string {
+    if (!c.empty() && c[0] == "HELLO") return "%1\r\n$6\r\nserver\r\n$5\r\nproxy\r\n";
+    return "CLOSE";
+  });
+  const auto h = connect_to("127.0.0.1", half.port(), 3000ms);
+  EXPECT_EQ(h.ec, rlock::errc::handshake_closed) << h.what;
+  EXPECT_NE(h.what.find("answered HELLO, then closed"), std::string::npos) << h.what;
+  EXPECT_LT(h.took, 2s);
 }
 
 TEST(hostile_server, a_server_without_resp3_needs_redis_6) {
