@@ -450,7 +450,8 @@ bool connection::withdraw(multiplexer::id_type id, std::error_code reason) {
 // attempts, and a write buffer of all of them, used to wait for the posted write together).
 void connection::schedule_write() {
   if (write_in_flight_) return;  // its completion writes what is queued
-  if (reading_batch_) {
+  if (reading_batch_ || write_after_batch_) {
+    // In a batch of answers, or after one whose write waits for the records already read.
     write_after_batch_ = true;
     return;
   }
@@ -465,6 +466,8 @@ void connection::schedule_write() {
 
 void connection::start_write() {
   if (write_in_flight_) return;
+  // This write takes everything queued: a write deferred for records already read is done.
+  write_after_batch_ = false;
   if (state_ != connection_state::connected && state_ != connection_state::connecting &&
       state_ != connection_state::reconnecting) {
     return;
@@ -597,6 +600,7 @@ bool connection::on_read(std::uint64_t gen, boost::system::error_code ec, std::s
 }
 
 connection::batch_guard::~batch_guard() {
+  if (handled_) return;  // write_now decided
   c_.reading_batch_ = false;
   // Left early (the connection was lost or replaced): what the handlers asked for goes out on
   // a later turn, after the loss is handled.
@@ -606,8 +610,16 @@ connection::batch_guard::~batch_guard() {
 }
 
 void connection::batch_guard::write_now() {
+  handled_ = true;
   c_.reading_batch_ = false;
-  if (std::exchange(c_.write_after_batch_, false)) c_.start_write();
+  if (!c_.write_after_batch_) return;
+  // Over TLS a read hands out one record, and Redis sends one record per event-loop turn: the
+  // answers of several server turns may already be here. Written now, this batch's requests go
+  // in a record of their own and the server answers them in a turn of its own, so batches never
+  // merge again (plaintext merges them in the socket). Taken with the records already read,
+  // they share a write: the next read completes without waiting and its batch writes for both.
+  if (c_.transport_.input_pending()) return;
+  c_.start_write();
 }
 
 void connection::on_push(resp3::value& v) {

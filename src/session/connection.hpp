@@ -175,6 +175,7 @@ class connection : public std::enable_shared_from_this<connection> {
 
    private:
     connection& c_;
+    bool handled_ = false;
   };
   void arm_deadline(clock_type::time_point d);
   void arm_health();

@@ -83,6 +83,23 @@ std::error_code transport::renew(std::string_view host, std::string& diagnostic)
   return {};
 }
 
+bool transport::input_pending() const noexcept {
+  if (!secure_) return false;
+  // Asio's TLS engine puts what it read from the socket into OpenSSL through a BIO pair: the
+  // bytes still in the SSL object's read BIO (or decrypted and not yet read) are records that
+  // arrived with the last read.
+  SSL* ssl = secure_->native_handle();
+  if (SSL_pending(ssl) > 0) return true;  // decrypted, not yet handed out
+  // A whole record, not part of one: the rest of a part may still be on the network, and the
+  // caller would wait for it. A record is a 5-byte header (type, version, length) and its body.
+  char* bytes = nullptr;
+  const int available = BIO_nread0(SSL_get_rbio(ssl), &bytes);
+  if (available < 5 || bytes == nullptr) return false;
+  const auto* header = reinterpret_cast<const unsigned char*>(bytes);
+  const int length = header[3] << 8 | header[4];
+  return available >= 5 + length;
+}
+
 void transport::close() noexcept {
   boost::system::error_code ignored;
   auto& s = socket();

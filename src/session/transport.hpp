@@ -64,6 +64,10 @@ class transport {
     const std::size_t n = plain_.write_some(bytes, ec);
     return ec ? 0 : n;
   }
+  /// TLS only: whether more of the server's bytes are already here, read from the socket but
+  /// not yet handed out (further records in the TLS stream's buffer): the next read completes
+  /// without waiting. Plaintext: false (the kernel merges what arrives; one read takes it all).
+  bool input_pending() const noexcept;
   template <typename Buffers, typename Token>
   auto async_write(const Buffers& buffers, Token&& token) {
     if (secure_) return boost::asio::async_write(*secure_, buffers, std::forward<Token>(token));

@@ -12,6 +12,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <gtest/gtest.h>
 
@@ -95,6 +96,59 @@ TEST(tls, locks_over_tls_and_a_rediss_url_turns_it_on) {
   auto by_name = tls_config(server.tls_port());
   by_name.host = "localhost";
   EXPECT_FALSE(connect_with(by_name).ec);
+}
+
+/// Writes per lock+unlock pair when `concurrency` tasks lock and unlock their own keys
+/// `rounds` times each on one connection (`cfg`): what batching saves, counted, not timed.
+double writes_per_pair(const rlock::config& cfg, int concurrency, int rounds) {
+  asio::io_context io;
+  rlock::client redis(io.get_executor(), cfg);
+  double per_pair = 0;
+  rlock::test::run(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await redis.connect();
+        int done = 0;
+        asio::steady_timer bell(io, clock_type::time_point::max());
+        const auto before = redis.stats().writes;
+        for (int t = 0; t < concurrency; ++t) {
+          asio::co_spawn(
+              io,
+              [&, t]() -> asio::awaitable<void> {
+                auto lock = redis.get_lock("batch-" + std::to_string(t));
+                for (int i = 0; i < rounds; ++i) {
+                  co_await lock.lock();
+                  co_await lock.unlock();
+                }
+                if (++done == concurrency) bell.cancel();
+              },
+              asio::detached);
+        }
+        co_await rlock::test::wait_until(
+            bell, [&] { return done == concurrency; }, 60s);
+        EXPECT_EQ(done, concurrency);
+        per_pair = static_cast<double>(redis.stats().writes - before) / (concurrency * rounds);
+        co_await redis.close();
+      },
+      90s);
+  return per_pair;
+}
+
+TEST(tls, requests_made_together_share_a_write_over_tls_as_over_tcp) {
+  // Over TLS each write is a record, and Redis answers one record per event-loop turn: a
+  // request written on its own splits every later batch (S2 over TLS once fell to a quarter of
+  // plaintext that way, about 2 requests a write). 128 tasks: each batch of answers makes the
+  // next batch of requests, which must go out together. A timing-free guard: writes per pair.
+  auto& server = plain_tls_server();
+  auto plain = rlock::test::make_config();
+  plain.port = server.port();
+  const double tcp = writes_per_pair(plain, 128, 20);
+  const double tls = writes_per_pair(tls_config(server.tls_port()), 128, 20);
+  RecordProperty("writes_per_pair_tcp", std::to_string(tcp));
+  RecordProperty("writes_per_pair_tls", std::to_string(tls));
+  EXPECT_GT(tcp, 0.0);
+  EXPECT_LE(tcp, 0.25) << "plaintext: fewer than 4 pairs a write";
+  EXPECT_LE(tls, 0.25) << "TLS: fewer than 4 pairs a write (tcp: " << tcp << ")";
 }
 
 TEST(tls, a_server_certificate_from_another_ca_is_untrusted) {
