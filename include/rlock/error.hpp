@@ -18,7 +18,8 @@ enum class errc {
   /// trips, the wait of try_lock, `config::connect_timeout` for a connection attempt). For a
   /// command already sent, its outcome on the server is unknown.
   timeout,
-  /// An argument is out of range: empty lock name, non-positive lease, negative wait.
+  /// An argument is out of range: empty lock name, a lease outside 1 ms to 2^31 - 1 ms (about
+  /// 24.8 days), negative wait.
   invalid_argument,
   /// The server sent bytes that are not valid RESP3, or a reply of an unexpected shape.
   protocol_error,

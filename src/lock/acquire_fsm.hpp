@@ -68,8 +68,8 @@ class acquire_fsm {
   /// `wait`: none = no bound (lock()); 0 = one attempt (try_lock()); otherwise the caller's
   /// bound (a bound too far to represent is none). `round_trip` bounds one attempt
   /// (config::command_timeout); `default_nap` is how long a waiter sleeps when the holder's lease
-  /// has no TTL to go by; `longest_nap` (the acquisition's lease) caps every sleep, whatever the
-  /// server answered.
+  /// has no TTL to go by; `longest_nap` (the longer of the acquisition's lease and the
+  /// watchdog's) caps every sleep, whatever the server answered.
   acquire_fsm(clock::time_point now, const milliseconds* wait, milliseconds round_trip,
               milliseconds default_nap, milliseconds longest_nap) noexcept;
 

@@ -49,6 +49,13 @@ class optional_ms {
   milliseconds v_;
 };
 
+/// The longest a waiter sleeps without a message, whatever the server answered: the longer of
+/// its own lease and the watchdog's (a short lease must not make a waiter poll a holder that
+/// renews for longer; a wait answered as years must still end in a look at the lock).
+milliseconds longest_nap(const client_impl& c, std::optional<milliseconds> lease) noexcept {
+  return std::max(lease.value_or(c.cfg.watchdog_timeout), c.cfg.watchdog_timeout);
+}
+
 struct acquire_operation : attempt_gate::entry {
   using owner = std::unique_ptr<acquire_operation>;
 
@@ -62,7 +69,7 @@ struct acquire_operation : attempt_gate::entry {
         wait(w),
         started(clock_type::now()),
         fsm(started, w ? &*w : nullptr, s->client->cfg.command_timeout,
-            s->client->cfg.watchdog_timeout, l.value_or(s->client->cfg.watchdog_timeout)),
+            s->client->cfg.watchdog_timeout, longest_nap(*s->client, l)),
         caller(std::in_place_type<Handler>, std::move(h)),
         failure(validate(w, l)) {}
 

@@ -3,6 +3,7 @@
 // What the lock operations (acquire_op.cpp, release_op.cpp) share: errors as exceptions, argument
 // checks, running on the client's executor, and delivery to the caller's handler with its
 // cancellation slot.
+#include "lock/acquire_reply.hpp"
 #include "lock/decimal.hpp"
 #include "rlock/error.hpp"
 
@@ -45,6 +46,14 @@ inline std::exception_ptr validate(std::optional<milliseconds> wait,
   if (lease && lease->count() <= 0) {
     return error_with(errc::invalid_argument,
                       fmt::format("lease must be positive, got {} ms", lease->count()));
+  }
+  // A lease becomes time points (the holder's belief deadline, the watchdog's): one of years
+  // would overflow them. Redis's answers are held to the same bound (server_wait).
+  if (lease && *lease > longest_server_wait) {
+    return error_with(errc::invalid_argument,
+                      fmt::format("lease must be at most {} ms (about 24.8 days), got {} ms; use "
+                                  "the watchdog (no lease) for a hold without an end",
+                                  longest_server_wait.count(), lease->count()));
   }
   if (wait && wait->count() < 0) {
     return error_with(errc::invalid_argument,

@@ -146,7 +146,9 @@ TEST(bad_input, zero_and_negative_lease_are_invalid_argument) {
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
     co_await redis.connect();
     auto lock = redis.get_lock("account");
-    for (auto lease : {0ms, -1ms, -30'000ms}) {
+    // Zero, negative, and longer than a time point can hold (or than 2^31 - 1 ms).
+    for (auto lease : {0ms, -1ms, -30'000ms, std::chrono::milliseconds::max(),
+                       std::chrono::milliseconds(std::int64_t{1} << 31)}) {
       EXPECT_EQ(co_await error_of(lock.lock(lease)), rlock::errc::invalid_argument)
           << lease.count();
       EXPECT_EQ(co_await error_of(lock.try_lock(0ms, lease)), rlock::errc::invalid_argument)
@@ -157,6 +159,11 @@ TEST(bad_input, zero_and_negative_lease_are_invalid_argument) {
     // Nothing was taken on the way.
     EXPECT_EQ(raw.command_int({"EXISTS", lock.key()}), 0);
     EXPECT_EQ(co_await lock.hold_count(), 0);
+    // The longest lease is taken, believed, and given back.
+    co_await lock.lock(std::chrono::milliseconds(0x7fffffff));
+    EXPECT_GT(co_await lock.remaining_ttl(), std::chrono::hours(24 * 24));
+    EXPECT_TRUE(co_await lock.is_held());
+    co_await lock.unlock();
     co_await redis.close();
   });
 }

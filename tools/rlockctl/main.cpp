@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   auto* hold = app.add_subcommand("hold", "acquire, hold, release");
   hold->add_option("NAME", hold_opts.name, "lock name")->required();
   auto* lease_opt = hold->add_option("--lease", lease_ms, "lease in ms (no watchdog)")
-                        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+                        ->check(CLI::Range(std::int64_t{1}, std::int64_t{0x7fffffff}));
   bool watchdog = false;
   auto* watchdog_opt =
       hold->add_flag("--watchdog", watchdog, "renew the lease until released (default)");
