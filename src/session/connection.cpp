@@ -618,7 +618,19 @@ void connection::batch_guard::write_now() {
   // in a record of their own and the server answers them in a turn of its own, so batches never
   // merge again (plaintext merges them in the socket). Taken with the records already read,
   // they share a write: the next read completes without waiting and its batch writes for both.
-  if (c_.transport_.input_pending()) return;
+  if (c_.transport_.input_pending()) {
+    // That read is an immediate completion, queued after this handler; two posts from now it
+    // has run. Should it wait for the network after all (the record was no answer: a session
+    // ticket, a key update), the write goes out then, not when the server next speaks.
+    asio::post(c_.executor_, [self = c_.shared_from_this(), gen = c_.gen_] {
+      asio::post(self->executor_, [self, gen] {
+        if (gen == self->gen_ && self->write_after_batch_ && !self->reading_batch_) {
+          self->start_write();
+        }
+      });
+    });
+    return;
+  }
   c_.start_write();
 }
 
