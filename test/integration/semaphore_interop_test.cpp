@@ -209,6 +209,28 @@ setup a_cluster() {
           "spublish"};
 }
 
+/// A waiter beside the test: `take()` (a try_acquire with a wait) runs on `io`, its permit
+/// goes to `got` and `bell` rings when it is done. Completes once the waiter sleeps on its
+/// channel (its two attempts made, and `java` sees it subscribed); whether it did. Call it
+/// outside co_await and await what it returns: g++ 12 destroys some temporaries of a co_await
+/// expression twice (the lambda passed here would be one).
+template <typename Take>
+asio::awaitable<bool> park_waiter(asio::io_context& io, rlock::client& redis,
+                                  redisson_semaphore& java, Take take,
+                                  std::optional<rlock::permit>& got, asio::steady_timer& bell) {
+  const auto attempts = redis.stats().acquire_attempts;
+  asio::co_spawn(
+      io,
+      [take, &got, &bell]() mutable -> asio::awaitable<void> {
+        auto taking = take();  // named: g++ 12 and temporaries inside co_await (with_lock.hpp)
+        got = co_await std::move(taking);
+        bell.cancel();
+      },
+      asio::detached);
+  co_return co_await rlock::test::poll_until(
+      [&] { return redis.stats().acquire_attempts >= attempts + 2 && java.listened_to(); });
+}
+
 /// Ids both ways: an rlock permit's id is Redisson's form (its 16 bytes in the zset, its sizes
 /// keyed by the same bytes), Redisson's tryRelease of it gives it back; a Redisson permit's id,
 /// as Redisson shows it (either case), is released by rlock.
@@ -285,18 +307,12 @@ void a_never_expiring_redisson_permit_leaves_our_waiter_asleep(const setup& wher
         EXPECT_LE(java.evalsha_calls() - before, 4) << "EVALSHA calls, 300 ms lease";
 
         // Redisson's release of its permit wakes our waiter, which takes it.
-        const auto attempts = redis.stats().acquire_attempts;
         std::optional<rlock::permit> got;
         asio::steady_timer bell(io);
-        asio::co_spawn(
-            io,
-            [&]() -> asio::awaitable<void> {
-              got = co_await sem.try_acquire(10s);
-              bell.cancel();
-            },
-            asio::detached);
-        EXPECT_TRUE(co_await rlock::test::poll_until(
-            [&] { return redis.stats().acquire_attempts >= attempts + 2 && java.listened_to(); }));
+        // Named, not a temporary inside co_await (g++ 12 destroys some of those twice).
+        auto parked = park_waiter(
+            io, redis, java, [sem]() mutable { return sem.try_acquire(10s); }, got, bell);
+        EXPECT_TRUE(co_await std::move(parked));
         EXPECT_TRUE(java.try_release(*permit));
         co_await wait_until(
             bell, [&] { return got.has_value(); }, 10s);
@@ -340,19 +356,12 @@ void java_counter_moves_leave_room_for_an_acquisition_that_fits(const setup& whe
     redisson_semaphore java3(where.node_of(taken.key()), std::string(taken.key()), where.publish);
     EXPECT_TRUE(co_await taken.try_set_permits(2));
     EXPECT_TRUE(java3.try_acquire(2));
-    const auto attempts = redis.stats().acquire_attempts;
     std::optional<rlock::permit> three;
     asio::steady_timer bell(io);
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          three = co_await taken.try_acquire(3, 10s);
-          bell.cancel();
-        },
-        asio::detached);
     // Asleep on its channel after its two attempts (not refused: it would have completed).
-    EXPECT_TRUE(co_await rlock::test::poll_until(
-        [&] { return redis.stats().acquire_attempts >= attempts + 2 && java3.listened_to(); }));
+    auto parked = park_waiter(
+        io, redis, java3, [taken]() mutable { return taken.try_acquire(3, 10s); }, three, bell);
+    EXPECT_TRUE(co_await std::move(parked));
     EXPECT_FALSE(three.has_value());
     java3.release(3);
     co_await wait_until(
@@ -376,18 +385,11 @@ void counter_and_channel_are_shared_both_ways(const setup& where) {
     EXPECT_TRUE(co_await sem.try_set_permits(1));
     EXPECT_TRUE(java.try_acquire(1));
     EXPECT_FALSE(co_await sem.try_acquire());
-    const auto attempts = redis.stats().acquire_attempts;
     std::optional<rlock::permit> got;
     asio::steady_timer bell(io);
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          got = co_await sem.try_acquire(1, 10s);
-          bell.cancel();
-        },
-        asio::detached);
-    RLOCK_CO_ASSERT(co_await rlock::test::poll_until(
-        [&] { return redis.stats().acquire_attempts >= attempts + 2 && java.listened_to(); }));
+    auto parked = park_waiter(
+        io, redis, java, [sem]() mutable { return sem.try_acquire(1, 10s); }, got, bell);
+    RLOCK_CO_ASSERT(co_await std::move(parked));
     java.release(1);
     co_await wait_until(
         bell, [&] { return got.has_value(); }, 10s);
