@@ -14,6 +14,10 @@ namespace rlock::detail {
 
 inline constexpr std::size_t permit_id_size = 16;
 
+/// The score Redisson gives a permit taken without a lease (nonExpirableTimeout): it never
+/// expires. The semaphore's acquire script (scripts.hpp) spells the same number in its Lua.
+inline constexpr std::int64_t redisson_never_expires = 922337203685477;
+
 namespace permit_id_detail {
 
 inline constexpr std::string_view digits = "0123456789abcdef";

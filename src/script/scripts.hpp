@@ -531,7 +531,8 @@ inline constexpr std::array<std::string_view, script_count> script_sources{
     // field), ARGV[3] = lease ms, ARGV[4] = publish command, ARGV[5] = the refusal of more
     // permits than the total. nil: taken (or taken already by this id: a retry, a late run);
     // a number: not enough permits, sleep that long at most (the earliest end of a hold that
-    // has one, or -1: Redisson's permits taken without a lease score 922337203685477, never).
+    // has one, or -1: Redisson's permits taken without a lease score 922337203685477, never:
+    // permit_id.hpp's redisson_never_expires).
     // More permits than the total are refused only while the total is certain.
     RLOCK_SEMAPHORE_LUA
     "local now = now_ms(); reclaim(now, ARGV[4]); "

@@ -36,6 +36,11 @@ std::int64_t number_of(const resp3::value* v) {
   return ec == std::errc{} && end == v->str.data() + v->str.size() ? n : -1;
 }
 
+/// A range of slots a reply may name: within 0..16383, and not backwards.
+bool is_slot_range(std::int64_t from, std::int64_t to) {
+  return from >= 0 && from <= to && to < slot_count;
+}
+
 }  // namespace
 
 std::string cluster_node::address() const { return fmt::format("{}:{}", host, port); }
@@ -100,7 +105,7 @@ std::optional<slot_map> slot_map::from_shards(const resp3::value& reply, bool tl
     for (std::size_t i = 0; i < slots->elements.size(); i += 2) {
       const auto from = number_of(&slots->elements[i]);
       const auto to = number_of(&slots->elements[i + 1]);
-      if (from < 0 || to < from || to >= slot_count) {
+      if (!is_slot_range(from, to)) {
         diagnostic = fmt::format("CLUSTER SHARDS: bad slot range {}-{}", from, to);
         return std::nullopt;
       }
@@ -133,7 +138,7 @@ std::optional<slot_map> slot_map::from_slots(const resp3::value& reply, std::str
     cluster_node node;
     node.host = text_of(&master[0]);
     if (master.size() > 2) node.id = text_of(&master[2]);
-    if (from < 0 || to < from || to >= slot_count) {
+    if (!is_slot_range(from, to)) {
       diagnostic = fmt::format("CLUSTER SLOTS: bad slot range {}-{}", from, to);
       return std::nullopt;
     }

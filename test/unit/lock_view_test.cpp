@@ -45,6 +45,22 @@ reply numsub(std::int64_t n) {
 
 reply null() { return {}; }
 
+/// ZRANGE … WITHSCORES as RESP3 answers it: [member, score] pairs, the score a double.
+reply scored(std::vector<std::pair<std::string, double>> members) {
+  reply r;
+  r.type = type::array;
+  for (auto& [member, score] : members) {
+    reply d;
+    d.type = type::double_type;
+    d.real = score;
+    reply pair;
+    pair.type = type::array;
+    pair.elements = {str(std::move(member)), d};
+    r.elements.push_back(std::move(pair));
+  }
+  return r;
+}
+
 TEST(lock_view, owner_fields_with_positive_counts_are_a_lock) {
   auto hs = rlockctl::lock_holders(hash({{"6f1c-uuid:12", "3"}}));
   ASSERT_TRUE(hs);
@@ -110,18 +126,7 @@ TEST(lock_view, status_of_a_fair_lock_shows_its_queue_in_order) {
   queue.type = type::array;
   queue.elements = {str("a:2"), str("b:3")};
   // ZRANGE WITHSCORES in RESP3: [member, score] pairs.
-  rlock::detail::resp3::value timeouts;
-  timeouts.type = type::array;
-  for (auto [member, score] :
-       {std::pair{"b:3", 1'000'061'000.0}, std::pair{"a:2", 1'000'005'000.0}}) {
-    rlock::detail::resp3::value pair;
-    pair.type = type::array;
-    rlock::detail::resp3::value d;
-    d.type = type::double_type;
-    d.real = score;
-    pair.elements = {str(member), d};
-    timeouts.elements.push_back(pair);
-  }
+  const reply timeouts = scored({{"b:3", 1'000'061'000.0}, {"a:2", 1'000'005'000.0}});
   rlock::detail::resp3::value time;
   time.type = type::array;
   time.elements = {str("1000000"), str("0")};  // 1 000 000 000 ms
@@ -185,18 +190,7 @@ TEST(lock_view, status_of_a_semaphore_shows_its_permits_and_holds) {
   rlock::detail::resp3::value time;
   time.type = type::array;
   time.elements = {str("1000000"), str("0")};  // 1 000 000 000 ms
-  rlock::detail::resp3::value holds;
-  holds.type = type::array;
-  for (auto [member, score] :
-       {std::pair{"u:1", 1'000'030'000.0}, std::pair{"u:2", 1'000'005'000.0}}) {
-    rlock::detail::resp3::value pair;
-    pair.type = type::array;
-    rlock::detail::resp3::value d;
-    d.type = type::double_type;
-    d.real = score;
-    pair.elements = {str(member), d};
-    holds.elements.push_back(pair);
-  }
+  const reply holds = scored({{"u:1", 1'000'030'000.0}, {"u:2", 1'000'005'000.0}});
   rlock::detail::resp3::value wrongtype =
       str("WRONGTYPE Operation against a key", type::simple_error);
   const auto v =
@@ -215,19 +209,8 @@ TEST(lock_view, status_of_a_semaphore_shows_its_permits_and_holds) {
   EXPECT_EQ(rlockctl::to_json(v).at("permit_holds").as_array().size(), 2U);
   // Permit ids are 16 bytes on the wire, shown in hex as Redisson shows them; a Java permit
   // taken without a lease (score 922337203685477) never expires.
-  rlock::detail::resp3::value java;
-  java.type = type::array;
   const std::string raw_id("\x01\x23\x45\x67\x89\xab\xcd\xef\x00\x11\x22\x33\x44\x55\x66\x77", 16);
-  for (auto [member, score] :
-       {std::pair{raw_id, 922337203685477.0}, std::pair{std::string("u:3"), 1'000'001'000.0}}) {
-    rlock::detail::resp3::value pair;
-    pair.type = type::array;
-    rlock::detail::resp3::value d;
-    d.type = type::double_type;
-    d.real = score;
-    pair.elements = {str(member), d};
-    java.elements.push_back(pair);
-  }
+  const reply java = scored({{raw_id, 922337203685477.0}, {"u:3", 1'000'001'000.0}});
   const auto j = rlockctl::read_status(
       "pool", {str("string", type::simple_string), wrongtype, num(-1), numsub(0), null(), empty,
                empty, hash({}), time, numsub(0), str("0"), java, hash({}), null(), numsub(0)});

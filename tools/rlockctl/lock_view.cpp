@@ -15,9 +15,6 @@ namespace rlockctl {
 
 namespace {
 
-/// Redisson's score of a permit taken without a lease (nonExpirableTimeout).
-constexpr double redisson_never_expires = 922337203685477.0;
-
 using rlock::detail::resp3::type;
 
 std::optional<std::int64_t> to_int(std::string_view s) {
@@ -139,8 +136,7 @@ std::vector<permit_hold> read_holds(const reply& zrange, const reply* sizes,
     if (score != nullptr && now) {
       const double at =
           score->type == type::double_type ? score->real : std::atof(score->str.c_str());
-      // Redisson scores a permit taken without a lease 922337203685477: it never expires.
-      if (at >= redisson_never_expires) {
+      if (at >= static_cast<double>(rlock::detail::redisson_never_expires)) {
         h.never_expires = true;
       } else {
         h.expires_in_ms = static_cast<std::int64_t>(at) - *now;
