@@ -498,6 +498,12 @@ void connection::start_write() {
           start_write();
           return;
         }
+        if (ec && state_ != connection_state::connected) {
+          // Still in the handshake: the read in flight says why the server would not talk (a
+          // TLS 1.3 server's alert refusing the client's certificate arrives before the reset
+          // this write met). It completes now the socket is broken; connect_timeout bounds it.
+          return;
+        }
         if (ec) {
           return lose(gen, make_error_code(errc::connection_lost),
                       fmt::format("writing to {}:{} failed: {}", host_, port_, ec.message()));
