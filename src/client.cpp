@@ -35,26 +35,7 @@ namespace detail {
 namespace {
 
 /// Boost.Uuid's random_generator draws from the operating system's CSPRNG (getrandom).
-/// Writes `v` as 16 lowercase hex digits at `out`, a byte at a time.
-void put_hex(char* out, std::uint64_t v) noexcept {
-  static constexpr auto pairs = [] {
-    std::array<char, 512> t{};
-    constexpr char digits[] = "0123456789abcdef";
-    for (std::size_t b = 0; b < 256; ++b) {
-      t[2 * b] = digits[b >> 4];
-      t[2 * b + 1] = digits[b & 15];
-    }
-    return t;
-  }();
-  for (std::size_t i = 8; i-- > 0; v >>= 8) std::memcpy(out + 2 * i, &pairs[2 * (v & 0xff)], 2);
-}
-
 std::string random_uuid() { return boost::uuids::to_string(boost::uuids::random_generator()()); }
-
-/// Any non-empty byte string names a lock; an empty one is a programming error.
-void validate_name(std::string_view name) {
-  if (name.empty()) throw_error(errc::invalid_argument, "lock name must not be empty");
-}
 
 /// Settings that cannot work together are refused when the client is made, not at first use.
 const config& validated(const config& cfg) {
@@ -104,18 +85,7 @@ const config& validated(const config& cfg) {
   return cfg;
 }
 
-std::string state_key(std::string_view name, std::uint64_t owner, const lock_kind& kind) {
-  // A fenced and a reentrant handle of one owner and name are two states: their acquisitions
-  // differ (tokens), their holds on the server are one hash field.
-  return fmt::format("{}:{}:{}", kind.name, owner, name);
-}
-
 }  // namespace
-
-std::uint64_t next_owner_id() noexcept {
-  static std::atomic<std::uint64_t> next{1};
-  return next.fetch_add(1, std::memory_order_relaxed);
-}
 
 boost::system::error_code to_error_code(const std::exception_ptr& e) {
   if (!e) return {};
@@ -132,40 +102,30 @@ boost::system::error_code to_error_code(const std::exception_ptr& e) {
 }
 
 client_impl::client_impl(const asio::any_io_executor& ex, config c)
-    : executor(ex),
-      cfg(std::move(c)),
-      uuid(random_uuid()),
-      watchdog_lease_arg(cfg.watchdog_timeout.count()),
-      latch_ttl_arg(std::max<std::int64_t>(1, 2 * cfg.command_timeout.count())),
-      fair_wait_arg(cfg.fair_lock.wait_timeout.count()),
-      session_owner(make_session(executor, cfg)),
-      session(*session_owner),
-      scripts(session),
-      hub(session, executor),
-      attempts(cfg.max_attempts_in_flight),
-      dog(executor, scripts, cfg.watchdog_timeout),
-      latches(executor, session, cfg.command_timeout),
-      log_name_(cfg.client_name.empty() ? fmt::format("client {}", uuid.substr(0, 8))
-                                        : cfg.client_name) {
-  std::random_device entropy;
-  std::mt19937_64 seeded((std::uint64_t{entropy()} << 32) | entropy());
-  put_hex(id_prefix_, seeded());
-  id_counter_ = seeded();
+    : executor_(ex),
+      cfg_(std::move(c)),
+      session_(make_session(executor_, cfg_)),
+      scripts_(*session_),
+      hub_(*session_, executor_),
+      attempts_(cfg_.max_attempts_in_flight),
+      dog_(executor_, scripts_, cfg_.watchdog_timeout),
+      latches_(executor_, *session_, cfg_.command_timeout),
+      ctx_(executor_, cfg_, random_uuid(), {*session_, scripts_, hub_, dog_, attempts_, latches_}) {
 }
 
 client_impl::~client_impl() {
-  // The connection may outlive us by a few handlers: it must not call back into a dead hub.
-  session.set_listener(nullptr);
+  // The connection may outlive us by a few handlers: it must not call back into a dead hub_.
+  session_->set_listener(nullptr);
   shutdown(std::make_error_code(std::errc::operation_canceled));
 }
 
 void client_impl::start() {
-  dog.set_owner(weak_from_this());
-  dog.on_failure([this](std::span<const watchdog::lease* const> locks, std::error_code ec,
-                        const resp3::value& reply) { log_renewal_failure(locks, ec, reply); });
-  latches.set_owner(weak_from_this());
-  hub.set_owner(weak_from_this());
-  session.set_listener(this);
+  dog_.set_owner(weak_from_this());
+  dog_.on_failure([this](std::span<const watchdog::lease* const> locks, std::error_code ec,
+                         const resp3::value& reply) { log_renewal_failure(locks, ec, reply); });
+  latches_.set_owner(weak_from_this());
+  hub_.set_owner(weak_from_this());
+  session_->set_listener(this);
 }
 
 void client_impl::log_renewal_failure(std::span<const watchdog::lease* const> locks,
@@ -176,62 +136,36 @@ void client_impl::log_renewal_failure(std::span<const watchdog::lease* const> lo
   for (std::size_t i = 0; i < locks.size() && i < named; ++i) {
     std::string_view key = locks[i]->lease_key();
     std::string_view field = locks[i]->lease_field();
-    key.remove_prefix(std::min(key.size(), cfg.key_prefix.size()));
+    key.remove_prefix(std::min(key.size(), cfg_.key_prefix.size()));
     const auto colon = field.rfind(':');
     which += fmt::format("{}'{}' (owner {}:{})", i == 0 ? "" : ", ", key,
-                         std::string_view(uuid).substr(0, 8),
+                         std::string_view(ctx_.uuid).substr(0, 8),
                          colon == std::string_view::npos ? field : field.substr(colon + 1));
   }
   if (locks.size() > named) which += fmt::format(" and {} more", locks.size() - named);
-  log(log_level::warning,
-      "renewal of {} lock(s) failed: {}: {}{}{} (the next rounds retry; lost() if none "
-      "succeeds in time)",
-      locks.size(), which, ec.message(), reply.is_error() ? ": " : "",
-      reply.is_error() ? reply.str : std::string());
+  ctx_.log(log_level::warning,
+           "renewal of {} lock(s) failed: {}: {}{}{} (the next rounds retry; lost() if none "
+           "succeeds in time)",
+           locks.size(), which, ec.message(), reply.is_error() ? ": " : "",
+           reply.is_error() ? reply.str : std::string());
 }
 
 void client_impl::shutdown(std::error_code reason) {
-  dog.stop();  // pending lost() waiters complete with operation_aborted: nobody watches now
-  session.close(reason);
-  hub.fail_all(reason);
-  fail_waiting_attempts(*this, reason);
-}
-
-void client_impl::append_request_id(std::string& out) {
-  // Uniqueness, not secrecy, is what a latch id needs (see the declaration).
-  const std::size_t at = out.size();
-  out.resize(at + 32);
-  std::memcpy(out.data() + at, id_prefix_, sizeof id_prefix_);
-  put_hex(out.data() + at + 16, id_counter_++);
-}
-
-void client_impl::set_last_error(const lock_state* owner, std::string text) {
-  // Every owner forgets its entry when it goes; without any failure that costs no lock.
-  if (text.empty() && !any_last_error_.load(std::memory_order_acquire)) return;
-  std::lock_guard guard(states_mutex_);
-  if (text.empty()) {
-    last_errors_.erase(owner);
-  } else {
-    last_errors_[owner] = std::move(text);
-    any_last_error_.store(true, std::memory_order_release);
-  }
-}
-
-std::string client_impl::last_error(const lock_state* owner) {
-  std::lock_guard guard(states_mutex_);
-  auto it = last_errors_.find(owner);
-  return it == last_errors_.end() ? std::string{} : it->second;
+  dog_.stop();  // pending lost() waiters complete with operation_aborted: nobody watches now
+  session_->close(reason);
+  hub_.fail_all(reason);
+  fail_waiting_attempts(ctx_, reason);
 }
 
 void client_impl::on_message(std::string_view channel, std::string_view payload,
                              std::chrono::steady_clock::time_point since) {
-  hub.on_message(channel, payload, since);
+  hub_.on_message(channel, payload, since);
 }
 
-void client_impl::on_subscribed(std::string_view channel) { hub.on_subscribed(channel); }
+void client_impl::on_subscribed(std::string_view channel) { hub_.on_subscribed(channel); }
 
 void client_impl::on_refused(std::string_view channel, std::error_code ec, std::string_view text) {
-  hub.on_refused(channel, ec, text);
+  hub_.on_refused(channel, ec, text);
 }
 
 void client_impl::on_state(connection_state state, std::error_code reason,
@@ -240,39 +174,40 @@ void client_impl::on_state(connection_state state, std::error_code reason,
   const bool protocol = reason == errc::protocol_error;
   switch (state) {
     case connection_state::reconnecting:
-      log(protocol ? log_level::error : log_level::warning, "connection lost ({}); reconnecting",
-          diagnostic.empty() ? reason.message() : diagnostic);
+      ctx_.log(protocol ? log_level::error : log_level::warning,
+               "connection lost ({}); reconnecting",
+               diagnostic.empty() ? reason.message() : diagnostic);
       break;
     case connection_state::connected: {
-      const auto node = session.node_address();
+      const auto node = session_->node_address();
       if (was_connected_) {
-        log(log_level::info, "reconnected{} ({} reconnects so far)",
-            node != node_ ? fmt::format(" to {} (was {})", node, node_) : std::string(),
-            session.stats().reconnects);
+        ctx_.log(log_level::info, "reconnected{} ({} reconnects so far)",
+                 node != node_ ? fmt::format(" to {} (was {})", node, node_) : std::string(),
+                 session_->stats().reconnects);
         if (node != node_) {
           // A new node (a failover) has the old one's data as replication had it: releases the
           // old master acknowledged may be missing, so it may count holds of our owners that no
           // caller has; renewing them would keep a lock for nobody. Until every hold from before
           // the move has expired, a release that leaves such holds gives them back.
-          counts_uncertain_until =
-              std::chrono::steady_clock::now() + std::max(longest_lease, cfg.watchdog_timeout);
+          ctx_.counts_uncertain_until = std::chrono::steady_clock::now() +
+                                        std::max(ctx_.longest_lease, cfg_.watchdog_timeout);
         }
       } else {
-        log(log_level::debug, "connected to {}{}", node, cfg.tls.enabled ? " over TLS" : "");
+        ctx_.log(log_level::debug, "connected to {}{}", node, cfg_.tls.enabled ? " over TLS" : "");
       }
       node_ = node;
-      if (cfg.tls.enabled && !cfg.tls.verify_peer) {
-        log(log_level::warning,
-            "TLS certificate verification is OFF (tls.verify_peer = false): any server is "
-            "accepted, a man in the middle included");
+      if (cfg_.tls.enabled && !cfg_.tls.verify_peer) {
+        ctx_.log(log_level::warning,
+                 "TLS certificate verification is OFF (tls.verify_peer = false): any server is "
+                 "accepted, a man in the middle included");
       }
       was_connected_ = true;
       break;
     }
     case connection_state::disconnected:
       if (reason) {
-        log(protocol ? log_level::error : log_level::warning, "disconnected: {}",
-            diagnostic.empty() ? reason.message() : diagnostic);
+        ctx_.log(protocol ? log_level::error : log_level::warning, "disconnected: {}",
+                 diagnostic.empty() ? reason.message() : diagnostic);
       }
       break;
     default:
@@ -283,54 +218,27 @@ void client_impl::on_state(connection_state state, std::error_code reason,
   }
 }
 
-std::shared_ptr<lock_state> client_impl::state_for(std::string_view name, std::uint64_t owner,
-                                                   const lock_kind& kind) {
-  validate_name(name);
-  const std::string k = state_key(name, owner, kind);
-  std::lock_guard guard(states_mutex_);
-  auto& slot = states_[k];
-  if (auto existing = slot.lock()) return existing;
-  auto state = std::make_shared<lock_state>(shared_from_this(), name, owner, kind, true);
-  slot = state;
-  return state;
-}
-
-std::shared_ptr<lock_state> client_impl::new_owner(std::string_view name, const lock_kind& kind,
-                                                   std::optional<std::uint64_t> id) {
-  validate_name(name);
-  // A fresh id nobody else can name: no entry in the owner table, which saves memory per lock.
-  return std::make_shared<lock_state>(shared_from_this(), name, id ? *id : next_owner_id(), kind,
-                                      false);
-}
-
-void client_impl::forget(const lock_state& s) {
-  std::lock_guard guard(states_mutex_);
-  auto it = states_.find(state_key(s.name(), s.owner, s.kind));
-  // A new state for the same owner may already have replaced this one.
-  if (it != states_.end() && it->second.expired()) states_.erase(it);
-}
-
-asio::awaitable<void> connect_op(std::shared_ptr<client_impl> c) {
+asio::awaitable<void> client_impl::connect_op(std::shared_ptr<client_impl> c) {
   co_await asio::this_coro::throw_if_cancelled(false);  // bounded by connect_timeout instead
   // The initiation captures a plain pointer: g++ 12 destroys some temporaries of a co_await
   // expression twice, and a captured shared_ptr then loses a reference.
   auto result = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
                                               void(std::error_code, std::string)>(
-      [impl = c.get()](auto handler) { impl->session.async_connect(std::move(handler)); },
+      [impl = c.get()](auto handler) { impl->session_->async_connect(std::move(handler)); },
       asio::use_awaitable);
   if (std::get<0>(result)) throw std::system_error(std::get<0>(result), std::get<1>(result));
 }
 
-asio::awaitable<void> close_op(std::shared_ptr<client_impl> c) {
+asio::awaitable<void> client_impl::close_op(std::shared_ptr<client_impl> c) {
   co_await asio::this_coro::throw_if_cancelled(false);
   // Unlocks already answered still owe their latch DEL: send it and wait for its answer (at most
   // command_timeout; cancellation ends the wait), so a closed client leaves no latch behind.
-  c->latches.flush();
-  if (c->latches.in_flight() != 0) {
-    asio::steady_timer drained(c->executor, c->cfg.command_timeout);
-    c->latches.on_drained([&drained] { drained.cancel(); });
+  c->latches_.flush();
+  if (c->latches_.in_flight() != 0) {
+    asio::steady_timer drained(c->executor_, c->cfg_.command_timeout);
+    c->latches_.on_drained([&drained] { drained.cancel(); });
     co_await drained.async_wait(asio::as_tuple(asio::use_awaitable));
-    c->latches.on_drained({});
+    c->latches_.on_drained({});
   }
   c->shutdown(std::make_error_code(std::errc::operation_canceled));
 }
@@ -346,62 +254,62 @@ client::~client() {
   if (impl_) impl_->shutdown(std::make_error_code(std::errc::operation_canceled));
 }
 
-client::executor_type client::get_executor() const noexcept { return impl_->executor; }
-const config& client::get_config() const noexcept { return impl_->cfg; }
-const std::string& client::id() const noexcept { return impl_->uuid; }
+client::executor_type client::get_executor() const noexcept { return impl_->executor_; }
+const config& client::get_config() const noexcept { return impl_->cfg_; }
+const std::string& client::id() const noexcept { return impl_->ctx_.uuid; }
 
 client_stats client::stats() const noexcept {
   client_stats s;
-  s.acquire_attempts = impl_->counters.acquire_attempts.load(std::memory_order_relaxed);
-  s.notified_wakeups = impl_->counters.notified_wakeups.load(std::memory_order_relaxed);
-  s.expiry_wakeups = impl_->counters.expiry_wakeups.load(std::memory_order_relaxed);
-  s.renewal_calls = impl_->dog.renew_calls();
-  s.lost_locks = impl_->counters.lost_locks.load(std::memory_order_relaxed);
-  const auto link = impl_->session.stats();
+  s.acquire_attempts = impl_->ctx_.counters.acquire_attempts.load(std::memory_order_relaxed);
+  s.notified_wakeups = impl_->ctx_.counters.notified_wakeups.load(std::memory_order_relaxed);
+  s.expiry_wakeups = impl_->ctx_.counters.expiry_wakeups.load(std::memory_order_relaxed);
+  s.renewal_calls = impl_->dog_.renew_calls();
+  s.lost_locks = impl_->ctx_.counters.lost_locks.load(std::memory_order_relaxed);
+  const auto link = impl_->session_->stats();
   s.reconnects = link.reconnects;
   s.health_check_failures = link.health_check_failures;
   s.retried_commands = link.retried_commands;
   s.writes = link.writes;
-  s.reconciled_acquires = impl_->counters.reconciled_acquires.load(std::memory_order_relaxed);
-  s.given_back = impl_->counters.given_back.load(std::memory_order_relaxed);
-  s.local_handoffs = impl_->counters.local_handoffs.load(std::memory_order_relaxed);
-  s.handoffs_given_back = impl_->counters.handoffs_given_back.load(std::memory_order_relaxed);
+  s.reconciled_acquires = impl_->ctx_.counters.reconciled_acquires.load(std::memory_order_relaxed);
+  s.given_back = impl_->ctx_.counters.given_back.load(std::memory_order_relaxed);
+  s.local_handoffs = impl_->ctx_.counters.local_handoffs.load(std::memory_order_relaxed);
+  s.handoffs_given_back = impl_->ctx_.counters.handoffs_given_back.load(std::memory_order_relaxed);
   return s;
 }
 
 client_activity client::activity() const noexcept {
   client_activity a;
-  a.renewed_locks = impl_->dog.size();
-  a.renewal_batches = impl_->dog.batches_in_flight();
-  a.watchdog_armed = impl_->dog.armed();
-  a.waiters = impl_->hub.waiter_total();
-  a.waiter_channels = impl_->hub.channel_count();
-  a.queued_attempts = impl_->attempts.waiting();
-  a.subscriptions = impl_->session.subscriptions();
-  a.requests = impl_->session.outstanding();
-  a.latches = impl_->latches.pending();
+  a.renewed_locks = impl_->dog_.size();
+  a.renewal_batches = impl_->dog_.batches_in_flight();
+  a.watchdog_armed = impl_->dog_.armed();
+  a.waiters = impl_->hub_.waiter_total();
+  a.waiter_channels = impl_->hub_.channel_count();
+  a.queued_attempts = impl_->attempts_.waiting();
+  a.subscriptions = impl_->session_->subscriptions();
+  a.requests = impl_->session_->outstanding();
+  a.latches = impl_->latches_.pending();
   return a;
 }
 
 client_metrics detail::client_impl::metrics() const {
   client_metrics m;
-  m.acquisitions_immediate = counters.acquired_immediate.load(std::memory_order_relaxed);
-  m.acquisitions_notification = counters.acquired_notification.load(std::memory_order_relaxed);
-  m.acquisitions_expiry = counters.acquired_expiry.load(std::memory_order_relaxed);
-  m.acquisitions_handoff = counters.acquired_handoff.load(std::memory_order_relaxed);
-  m.acquire_attempts = counters.acquire_attempts.load(std::memory_order_relaxed);
-  m.acquire_wait = wait_times.snapshot();
-  m.hold = hold_times.snapshot();
-  m.renewal_calls = dog.renew_calls();
-  m.renewal_failures = dog.renew_failures();
-  m.lost_locks = counters.lost_locks.load(std::memory_order_relaxed);
-  m.reconnects = session.stats().reconnects;
-  m.reconciled_acquires = counters.reconciled_acquires.load(std::memory_order_relaxed);
-  m.given_back = counters.given_back.load(std::memory_order_relaxed);
-  m.requests_in_flight = session.outstanding();
-  m.subscriptions = session.subscriptions();
-  m.renewed_locks = dog.size();
-  m.waiters = hub.waiter_total();
+  m.acquisitions_immediate = ctx_.counters.acquired_immediate.load(std::memory_order_relaxed);
+  m.acquisitions_notification = ctx_.counters.acquired_notification.load(std::memory_order_relaxed);
+  m.acquisitions_expiry = ctx_.counters.acquired_expiry.load(std::memory_order_relaxed);
+  m.acquisitions_handoff = ctx_.counters.acquired_handoff.load(std::memory_order_relaxed);
+  m.acquire_attempts = ctx_.counters.acquire_attempts.load(std::memory_order_relaxed);
+  m.acquire_wait = ctx_.wait_times.snapshot();
+  m.hold = ctx_.hold_times.snapshot();
+  m.renewal_calls = dog_.renew_calls();
+  m.renewal_failures = dog_.renew_failures();
+  m.lost_locks = ctx_.counters.lost_locks.load(std::memory_order_relaxed);
+  m.reconnects = session_->stats().reconnects;
+  m.reconciled_acquires = ctx_.counters.reconciled_acquires.load(std::memory_order_relaxed);
+  m.given_back = ctx_.counters.given_back.load(std::memory_order_relaxed);
+  m.requests_in_flight = session_->outstanding();
+  m.subscriptions = session_->subscriptions();
+  m.renewed_locks = dog_.size();
+  m.waiters = hub_.waiter_total();
   m.connected = state() == connection_state::connected;
   return m;
 }
@@ -411,7 +319,7 @@ client_metrics client::metrics() const { return impl_->metrics(); }
 void client::start_metrics(const std::shared_ptr<detail::client_impl>& impl,
                            detail::handler<client_metrics> h) {
   asio::co_spawn(
-      impl->executor,
+      impl->executor_,
       [](std::shared_ptr<detail::client_impl> c) -> asio::awaitable<client_metrics> {
         co_return c->metrics();
       }(impl),
@@ -424,14 +332,14 @@ void client::on_state_change(std::function<void(const connection_event&)> handle
   impl_->set_state_handler(std::move(handler));
 }
 
-std::chrono::milliseconds client::lease_margin() const noexcept { return impl_->dog.margin(); }
+std::chrono::milliseconds client::lease_margin() const noexcept { return impl_->dog_.margin(); }
 
 void client::start_connect(const std::shared_ptr<detail::client_impl>& impl, detail::handler<> h) {
-  asio::co_spawn(impl->executor, detail::connect_op(impl), std::move(h));
+  asio::co_spawn(impl->executor_, detail::client_impl::connect_op(impl), std::move(h));
 }
 
 void client::start_close(const std::shared_ptr<detail::client_impl>& impl, detail::handler<> h) {
-  asio::co_spawn(impl->executor, detail::close_op(impl), std::move(h));
+  asio::co_spawn(impl->executor_, detail::client_impl::close_op(impl), std::move(h));
 }
 
 namespace {

@@ -2,7 +2,7 @@
 // acquisitions (lock_handle's), released in reverse, and one lost() for the group.
 #include "rlock/multi_lock.hpp"
 
-#include "client_impl.hpp"
+#include "engine/engine_context.hpp"
 #include "lock/lock_state.hpp"
 #include "rlock/error.hpp"
 
@@ -21,15 +21,7 @@ namespace asio = boost::asio;
 using clock_type = std::chrono::steady_clock;
 
 std::string multi_lock::order_of(const lock_handle& l) {
-  const auto& cfg = lock_handle::state_of(l)->client->cfg;
-  std::string deployment;
-  if (!cfg.cluster.nodes.empty()) {
-    deployment = "cluster " + cfg.cluster.nodes.front();
-  } else if (!cfg.sentinel.nodes.empty()) {
-    deployment = "sentinel " + cfg.sentinel.master_name;
-  } else {
-    deployment = fmt::format("{}:{}", cfg.host, cfg.port);
-  }
+  const std::string& deployment = lock_handle::state_of(l)->ctx->cfg.deployment;
   // The key first: every process orders one deployment's locks alike, however it names it.
   std::string order(l.key());
   order.push_back('\0');

@@ -3,7 +3,7 @@
 // round trips of the semaphore_admin script.
 #include "rlock/semaphore.hpp"
 
-#include "client_impl.hpp"
+#include "engine/engine_context.hpp"
 #include "lock/lock_forms.hpp"
 #include "lock/lock_kind.hpp"
 #include "lock/lock_state.hpp"
@@ -36,9 +36,7 @@ std::string permit::id() const { return state_of(*this)->shown_field(); }
 
 std::string_view semaphore::name() const noexcept { return state_->name(); }
 std::string_view semaphore::key() const noexcept { return state_->key(); }
-semaphore::executor_type semaphore::get_executor() const noexcept {
-  return state_->client->executor;
-}
+semaphore::executor_type semaphore::get_executor() const noexcept { return state_->ctx->executor; }
 
 asio::awaitable<permit> semaphore::acquire(std::uint32_t permits,
                                            std::optional<milliseconds> lease) {
@@ -60,7 +58,7 @@ asio::awaitable<std::optional<permit>> semaphore::take(std::shared_ptr<detail::l
                                                        std::optional<milliseconds> lease) {
   check_count(permits, "an acquisition");
   // A hold is an owner of its own: the engine reconciles, gives back and renews it as a lock.
-  auto held = s->client->new_owner(s->name(), detail::semaphore_kind);
+  auto held = detail::owner_table::new_owner(s->ctx, s->name(), detail::semaphore_kind);
   held->permits = permits;
   permit p(std::move(held));
   if (!wait) {
@@ -79,7 +77,7 @@ asio::awaitable<std::optional<permit>> semaphore::take(std::shared_ptr<detail::l
 
 asio::awaitable<std::int64_t> semaphore::admin(std::shared_ptr<detail::lock_state> s,
                                                std::string what, std::int64_t n) {
-  auto& c = *s->client;
+  auto& c = *s->ctx;
   // A request id names a release (the latch keeps its answer for a retry); the others ignore it.
   std::string latch;
   detail::append_unlock_latch(s->key(), latch);
@@ -125,7 +123,7 @@ asio::awaitable<bool> semaphore::release_id(std::shared_ptr<detail::lock_state> 
   std::string channel;
   detail::append_semaphore_channel(s->key(), channel);
   detail::release_script_call call;
-  s->kind.force_call({s->key(), *raw, 1}, channel, s->client->session.publish_command(), call);
+  s->kind.force_call({s->key(), *raw, 1}, channel, s->ctx->session.publish_command(), call);
   auto answer = detail::run_script(s, call, fmt::format("semaphore '{}': release", s->name()));
   co_return detail::as_integer(co_await std::move(answer)) == 1;
 }

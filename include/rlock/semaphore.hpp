@@ -16,10 +16,6 @@
 
 namespace rlock {
 
-namespace detail {
-class client_impl;
-}
-
 /// A hold of a semaphore's permits: what semaphore::acquire and
 /// permit_expirable_semaphore::acquire complete with. A lock_handle: unlock() gives the permits
 /// back (once: latched like an unlock, so a retry never gives them twice; not_owner if they

@@ -1,6 +1,6 @@
 #include "rlock/blocking.hpp"
 
-#include "client_impl.hpp"
+#include "engine/owner_table.hpp"
 #include "rlock/error.hpp"
 
 #include <boost/asio/co_spawn.hpp>

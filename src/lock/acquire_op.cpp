@@ -9,7 +9,7 @@
 // are separate: the operation can complete its caller (its bound passed, or it was cancelled)
 // and stay alive, owned by its request, until Redis's answer settles what happened.
 
-#include "client_impl.hpp"
+#include "engine/engine_context.hpp"
 #include "lock/acquire_fsm.hpp"
 #include "lock/handoff.hpp"
 #include "lock/lock_kind.hpp"
@@ -52,7 +52,7 @@ class optional_ms {
 /// The longest a waiter sleeps without a message, whatever the server answered: the longer of
 /// its own lease and the watchdog's (a short lease must not make a waiter poll a holder that
 /// renews for longer; a wait answered as years must still end in a look at the lock).
-milliseconds longest_nap(const client_impl& c, std::optional<milliseconds> lease) noexcept {
+milliseconds longest_nap(const engine_context& c, std::optional<milliseconds> lease) noexcept {
   return std::max(lease.value_or(c.cfg.watchdog_timeout), c.cfg.watchdog_timeout);
 }
 
@@ -68,16 +68,16 @@ struct acquire_operation : attempt_gate::entry {
         lease(l),
         wait(w),
         started(clock_type::now()),
-        fsm(started, w ? &*w : nullptr, s->client->cfg.command_timeout,
-            s->client->cfg.watchdog_timeout, longest_nap(*s->client, l)),
+        fsm(started, w ? &*w : nullptr, s->ctx->cfg.command_timeout, s->ctx->cfg.watchdog_timeout,
+            longest_nap(*s->ctx, l)),
         caller(std::in_place_type<Handler>, std::move(h)),
         failure(validate(w, l)) {}
 
   ~acquire_operation() {
     if (link) link->op = nullptr;
-    s->client->attempts.withdraw(*this);
+    s->ctx->attempts.withdraw(*this);
     leave_handoff();
-    s->client->hub.remove(waiter);
+    s->ctx->hub.remove(waiter);
   }
 
   /// Leaves a local handoff in flight to it: the unlock gives the hold back when its answer
@@ -88,11 +88,11 @@ struct acquire_operation : attempt_gate::entry {
     ticket.reset();
   }
 
-  client_impl& client() const noexcept { return *s->client; }
+  engine_context& ctx() const noexcept { return *s->ctx; }
 
   static void start(owner op) {
     if (op->link) op->link->op = op.get();
-    if (op->s->kind.leave_call != nullptr) op->waiter.ticket = op->client().next_ticket();
+    if (op->s->kind.leave_call != nullptr) op->waiter.ticket = op->ctx().next_ticket();
     const auto next = op->fsm.start(op->link && op->link->requested.load());
     run(std::move(op), next, true);
   }
@@ -138,23 +138,23 @@ struct acquire_operation : attempt_gate::entry {
       next = fsm.resume();
     }
     if (next == action::interrupt) {
-      client().hub.interrupt(waiter);
+      ctx().hub.interrupt(waiter);
     } else if (next == action::withdraw) {
       const auto cancelled = std::make_error_code(std::errc::operation_canceled);
       if (queued()) {
         // Still waiting for its turn: it never reached the session.
-        client().attempts.withdraw(*this);
+        ctx().attempts.withdraw(*this);
         on_attempt(owner(this), cancelled, resp3::value{});
         return;
       }
-      client().session.withdraw(s->key(), request, cancelled);
+      ctx().session.withdraw(s->key(), request, cancelled);
     }
   }
 
   // --- attempts -------------------------------------------------------------------------------
 
   static void attempt(owner op) {
-    client_impl& c = op->client();
+    engine_context& c = op->ctx();
     if (op->fsm.request_deadline() == clock_type::time_point::max()) {
       // Unbounded: it takes a turn in the gate (released when its answer comes).
       if (!c.attempts.enter(*op)) {
@@ -174,7 +174,7 @@ struct acquire_operation : attempt_gate::entry {
   }
 
   static void send_attempt(owner op) {
-    client_impl& c = op->client();
+    engine_context& c = op->ctx();
     ++c.counters.acquire_attempts;
     op->written = {};
     request_options opts;  // an acquire: never written twice, reconciled instead
@@ -212,7 +212,7 @@ struct acquire_operation : attempt_gate::entry {
   /// wait, or config::fair_lock::wait_timeout without one; formatted into `own` if it is the
   /// caller's.
   std::string_view fair_allowance(decimal& own) const noexcept {
-    if (!wait || wait->count() == 0) return client().fair_wait_arg.view();
+    if (!wait || wait->count() == 0) return ctx().fair_wait_arg.view();
     own.assign(wait->count());
     return own.view();
   }
@@ -225,7 +225,7 @@ struct acquire_operation : attempt_gate::entry {
     std::string handoff;
 
     void fill(acquire_operation& op, acquire_inputs& in) {
-      const client_impl& c = op.client();
+      const engine_context& c = op.ctx();
       in.wait_ms = op.fair_allowance(wait);
       if (op.wait && op.wait->count() == 0) return;  // a single attempt
       op.maybe_queued = true;  // from its first write on, it may be in the queue
@@ -245,7 +245,7 @@ struct acquire_operation : attempt_gate::entry {
   /// removes could otherwise stay (fair_lock::wait_timeout): an entry is dropped as stale only
   /// when another waiter's script runs on the lock, which may never happen.
   static void leave_queue(acquire_operation& op) {
-    client_impl& c = op.client();
+    engine_context& c = op.ctx();
     struct leaving {
       std::shared_ptr<lock_state> s;  // the call views its key and field
       std::string channel;
@@ -281,13 +281,13 @@ struct acquire_operation : attempt_gate::entry {
 
   /// Cancellation, on the client's executor.
   void on_cancel() {
-    act(fsm.on_cancel(written != clock_type::time_point{}, client().session.connected()));
+    act(fsm.on_cancel(written != clock_type::time_point{}, ctx().session.connected()));
   }
 
   static void on_attempt(owner op, std::error_code ec, const resp3::value& reply) {
     if (op->counted) {
       op->counted = false;
-      if (auto* next = op->client().attempts.leave()) take_turn(*next);
+      if (auto* next = op->ctx().attempts.leave()) take_turn(*next);
     }
     // Unsynced (config::sync_replicas) matters only for an attempt that took the lock: a busy
     // one wrote nothing.
@@ -330,7 +330,7 @@ struct acquire_operation : attempt_gate::entry {
     } else if (op->written != clock_type::time_point{}) {
       // Written, and no answer: the server may have run it. Ask it (counted once).
       if (ec == errc::connection_lost || ec == errc::timeout) {
-        ++op->client().counters.reconciled_acquires;
+        ++op->ctx().counters.reconciled_acquires;
         a = answer::unknown;
       } else {
         op->failure = op->failure_from(ec, reply);
@@ -358,7 +358,7 @@ struct acquire_operation : attempt_gate::entry {
   /// the session asks again after a reconnect; bounded by the caller's bound until the caller
   /// is told, then open until answered.
   static void reconcile(owner op) {
-    client_impl& c = op->client();
+    engine_context& c = op->ctx();
     request_options opts;
     opts.deadline = op->fsm.request_deadline();
     auto* p = op.get();
@@ -378,7 +378,7 @@ struct acquire_operation : attempt_gate::entry {
     } else {
       const auto known = op->s->server_holds;
       const auto judged = op->s->kind.judge(known, reply);
-      client_impl& c = op->client();
+      engine_context& c = op->ctx();
       c.log(log_level::debug,
             "lock '{}' (owner {}): an attempt's answer was lost; asked, the server says {} ({} "
             "known): {}",
@@ -418,7 +418,7 @@ struct acquire_operation : attempt_gate::entry {
   /// between the failed attempt and now).
   void join() {
     if (waiter.channel != nullptr) return;  // joined before its first attempt (fair kinds)
-    client_impl& c = client();
+    engine_context& c = ctx();
     waiter.owner = this;  // for the sleep and a local handoff
     waiter.on_unpark = &acquire_operation::on_unparked;
     if (s->kind.polls) return;  // a spin lock's waiter listens on nothing: it only sleeps
@@ -427,7 +427,7 @@ struct acquire_operation : attempt_gate::entry {
 
   /// A spin lock's next sleep: Redisson's exponential backoff (config::spin_lock).
   clock_type::time_point backoff(clock_type::time_point until) {
-    const auto& b = client().cfg.spin_lock;
+    const auto& b = ctx().cfg.spin_lock;
     const std::uint32_t cap = static_cast<std::uint32_t>(b.cap.count());
     if (spin_nap_ms == 0) {
       spin_nap_ms = static_cast<std::uint32_t>(b.initial.count());
@@ -451,7 +451,7 @@ struct acquire_operation : attempt_gate::entry {
   static void sleep(owner op) {
     notify_hub::waiter& w = op->waiter;
     if (w.woken || w.failed) return woken(std::move(op));
-    notify_hub& hub = op->client().hub;
+    notify_hub& hub = op->ctx().hub;
     auto until = op->fsm.sleep_until();
     if (op->s->kind.polls) until = op->backoff(until);
     op.release();
@@ -462,13 +462,13 @@ struct acquire_operation : attempt_gate::entry {
   /// the hub is never re-entered, and owns the operation until it runs.
   static void on_unparked(notify_hub::waiter& w) {
     owner op(static_cast<acquire_operation*>(w.owner));
-    const auto& ex = op->client().executor;
+    const auto& ex = op->ctx().executor;
     asio::post(ex, [op = std::move(op)]() mutable { woken(std::move(op)); });
   }
 
   static void woken(owner op) {
     notify_hub::waiter& w = op->waiter;
-    client_impl& c = op->client();
+    engine_context& c = op->ctx();
     acquire_fsm::wake why = acquire_fsm::wake::timer;
     if (w.granted) {
       why = acquire_fsm::wake::granted;  // the handoff recorded the hold
@@ -521,7 +521,7 @@ struct acquire_operation : attempt_gate::entry {
   /// than three quarters of the lease, the hold is not taken from the push alone: an attempt
   /// claims it instead and restarts its lease (one round trip, only after a long silence).
   bool take_pushed_grant() {
-    client_impl& c = client();
+    engine_context& c = ctx();
     auto since = busy_written;
     const auto pushed_after = c.hub.take_grant_since(waiter);
     // Unknown (max: the channel's bound was taken by another grant) counts for nothing.
@@ -546,7 +546,7 @@ struct acquire_operation : attempt_gate::entry {
   void record_hold(std::int64_t t) { record_hold(t, written); }
   void record_hold(std::int64_t t, clock_type::time_point sent) {
     took_hold = true;
-    s->on_acquired(lease.value_or(client().cfg.watchdog_timeout), !lease, sent);
+    s->on_acquired(lease.value_or(ctx().cfg.watchdog_timeout), !lease, sent);
     if (t > 0) {
       token = t;
       s->token.store(t, std::memory_order_relaxed);
@@ -557,7 +557,7 @@ struct acquire_operation : attempt_gate::entry {
   /// time: a failover now could hand the lock to a second owner, so the acquisition is given
   /// back (a re-entry's hold only; the owner's earlier holds stay) and the caller fails.
   void fail_unsynced() {
-    const auto& sync = client().cfg.sync_replicas;
+    const auto& sync = ctx().cfg.sync_replicas;
     failure = error_with(
         errc::replicas_not_synced,
         fmt::format("lock '{}': acquired, but fewer than {} replica(s) acknowledged it within "
@@ -567,10 +567,10 @@ struct acquire_operation : attempt_gate::entry {
 
   /// Undoes an acquisition no caller will get (cancelled, told otherwise, unsynced).
   static void give_back(owner op) {
-    ++op->client().counters.given_back;
-    op->client().log(log_level::debug,
-                     "lock '{}' (owner {}): giving back a hold its caller was not given",
-                     op->s->name(), op->client().short_owner(op->s->owner));
+    ++op->ctx().counters.given_back;
+    op->ctx().log(log_level::debug,
+                  "lock '{}' (owner {}): giving back a hold its caller was not given",
+                  op->s->name(), op->ctx().short_owner(op->s->owner));
     auto s = op->s;
     async_release(std::move(s), [op = std::move(op)](std::exception_ptr e) mutable {
       if (e) op->failure = std::move(e);
@@ -582,7 +582,7 @@ struct acquire_operation : attempt_gate::entry {
   // --- the caller -----------------------------------------------------------------------------
 
   std::exception_ptr failure_from(std::error_code ec, const resp3::value& reply) const {
-    return failure_of(client(), ec, reply, fmt::format("lock '{}'", s->name()));
+    return failure_of(ctx(), ec, reply, fmt::format("lock '{}'", s->name()));
   }
 
   std::exception_ptr verdict_error() const {
@@ -590,7 +590,7 @@ struct acquire_operation : attempt_gate::entry {
       case verdict::cancelled:
         return cancelled_error();
       case verdict::timed_out: {
-        const auto& c = client();
+        const auto& c = ctx();
         const auto bound =
             wait && wait->count() > 0
                 ? fmt::format("the wait ({} ms)", wait->count())
@@ -613,14 +613,14 @@ struct acquire_operation : attempt_gate::entry {
   /// retry must not hold on to wake-ups (its unused one passes to the next waiter).
   void tell(bool inside_initiation) {
     leave_handoff();
-    client().hub.remove(waiter);
+    ctx().hub.remove(waiter);
     const bool acquired = fsm.outcome() == verdict::acquired;
     if (acquired) {
       s->last_wake.store(static_cast<std::uint8_t>(reason), std::memory_order_relaxed);
       account();
     }
     auto e = verdict_error();
-    const auto& ex = client().executor;
+    const auto& ex = ctx().executor;
     std::visit(
         [&](auto& waiting) {
           using handler_type = std::decay_t<decltype(waiting)>;
@@ -642,7 +642,7 @@ struct acquire_operation : attempt_gate::entry {
 
   /// Metrics and the slow-acquire log line of an acquisition its caller gets.
   void account() const {
-    client_impl& c = client();
+    engine_context& c = ctx();
     const auto waited = clock_type::now() - started;
     c.wait_times.observe(waited);
     auto& by_reason = reason == wake_reason::immediate      ? c.counters.acquired_immediate
@@ -688,7 +688,7 @@ struct acquire_operation : attempt_gate::entry {
 }  // namespace
 
 std::shared_ptr<handoff_ticket> reserve_handoff(lock_state& releasing, std::string_view channel) {
-  client_impl& c = *releasing.client;
+  engine_context& c = *releasing.ctx;
   const auto& bound = c.cfg.local_handoff;
   // With sync_replicas an acquisition needs its replicas' acknowledgement; a handoff would
   // skip it.
@@ -723,7 +723,7 @@ std::shared_ptr<handoff_ticket> reserve_handoff(lock_state& releasing, std::stri
 
 void finish_handoff(const std::shared_ptr<handoff_ticket>& t, bool handed_over,
                     clock_type::time_point sent) {
-  client_impl& c = *t->to->client;
+  engine_context& c = *t->to->ctx;
   if (handed_over) ++c.counters.local_handoffs;
   auto* op = static_cast<acquire_operation*>(t->waiter_op);
   if (op == nullptr) {
@@ -751,7 +751,7 @@ void finish_handoff(const std::shared_ptr<handoff_ticket>& t, bool handed_over,
   c.hub.wake_for_handoff(w);  // it takes the hold, or retries
 }
 
-void fail_waiting_attempts(client_impl& c, std::error_code reason) {
+void fail_waiting_attempts(engine_context& c, std::error_code reason) {
   // Taken out first: a handler told here may start another acquisition, which must not join
   // this round.
   std::vector<acquire_operation::owner> waiting;
@@ -764,7 +764,7 @@ void fail_waiting_attempts(client_impl& c, std::error_code reason) {
 namespace {
 
 void start_acquire(std::unique_ptr<acquire_operation> op) {
-  const auto ex = op->s->client->executor;
+  const auto ex = op->s->ctx->executor;
   auto slot = std::visit([](const auto& h) { return asio::get_associated_cancellation_slot(h); },
                          op->caller);
   if (op->failure) {  // invalid arguments

@@ -2,7 +2,7 @@
 
 // What the lock handles (lock_handle and every kind's) share to give their operations both forms:
 // the awaitable form of a callback operation, and single-round-trip queries.
-#include "client_impl.hpp"
+#include "engine/engine_context.hpp"
 #include "lock/lock_kind.hpp"
 #include "lock/lock_state.hpp"
 #include "resp3/request.hpp"
@@ -31,7 +31,7 @@ namespace asio = boost::asio;
 /// The options of a single round trip, bounded by config::command_timeout.
 inline request_options round_trip(const lock_state& s) {
   request_options opts;
-  opts.deadline = std::chrono::steady_clock::now() + s.client->cfg.command_timeout;
+  opts.deadline = std::chrono::steady_clock::now() + s.ctx->cfg.command_timeout;
   return opts;
 }
 
@@ -42,10 +42,10 @@ inline asio::awaitable<resp3::value> run(std::shared_ptr<lock_state> s, command 
   auto [ec, reply] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
                                                    void(std::error_code, resp3::value)>(
       [&](auto completion) {
-        s->client->session.exec(std::move(c), round_trip(*s), std::move(completion));
+        s->ctx->session.exec(std::move(c), round_trip(*s), std::move(completion));
       },
       asio::use_awaitable);
-  if (ec || reply.is_error()) std::rethrow_exception(failure_of(*s->client, ec, reply, what));
+  if (ec || reply.is_error()) std::rethrow_exception(failure_of(*s->ctx, ec, reply, what));
   co_return reply;
 }
 
@@ -57,11 +57,11 @@ inline asio::awaitable<resp3::value> run_script(std::shared_ptr<lock_state> s,
   auto [ec, reply] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
                                                    void(std::error_code, resp3::value)>(
       [&](auto completion) {
-        s->client->scripts.async_run(call.which, call.key_span(), call.arg_span(), round_trip(*s),
-                                     std::move(completion));
+        s->ctx->scripts.async_run(call.which, call.key_span(), call.arg_span(), round_trip(*s),
+                                  std::move(completion));
       },
       asio::use_awaitable);
-  if (ec) std::rethrow_exception(failure_of(*s->client, ec, reply, what));
+  if (ec) std::rethrow_exception(failure_of(*s->ctx, ec, reply, what));
   co_return reply;
 }
 
@@ -93,7 +93,7 @@ inline std::int64_t as_integer(const resp3::value& v) {
 template <typename T>
 void run_query(const std::shared_ptr<lock_state>& s,
                asio::awaitable<T> (*op)(std::shared_ptr<lock_state>), handler<T> h) {
-  asio::co_spawn(s->client->executor, op(s), std::move(h));
+  asio::co_spawn(s->ctx->executor, op(s), std::move(h));
 }
 
 }  // namespace rlock::detail

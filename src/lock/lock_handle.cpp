@@ -1,6 +1,6 @@
 #include "rlock/lock_handle.hpp"
 
-#include "client_impl.hpp"
+#include "engine/engine_context.hpp"
 #include "lock/lock_forms.hpp"
 #include "lock/lock_kind.hpp"
 #include "lock/lock_ops.hpp"
@@ -27,7 +27,7 @@ std::string_view lock_handle::name() const noexcept { return state_->name(); }
 std::string_view lock_handle::key() const noexcept { return state_->key(); }
 std::uint64_t lock_handle::owner_id() const noexcept { return state_->owner; }
 lock_handle::executor_type lock_handle::get_executor() const noexcept {
-  return state_->client->executor;
+  return state_->ctx->executor;
 }
 wake_reason lock_handle::last_wake() const noexcept {
   return static_cast<wake_reason>(state_->last_wake.load(std::memory_order_relaxed));
@@ -78,7 +78,7 @@ asio::awaitable<bool> force_unlock_op(std::shared_ptr<detail::lock_state> s) {
   std::string unlock_to;
   s->kind.channel(s->key(), unlock_to);
   detail::release_script_call call;
-  s->kind.force_call(s->identity(), unlock_to, s->client->session.publish_command(), call);
+  s->kind.force_call(s->identity(), unlock_to, s->ctx->session.publish_command(), call);
   if (s->local_holds > 0) s->reset(false);
   const auto reply = co_await detail::run_script(s, call, "force_unlock");
   s->server_holds = 0;  // deleted, or was not there

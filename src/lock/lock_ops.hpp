@@ -15,7 +15,7 @@
 
 namespace rlock::detail {
 
-class client_impl;
+class engine_context;
 
 using void_handler = handler<>;
 using bool_handler = handler<bool>;
@@ -38,8 +38,8 @@ void async_lost(std::shared_ptr<lock_state> s, void_handler handler);
 /// The release of one hold.
 void async_release(std::shared_ptr<lock_state> s, void_handler handler);
 
-/// Fails every acquisition waiting for its turn to send an attempt (client_impl::attempts) with
+/// Fails every acquisition waiting for its turn to send an attempt (engine_context::attempts) with
 /// `reason`: the client is closing.
-void fail_waiting_attempts(client_impl& c, std::error_code reason);
+void fail_waiting_attempts(engine_context& c, std::error_code reason);
 
 }  // namespace rlock::detail

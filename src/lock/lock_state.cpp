@@ -1,6 +1,6 @@
 #include "lock/lock_state.hpp"
 
-#include "client_impl.hpp"
+#include "engine/engine_context.hpp"
 #include "lock/permit_id.hpp"
 #include "rlock/error.hpp"
 #include "session/redis_error.hpp"
@@ -20,8 +20,8 @@ namespace rlock::detail {
 
 namespace asio = boost::asio;
 
-std::exception_ptr failure_of(const client_impl& c, std::error_code ec, const resp3::value& reply,
-                              std::string_view what) {
+std::exception_ptr failure_of(const engine_context& c, std::error_code ec,
+                              const resp3::value& reply, std::string_view what) {
   if (ec == std::errc::operation_canceled) {
     return std::make_exception_ptr(std::system_error(ec));
   }
@@ -61,33 +61,32 @@ std::string names_of(std::string_view prefix, std::string_view name, std::string
 
 }  // namespace
 
-lock_state::lock_state(std::shared_ptr<client_impl> c, std::string_view n, std::uint64_t o,
+lock_state::lock_state(std::shared_ptr<engine_context> c, std::string_view n, std::uint64_t o,
                        const lock_kind& k, bool in_table)
-    : client(std::move(c)),
+    : ctx(std::move(c)),
       kind(k),
       owner(o),
       registered(in_table),
-      key_size_(static_cast<std::uint32_t>(client->cfg.key_prefix.size() + n.size())),
-      names_(names_of(client->cfg.key_prefix, n, client->uuid, o, k)) {}
+      key_size_(static_cast<std::uint32_t>(ctx->cfg.key_prefix.size() + n.size())),
+      names_(names_of(ctx->cfg.key_prefix, n, ctx->uuid, o, k)) {}
 
 std::string lock_state::shown_field() const {
   return kind.permit_id_field ? permit_id_hex(field()) : std::string(field());
 }
 
 std::string_view lock_state::name() const noexcept {
-  return key().substr(client->cfg.key_prefix.size());
+  return key().substr(ctx->cfg.key_prefix.size());
 }
 
 lock_state::~lock_state() {
-  client->set_last_error(this, {});
-  if (registered) client->forget(*this);
+  ctx->owners.set_last_error(this, {});
+  if (registered) ctx->owners.forget(*this);
 }
 
 void lock_state::on_lease_lost(std::string_view why) {
-  ++client->counters.lost_locks;
-  client->log(log_level::error, "lock '{}' (owner {}) lost: {}", name(), client->short_owner(owner),
-              why);
-  if (local_holds > 0) client->hold_times.observe(std::chrono::steady_clock::now() - granted_at);
+  ++ctx->counters.lost_locks;
+  ctx->log(log_level::error, "lock '{}' (owner {}) lost: {}", name(), ctx->short_owner(owner), why);
+  if (local_holds > 0) ctx->hold_times.observe(std::chrono::steady_clock::now() - granted_at);
   server_holds = 0;
   reset(true);
 }
@@ -103,23 +102,23 @@ void lock_state::on_acquired(std::chrono::milliseconds lease_ms, bool renew,
   ++grants;
   orphan_releases = 0;
   lease = lease_ms;
-  client->longest_lease = std::max(client->longest_lease, lease_ms);
+  ctx->longest_lease = std::max(ctx->longest_lease, lease_ms);
   watched = renew;
   // The watchdog holds the state: a held lock stays renewed even if every handle is gone.
-  if (renew) client->dog.add(*this, shared_from_this(), sent);
+  if (renew) ctx->dog.add(*this, shared_from_this(), sent);
 }
 
 lock_state::release_undo lock_state::before_release() {
   // Shortly after a failover the new master may count holds of this owner that a lost release
   // should have removed, whichever state (old or made since) releases now: see
-  // client_impl::counts_uncertain_until.
+  // engine_context::counts_uncertain_until.
   // Checked for a time only once a move happened: no clock read per unlock otherwise.
-  if (client->counts_uncertain_until != std::chrono::steady_clock::time_point{} &&
-      std::chrono::steady_clock::now() < client->counts_uncertain_until) {
+  if (ctx->counts_uncertain_until != std::chrono::steady_clock::time_point{} &&
+      std::chrono::steady_clock::now() < ctx->counts_uncertain_until) {
     maybe_orphaned = true;
   }
-  release_undo undo{local_holds, renewing(), client->dog.confirmed(*this)};
-  if (local_holds == 1) client->hold_times.observe(std::chrono::steady_clock::now() - granted_at);
+  release_undo undo{local_holds, renewing(), ctx->dog.confirmed(*this)};
+  if (local_holds == 1) ctx->hold_times.observe(std::chrono::steady_clock::now() - granted_at);
   if (local_holds <= 1) reset(false);
   return undo;
 }
@@ -127,7 +126,7 @@ lock_state::release_undo lock_state::before_release() {
 void lock_state::release_not_sent(const release_undo& undo) {
   if (local_holds != 0 || undo.holds == 0) return;
   local_holds = undo.holds;
-  if (undo.watched) client->dog.add(*this, shared_from_this(), undo.confirmed);
+  if (undo.watched) ctx->dog.add(*this, shared_from_this(), undo.confirmed);
 }
 
 lock_state::release_outcome lock_state::on_released(const resp3::value& reply,
@@ -142,10 +141,10 @@ lock_state::release_outcome lock_state::on_released(const resp3::value& reply,
     // has, and its lease would run out with the caller still believing: ask instead. On one
     // connection answers come in order, so this needs an answer that overtakes: a grant by push
     // (fair kinds) before a retried unlock's answer.
-    client->log(log_level::debug,
-                "lock '{}' (owner {}): an unlock begun before this owner's latest acquisition "
-                "was answered {}; asking whether that acquisition still holds",
-                name(), client->short_owner(owner), released ? "released" : "not held");
+    ctx->log(log_level::debug,
+             "lock '{}' (owner {}): an unlock begun before this owner's latest acquisition "
+             "was answered {}; asking whether that acquisition still holds",
+             name(), ctx->short_owner(owner), released ? "released" : "not held");
     return {released ? nullptr
                      : std::make_exception_ptr(std::system_error(
                            make_error_code(errc::not_owner),
@@ -182,13 +181,13 @@ lock_state::release_outcome lock_state::on_released(const resp3::value& reply,
     // (a blocking lock's state is looked up per call), or a re-acquisition since this release
     // was sent. The owner holds on; the script set the TTL to the lease again when it was sent.
     if (local_holds == 0) {
-      client->log(log_level::debug,
-                  "lock '{}' (owner {}): its final unlock was answered 'still held'; the owner "
-                  "holds on (another handle of it holds the lock)",
-                  name(), client->short_owner(owner));
+      ctx->log(log_level::debug,
+               "lock '{}' (owner {}): its final unlock was answered 'still held'; the owner "
+               "holds on (another handle of it holds the lock)",
+               name(), ctx->short_owner(owner));
     }
     local_holds = 1;
-    if (watched) client->dog.add(*this, shared_from_this(), sent);
+    if (watched) ctx->dog.add(*this, shared_from_this(), sent);
   }
   return {};
 }
@@ -203,16 +202,16 @@ void lock_state::set_last_error(const std::exception_ptr& e) {
   } catch (...) {
     text = "unknown error";
   }
-  client->set_last_error(this, std::move(text));
+  ctx->owners.set_last_error(this, std::move(text));
 }
 
-std::string lock_state::last_error() const { return client->last_error(this); }
+std::string lock_state::last_error() const { return ctx->owners.last_error(this); }
 
 void lock_state::reset(bool was_lost) {
   local_holds = 0;
   lost = was_lost;
   if (lost_signal) lost_signal->cancel();
-  client->dog.remove(*this);  // last: it may drop the watchdog's reference to us
+  ctx->dog.remove(*this);  // last: it may drop the watchdog's reference to us
 }
 
 }  // namespace rlock::detail

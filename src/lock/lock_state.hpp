@@ -21,20 +21,20 @@
 
 namespace rlock::detail {
 
-class client_impl;
+class engine_context;
 
 /// The exception for a failed round trip of a lock operation `what` ("lock 'x'", "PTTL"):
 /// Redis's text for an error reply, the bound for a timeout, the session's last error for a lost
 /// connection. Made, not thrown: the awaitable boundary throws it.
-std::exception_ptr failure_of(const client_impl& c, std::error_code ec, const resp3::value& reply,
-                              std::string_view what);
+std::exception_ptr failure_of(const engine_context& c, std::error_code ec,
+                              const resp3::value& reply, std::string_view what);
 
 /// One owner of one lock, shared by the handles of that owner. Kept small (bench S5 holds
 /// 100 000 of them): the channel is derived when needed, the name is a view into the key, and
 /// the lost() timer exists only while someone awaits it. Mutable members are touched on the
 /// client's executor only.
 struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::lease {
-  lock_state(std::shared_ptr<client_impl> c, std::string_view name, std::uint64_t owner,
+  lock_state(std::shared_ptr<engine_context> c, std::string_view name, std::uint64_t owner,
              const lock_kind& kind, bool registered);
   ~lock_state();
 
@@ -91,8 +91,8 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   void on_watchdog_stopped() override { reset(false); }
 
   // Ordered by size: a lock_state is per owner (bench S5 holds 100 000, S6 one per waiter).
-  const std::shared_ptr<client_impl> client;
-  const lock_kind& kind;  // what the engine runs (lock_kind.hpp)
+  const std::shared_ptr<engine_context> ctx;  // the client, as the engine sees it
+  const lock_kind& kind;                      // what the engine runs (lock_kind.hpp)
   const std::uint64_t owner;
   /// The fencing token of this owner's latest acquisition (fenced locks; 0 before the first).
   /// Read from any thread.

@@ -6,7 +6,7 @@
 // every retry): written and unanswered when the connection dies, it is written again on the next
 // one (FAULTS.md). The kind builds its script call (lock_kind::release_call).
 
-#include "client_impl.hpp"
+#include "engine/engine_context.hpp"
 #include "lock/handoff.hpp"
 #include "lock/lock_forms.hpp"
 #include "lock/lock_kind.hpp"
@@ -35,7 +35,7 @@ struct release_operation {
 
   static void start(owner op) {
     lock_state& s = *op->s;
-    client_impl& c = *s.client;
+    engine_context& c = *s.ctx;
     op->undo = s.before_release();
     op->grants_at_start = s.grants;
     const auto lease_ms =
@@ -84,12 +84,12 @@ struct release_operation {
     op->tell(error_with(errc::timeout,
                         fmt::format("unlock of '{}': no answer within {} ms; the release may "
                                     "still happen",
-                                    op->s->name(), op->s->client->cfg.command_timeout.count())),
+                                    op->s->name(), op->s->ctx->cfg.command_timeout.count())),
              true);
   }
 
   static void on_reply(owner op, std::error_code ec, const resp3::value& reply) {
-    client_impl& c = *op->s->client;
+    engine_context& c = *op->s->ctx;
     if (ec == errc::replicas_not_synced) {
       // Released on the master: that is what unlock means. A failover before a replica has it
       // would bring the hold back until its lease ends, which delays the next owner and
@@ -155,9 +155,9 @@ struct release_operation {
     lock_state& to = *t->to;
     to.maybe_orphaned = true;
     request_options opts;
-    opts.deadline = clock_type::now() + to.client->cfg.command_timeout;
+    opts.deadline = clock_type::now() + to.ctx->cfg.command_timeout;
     auto question = to.kind.reconcile_question(to.identity());
-    to.client->session.exec(
+    to.ctx->session.exec(
         std::move(question), opts,
         [t = std::move(t), begun, from](std::error_code ec, const resp3::value& answer) {
           bool ran = false;
@@ -166,14 +166,13 @@ struct release_operation {
             ran = receiver.kind.judge(receiver.server_holds, answer).what !=
                   reconcile_result::outcome::not_run;
           }
-          receiver.client->log(
+          receiver.ctx->log(
               log_level::debug,
               "lock '{}': the answer of a handoff from owner {} to owner {} was lost; "
               "asked, the server says {} ({} known): {}",
-              receiver.name(), receiver.client->short_owner(from),
-              receiver.client->short_owner(receiver.owner),
-              ec ? ec.message() : resp3::brief(answer), receiver.server_holds,
-              ran ? "handed over" : "not handed over");
+              receiver.name(), receiver.ctx->short_owner(from),
+              receiver.ctx->short_owner(receiver.owner), ec ? ec.message() : resp3::brief(answer),
+              receiver.server_holds, ran ? "handed over" : "not handed over");
           // No answer: nobody knows; the waiter retries, and maybe_orphaned catches a second
           // count its attempt might add to a hold that did land.
           finish_handoff(t, ran, begun);
@@ -184,13 +183,12 @@ struct release_operation {
   /// (each release takes one); bounded, in case something else keeps adding them.
   static void give_back_orphans(const std::shared_ptr<lock_state>& s) {
     if (++s->orphan_releases > max_orphan_releases) return;
-    ++s->client->counters.given_back;
-    s->client->log(log_level::debug,
-                   "lock '{}' (owner {}): its final unlock was answered 'still held' after an "
-                   "acquire of it may have run late; giving back a hold nobody has ({} of at most "
-                   "{})",
-                   s->name(), s->client->short_owner(s->owner), s->orphan_releases,
-                   max_orphan_releases);
+    ++s->ctx->counters.given_back;
+    s->ctx->log(log_level::debug,
+                "lock '{}' (owner {}): its final unlock was answered 'still held' after an "
+                "acquire of it may have run late; giving back a hold nobody has ({} of at most "
+                "{})",
+                s->name(), s->ctx->short_owner(s->owner), s->orphan_releases, max_orphan_releases);
     async_release(s, [](std::exception_ptr) {});
   }
 
@@ -198,7 +196,7 @@ struct release_operation {
   /// (its hold count); none, while a caller here holds it, is a lost lock: reported as lost()
   /// now, not at the watchdog's next round. No answer: the watchdog's renewal tells.
   static void verify_hold(const std::shared_ptr<lock_state>& s) {
-    client_impl& c = *s->client;
+    engine_context& c = *s->ctx;
     auto question = s->kind.count_question != nullptr
                         ? s->kind.count_question(s->identity())
                         : command(command_kind::query, "HGET", {s->key()}, {s->field()});
@@ -233,7 +231,7 @@ struct release_operation {
     s->set_last_error(e);
     void_handler h(std::move(handler));
     // unlock() ignores cancellation: no slot handler was installed, none is cleared.
-    deliver(s->client->executor, std::move(h), asio::cancellation_slot(), from_hook, std::move(e));
+    deliver(s->ctx->executor, std::move(h), asio::cancellation_slot(), from_hook, std::move(e));
   }
 
   std::shared_ptr<lock_state> s;
@@ -278,7 +276,7 @@ struct lost_operation {
       return finish(std::move(op), std::move(e), true);
     }
     if (!s.lost_signal) {
-      s.lost_signal = std::make_unique<asio::steady_timer>(s.client->executor,
+      s.lost_signal = std::make_unique<asio::steady_timer>(s.ctx->executor,
                                                            asio::steady_timer::time_point::max());
     }
     auto* p = op.get();
@@ -294,7 +292,7 @@ struct lost_operation {
 
   static void finish(owner op, std::exception_ptr e, bool inside_initiation) {
     void_handler h(std::move(op->handler));
-    const auto ex = op->s->client->executor;
+    const auto ex = op->s->ctx->executor;
     const auto slot = op->slot;
     op.reset();  // unlinked before the caller runs
     deliver(ex, std::move(h), slot, inside_initiation, std::move(e));
@@ -311,7 +309,7 @@ struct lost_operation {
 
 void async_lost(std::shared_ptr<lock_state> s, void_handler handler) {
   auto op = std::make_unique<lost_operation>(std::move(s), std::move(handler));
-  const auto ex = op->s->client->executor;
+  const auto ex = op->s->ctx->executor;
   op->slot = asio::get_associated_cancellation_slot(op->handler);
   if (op->slot.is_connected()) {
     op->link = std::make_shared<cancel_link<lost_operation>>();
@@ -322,7 +320,7 @@ void async_lost(std::shared_ptr<lock_state> s, void_handler handler) {
 
 void async_release(std::shared_ptr<lock_state> s, void_handler handler) {
   auto op = std::make_unique<release_operation>(std::move(s), std::move(handler));
-  const auto ex = op->s->client->executor;
+  const auto ex = op->s->ctx->executor;
   on_client(ex, [op = std::move(op)]() mutable { release_operation::start(std::move(op)); });
 }
 

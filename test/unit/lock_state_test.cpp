@@ -1,8 +1,9 @@
 // An owner's bookkeeping (lock_state) without a server: what a release's answer does to the
-// holds granted around it. The client is made and never connected; nothing here does I/O.
+// holds granted around it. Over an engine context of its own, never connected: nothing here does
+// I/O.
 #include "lock/lock_state.hpp"
 
-#include "client_impl.hpp"
+#include "support/engine_fixture.hpp"
 #include "support/resp3_values.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -14,7 +15,6 @@
 
 namespace {
 
-using rlock::detail::client_impl;
 using rlock::detail::lock_state;
 namespace resp3 = rlock::detail::resp3;
 using rlock::test::number;
@@ -22,14 +22,14 @@ using namespace std::chrono_literals;
 
 struct owner_fixture {
   boost::asio::io_context io;
-  std::shared_ptr<client_impl> client =
-      std::make_shared<client_impl>(io.get_executor(), rlock::config{});
-  std::shared_ptr<lock_state> s = client->state_for("L", 7);
+  std::shared_ptr<rlock::test::engine_fixture> engine =
+      rlock::test::engine_fixture::make(io.get_executor());
+  std::shared_ptr<lock_state> s = engine->ctx.owners.state_for(engine->context(), "L", 7);
   std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now();
 
-  // The watchdog keeps what it renews alive, and the owner keeps its client: stopped, as
+  // The watchdog keeps what it renews alive, and the owner keeps its engine: stopped, as
   // client::close() does, so both go.
-  ~owner_fixture() { client->dog.stop(); }
+  ~owner_fixture() { engine->dog.stop(); }
 
   /// A hold kept by the watchdog, then its final unlock sent: the owner's grants then.
   std::uint32_t hold_then_unlock() {

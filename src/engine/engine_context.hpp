@@ -1,0 +1,160 @@
+#pragma once
+
+// What the engine (the acquire and release shells, lost(), handoff, lock state) and the kinds
+// see of the client: one narrow context the client builds once. No engine or kind file includes
+// the client's internals; a unit test can build a context over its own parts.
+#include "engine/owner_table.hpp"
+#include "lock/attempt_gate.hpp"
+#include "lock/decimal.hpp"
+#include "lock/latch_sweeper.hpp"
+#include "metrics/log_histogram.hpp"
+#include "notify/notify_hub.hpp"
+#include "rlock/config.hpp"
+#include "rlock/log.hpp"
+#include "script/script_registry.hpp"
+#include "session/session.hpp"
+#include "watchdog/watchdog.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace rlock::detail {
+
+/// The settings the engine reads, copied once from the client's validated config.
+struct engine_config {
+  std::chrono::milliseconds command_timeout{};
+  std::chrono::milliseconds watchdog_timeout{};
+  std::chrono::milliseconds slow_acquire_threshold{};
+  config::replica_sync sync_replicas;
+  config::handoff_bound local_handoff;
+  config::fair_lock_policy fair_lock;
+  config::spin_backoff spin_lock;
+  std::string key_prefix;
+  /// Which deployment the client talks to ("host:port", "sentinel <master>", "cluster <seed>"):
+  /// a multi-lock orders its members within one.
+  std::string deployment;
+
+  static engine_config from(const config& c);
+};
+
+/// Counters behind client::stats() and client::metrics(); atomics because those may be read
+/// from any thread.
+struct engine_counters {
+  std::atomic<std::uint64_t> acquire_attempts{0};
+  std::atomic<std::uint64_t> notified_wakeups{0};
+  std::atomic<std::uint64_t> expiry_wakeups{0};
+  std::atomic<std::uint64_t> lost_locks{0};
+  std::atomic<std::uint64_t> reconciled_acquires{0};
+  std::atomic<std::uint64_t> given_back{0};
+  std::atomic<std::uint64_t> acquired_immediate{0};
+  std::atomic<std::uint64_t> acquired_notification{0};
+  std::atomic<std::uint64_t> acquired_expiry{0};
+  std::atomic<std::uint64_t> acquired_handoff{0};
+  std::atomic<std::uint64_t> local_handoffs{0};
+  std::atomic<std::uint64_t> handoffs_given_back{0};
+};
+
+/// The engine's view of a client: its executor, its ports (commands, scripts, waits, leases, the
+/// attempt gate, unlock latches), where it counts and logs, its ids and the settings it needs.
+/// Everything but the owner table, the counters and the histograms is touched only on
+/// `executor`.
+class engine_context {
+ public:
+  /// The parts the client owns; they outlive the context.
+  struct ports {
+    detail::session& commands;
+    script_registry& scripts;
+    notify_hub& waits;
+    watchdog& leases;
+    attempt_gate& attempts;
+    latch_sweeper& latches;
+  };
+
+  engine_context(boost::asio::any_io_executor ex, const config& c, std::string client_uuid,
+                 ports p);
+  engine_context(const engine_context&) = delete;
+  engine_context& operator=(const engine_context&) = delete;
+
+  const boost::asio::any_io_executor executor;
+  const engine_config cfg;
+  /// The client's UUID: the first half of every owner's hash field.
+  const std::string uuid;
+  /// Script arguments every lock command repeats, formatted once: the watchdog's lease, and
+  /// how long an unlock latch keeps its answer (2 × command_timeout: a retry may come until the
+  /// release's bound and one reconnect later).
+  const decimal watchdog_lease_arg;
+  const decimal latch_ttl_arg;
+  const decimal fair_wait_arg;  // config::fair_lock::wait_timeout
+
+  /// `lease` as a script argument: the watchdog's, formatted once, or formatted into `own`.
+  std::string_view lease_arg(std::chrono::milliseconds lease, decimal& own) const noexcept {
+    if (lease == cfg.watchdog_timeout) return watchdog_lease_arg.view();
+    own.assign(lease.count());
+    return own.view();
+  }
+
+  // --- ports ------------------------------------------------------------------------------------
+  /// Commands: exec, withdraw, the publish command, ordered pushes (Standalone, Sentinel or
+  /// Cluster: the engine talks to it alone).
+  detail::session& session;
+  script_registry& scripts;
+  notify_hub& hub;  // waits: where waiters listen and sleep
+  watchdog& dog;    // leases: renewal, and lost()
+  attempt_gate& attempts;
+  latch_sweeper& latches;
+  owner_table owners;  // the owners of this client, and their latest errors
+
+  // --- metrics ----------------------------------------------------------------------------------
+  engine_counters counters;
+  log_histogram wait_times;
+  log_histogram hold_times;
+  /// The longest lease any acquisition was given (executor only).
+  std::chrono::milliseconds longest_lease{0};
+  /// Until then, a release answered "still held" with no caller holding is taken for holds a
+  /// failover left behind (lock_state::maybe_orphaned): set by the client on moving to another
+  /// node, for the longest lease, after which every hold from before the move has expired unless
+  /// renewed. Executor only.
+  std::chrono::steady_clock::time_point counts_uncertain_until{};
+
+  // --- logging and ids --------------------------------------------------------------------------
+  /// Logs a line through config::log (nothing when unset), prefixed with the client's name.
+  /// A logger that throws is ignored: logging never breaks the client.
+  template <typename... Args>
+  void log(log_level level, fmt::format_string<Args...> text, Args&&... args) const {
+    if (!log_) return;
+    try {
+      log_(level, fmt::format("{}: {}", log_name_, fmt::format(text, std::forward<Args>(args)...)));
+    } catch (...) {
+    }
+  }
+  /// The owner in log lines: its id and the client's UUID cut to 8 digits.
+  std::string short_owner(std::uint64_t owner) const {
+    return fmt::format("{}:{}", std::string_view(uuid).substr(0, 8), owner);
+  }
+  /// A new acquisition's ticket (never 0): names it in a fair lock's handoff by push.
+  std::uint32_t next_ticket() noexcept {
+    if (++last_ticket_ == 0) ++last_ticket_;
+    return last_ticket_;
+  }
+  /// Appends 32 lowercase hex digits to `out`, unique per call: the request id of an unlock
+  /// (Redisson's latch), written into the latch key itself. The client's 64 random bits, then a
+  /// counter from a random start: unique within the client by the counter, across clients by
+  /// the random bits, and a table lookup per byte, not a generator call per unlock.
+  void append_request_id(std::string& out);
+
+ private:
+  logger log_;
+  std::string log_name_;
+  std::uint32_t last_ticket_ = 0;
+  char id_prefix_[16];        // the client's random half of every request id, in hex
+  std::uint64_t id_counter_;  // the other half
+};
+
+}  // namespace rlock::detail
