@@ -4,7 +4,7 @@
 //
 // A release is made idempotent by Redisson's unlock latch (one request id per unlock, reused by
 // every retry): written and unanswered when the connection dies, it is written again on the next
-// one (FAULTS.md). The kind builds its script call (lock_kind::release_call).
+// one (docs/design/fault-model.md). The kind builds its script call (lock_kind::release_call).
 
 #include "engine/engine_context.hpp"
 #include "lock/handoff.hpp"

@@ -70,8 +70,9 @@ TEST(command, a_keyless_command_goes_to_the_node_of_its_route) {
 }
 
 TEST(command, only_an_acquire_is_never_written_twice) {
-  // FAULTS.md: an acquire whose answer was lost may have taken the lock; the lock reconciles it.
-  // Every other kind is idempotent (or latched) and is written again on the next connection.
+  // The fault model (docs/design/fault-model.md): an acquire whose answer was lost may have taken
+  // the lock; the lock reconciles it. Every other kind is idempotent (or latched) and is written
+  // again on the next connection.
   EXPECT_EQ(command(command_kind::acquire, "EVALSHA", {"k"}).options({}).unknown, if_unknown::fail);
   for (auto k : {command_kind::query, command_kind::renew, command_kind::release,
                  command_kind::force_release, command_kind::cleanup, command_kind::load}) {
