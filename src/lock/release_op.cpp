@@ -7,6 +7,7 @@
 // one (docs/design/fault-model.md). The kind builds its script call (lock_kind::release_call).
 
 #include "engine/engine_context.hpp"
+#include "engine/release_fsm.hpp"
 #include "lock/handoff.hpp"
 #include "lock/lock_forms.hpp"
 #include "lock/lock_kind.hpp"
@@ -50,6 +51,7 @@ struct release_operation {
     op->latch = std::string_view(op->names).substr(channel_size);
     // A final release with a coroutine of this client parked on the lock hands it over.
     if (op->undo.holds == 1) op->ticket = reserve_handoff(s, op->channel);
+    op->fsm = release_fsm(op->ticket != nullptr);
     // The latch keeps the answer for 2 × command_timeout: a retry may come until the
     // operation's bound and one reconnect later. A later one reads "not the owner" once the
     // latch is gone: harmless for a release (its caller was told the outcome is unknown), and a
@@ -81,6 +83,7 @@ struct release_operation {
   /// outcome is unknown; the answer, when it comes, still updates the owner's state.
   static void on_deadline(void* context) {
     auto* op = static_cast<release_operation*>(context);
+    if (!op->fsm.on_deadline()) return;
     op->tell(error_with(errc::timeout,
                         fmt::format("unlock of '{}': no answer within {} ms; the release may "
                                     "still happen",
@@ -93,7 +96,7 @@ struct release_operation {
     if (ec == errc::replicas_not_synced) {
       // Released on the master: that is what unlock means. A failover before a replica has it
       // would bring the hold back until its lease ends, which delays the next owner and
-      // endangers nobody: logged, not failed.
+      // endangers nobody: logged, not failed (release_fsm counts it as answered).
       c.log(log_level::warning,
             "unlock of '{}' (owner {}): released, but fewer than {} replica(s) acknowledged it "
             "within {} ms (sync_replicas)",
@@ -102,46 +105,45 @@ struct release_operation {
       ec = {};
     }
     const bool written = op->written != clock_type::time_point{};
-    // A transfer written and not answered (unknown), or answered "not the owner" (which a retry
-    // reads once the first run's latch is gone), may have handed the lock over: the server is
-    // asked before the waiter is let go, never assumed either way (issue 24's soak: a waiter let
-    // go to retry re-entered the hold handed to it, and nobody knew of the second count).
-    if (!op->handler) {
+    const auto plan = op->fsm.on_answer(ec, reply.is_null(), reply.type == resp3::type::number,
+                                        reply.integer, written);
+    if (plan.late) {
       // Its caller was told the outcome is unknown (its bound passed): what the server did.
       c.log(log_level::debug,
             "lock '{}' (owner {}): an unlock told to its caller as unknown was {}", op->s->name(),
             c.short_owner(op->s->owner),
             ec ? "not answered: " + ec.message() : "answered " + resp3::brief(reply));
     }
-    if (op->ticket && ((ec && written) || (!ec && reply.is_null()))) {
+    // The issue 24 soak: a waiter let go to retry re-entered the hold handed to it, and nobody
+    // knew of the second count. So a transfer whose answer says nothing certain is asked about.
+    if (plan.settle_transfer) {
       settle_transfer(std::exchange(op->ticket, nullptr), op->begun, op->s->owner);
     }
-    if (!ec) {
-      // A handoff's 2 is a release for this owner; the waiter it went to is told next.
-      const bool handed_over =
-          op->ticket && reply.type == resp3::type::number && reply.integer == 2;
+    std::exception_ptr error;
+    lock_state::release_outcome outcome;
+    if (plan.record) {
       resp3::value released;
-      if (handed_over) {
-        released.type = resp3::type::number;
-        released.integer = 1;
-      }
-      auto outcome =
-          op->s->on_released(handed_over ? released : reply, op->written, op->grants_at_start);
-      // The new owner's lease started when the script first ran, no earlier than this release
-      // began: not its last write (a retry after a reconnect returns the first run's answer).
-      if (op->ticket) finish_handoff(std::exchange(op->ticket, nullptr), handed_over, op->begun);
-      // Bookkeeping before the caller runs (it may resume inline): the answer is in, so the
-      // latch has done its work; holds nobody has go back before anything the caller does next.
-      c.latches.add(op->latch);
-      if (outcome.orphaned) give_back_orphans(op->s);
-      if (outcome.verify) verify_hold(op->s);
-      op->tell(std::move(outcome.error));
-      return;
+      released.type = resp3::type::number;
+      released.integer = 1;
+      outcome =
+          op->s->on_released(plan.as_released ? released : reply, op->written, op->grants_at_start);
+      error = std::move(outcome.error);
+    } else {
+      error = failure_of(c, ec, reply, fmt::format("unlock of '{}'", op->s->name()));
     }
-    if (!written) op->s->release_not_sent(op->undo);
-    // Never written: the transfer certainly did not run, and the waiter retries on its own.
-    if (op->ticket) finish_handoff(std::exchange(op->ticket, nullptr), false, {});
-    op->tell(failure_of(c, ec, reply, fmt::format("unlock of '{}'", op->s->name())));
+    if (plan.undo) op->s->release_not_sent(op->undo);
+    // The new owner's lease started when the script first ran, no earlier than this release
+    // began: not its last write (a retry after a reconnect returns the first run's answer).
+    if (plan.finish_handoff) {
+      finish_handoff(std::exchange(op->ticket, nullptr), plan.handed_over,
+                     plan.record ? op->begun : clock_type::time_point{});
+    }
+    // Bookkeeping before the caller runs (it may resume inline): the answer is in, so the
+    // latch has done its work; holds nobody has go back before anything the caller does next.
+    if (plan.drop_latch) c.latches.add(op->latch);
+    if (outcome.orphaned) give_back_orphans(op->s);
+    if (outcome.verify) verify_hold(op->s);
+    if (plan.tell) op->tell(std::move(error));
   }
 
   /// Asks the server whether a transfer whose answer was lost handed the lock to `t`'s waiter
@@ -242,6 +244,7 @@ struct release_operation {
   decimal lease_arg;  // a lease other than the watchdog's
   release_script_call call;
   std::shared_ptr<handoff_ticket> ticket;  // a local handoff (config::local_handoff)
+  release_fsm fsm{false};
   clock_type::time_point begun = clock_type::now();
   clock_type::time_point written{};
   lock_state::release_undo undo;

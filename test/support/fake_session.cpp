@@ -1,6 +1,7 @@
 #include "support/fake_session.hpp"
 
 #include "resp3/parser.hpp"
+#include "rlock/error.hpp"
 
 #include <algorithm>
 
@@ -56,6 +57,12 @@ void fake_session::fail(std::size_t i, std::error_code ec) {
   auto& r = requests.at(i);
   auto h = std::move(r.handler);  // leaves it empty: answered
   std::move(h)(ec, detail::resp3::value{});
+}
+
+void fake_session::pass_deadline(std::size_t i) {
+  auto& r = requests.at(i);
+  if (r.opts.on_deadline != nullptr) return r.opts.on_deadline(r.opts.context);
+  fail(i, make_error_code(errc::timeout));
 }
 
 void fake_session::close(std::error_code reason) {

@@ -59,6 +59,9 @@ class fake_session final : public detail::session {
   /// Answers request `i` with `v`, or fails it with `ec` (its outcome unknown if it was written).
   void answer(std::size_t i, detail::resp3::value v);
   void fail(std::size_t i, std::error_code ec);
+  /// Request `i`'s deadline passes while it is written and unanswered: its on_deadline hook
+  /// runs (the request goes on waiting), or it fails with errc::timeout, as the multiplexer does.
+  void pass_deadline(std::size_t i);
 
   // --- session ----------------------------------------------------------------------------------
   void set_listener(detail::connection::listener*) override {}
