@@ -156,3 +156,56 @@ TEST(acquire_shell, an_attempt_cancelled_in_flight_that_then_acquires_is_given_b
 }
 
 }  // namespace
+
+namespace {
+
+TEST(acquire_shell, a_fair_waiter_listens_first_and_a_grant_by_push_makes_it_the_holder) {
+  rlock::test::engine_shell t;
+  auto f = t.owner("F", rlock::detail::fair_kind);
+  completion out;
+  t.acquire(f, 10s, out);
+  const std::string channel = f->channel();  // its own: <lock channel>:<its field>
+  const auto attempt = t.next_request();
+  // Subscribed before its attempt could queue it: a push right after the attempt is heard.
+  ASSERT_EQ(t.server().subscribe_calls.size(), 1u);
+  EXPECT_EQ(t.server().subscribe_calls.front(), channel);
+  t.server().answer(attempt, number(30'000));  // queued behind the holder
+  t.server().confirmed.insert(channel);
+  t.engine->hub.on_subscribed(channel);
+  t.settle();
+  // A confirmation makes every waiter registered before it try once more: still queued.
+  for (auto i : t.server().pending()) t.server().answer(i, number(30'000));
+  t.settle();
+  ASSERT_TRUE(t.server().pending().empty());
+  const auto attempts = t.counters().acquire_attempts.load();
+  // The holder's release hands the lock to this acquisition (its ticket, the client's first).
+  t.engine->hub.on_message(channel, "g1", std::chrono::steady_clock::now());
+  ASSERT_TRUE(t.run_until([&] { return out.done; }));
+  EXPECT_TRUE(out.acquired);
+  EXPECT_EQ(t.counters().acquired_handoff.load(), 1u);
+  EXPECT_EQ(f->local_holds, 1u);
+  // The push alone: no attempt to claim it (the grant came within a quarter of the lease).
+  EXPECT_EQ(t.counters().acquire_attempts.load(), attempts);
+}
+
+TEST(acquire_shell, a_spin_waiter_joins_no_channel_and_tries_again_on_its_own) {
+  rlock::config cfg;
+  cfg.spin_lock.initial = 1ms;
+  cfg.spin_lock.cap = 4ms;
+  rlock::test::engine_shell t(cfg);
+  auto s = t.owner("S", rlock::detail::spin_kind);
+  completion out;
+  t.acquire(s, 10s, out);
+  for (int busy = 0; busy < 3; ++busy) {
+    const auto attempt = t.next_request();  // no message comes: it backs off and polls
+    ASSERT_TRUE(t.is_script(attempt));
+    t.server().answer(attempt, number(30'000));
+  }
+  t.server().answer(t.next_request(), {});
+  ASSERT_TRUE(t.run_until([&] { return out.done; }));
+  EXPECT_TRUE(out.acquired);
+  EXPECT_TRUE(t.server().subscribe_calls.empty());
+  EXPECT_EQ(t.counters().acquire_attempts.load(), 4u);
+}
+
+}  // namespace
