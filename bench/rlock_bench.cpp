@@ -1095,7 +1095,7 @@ void run_s3_fair_floor(const options& o) {
   int to_child[2];
   if (::pipe(to_parent) != 0 || ::pipe(to_child) != 0) usage("pipe failed");
   const auto load = [](tight_client& c, rd::script which) {
-    return c.command({"SCRIPT", "LOAD", rd::script_sources[static_cast<int>(which)]}).str;
+    return c.command({"SCRIPT", "LOAD", rd::script_source(which)}).str;
   };
   const pid_t child = ::fork();
   if (child == 0) {
@@ -1172,7 +1172,7 @@ void run_s3_floor(const options& o, bool acquire) {
   int to_parent[2];
   int ready[2];
   if (::pipe(to_parent) != 0 || ::pipe(ready) != 0) usage("pipe failed");
-  const auto script = std::string(rlock::detail::script_sources[0]);
+  const auto script = std::string(rlock::detail::script_source(rlock::detail::script::acquire));
   const pid_t child = ::fork();
   if (child == 0) {
     asio::io_context io;
@@ -1238,8 +1238,8 @@ void run_s3_floor(const options& o, bool acquire) {
 /// The least that T blocking threads can cost, for S7's blocking-vs-coroutines ratio.
 void run_s7_floor(const options& o) {
   const int threads = std::max(1, o.threads);
-  const auto acquire = std::string(rlock::detail::script_sources[0]);
-  const auto release = std::string(rlock::detail::script_sources[1]);
+  const auto acquire = std::string(rlock::detail::script_source(rlock::detail::script::acquire));
+  const auto release = std::string(rlock::detail::script_source(rlock::detail::script::release));
   const auto s = time_threads(o, threads, [&](int t) {
     // The connection dies before the io_context it lives on (member order).
     struct connection {
@@ -1415,8 +1415,7 @@ void run_s2_floor(const options& o) {
   for (auto& c : conns) c.client = std::make_unique<tight_client>(io, o.port);
   // The very scripts rlock loads in its handshake (src/script/scripts.hpp).
   auto load = [&](rlock::detail::script s) {
-    auto reply = conns.front().client->command(
-        {"SCRIPT", "LOAD", rlock::detail::script_sources[static_cast<std::size_t>(s)]});
+    auto reply = conns.front().client->command({"SCRIPT", "LOAD", rlock::detail::script_source(s)});
     if (reply.is_error() || reply.str.size() != 40) {
       throw std::runtime_error("SCRIPT LOAD failed: " + reply_text(reply));
     }
@@ -1667,7 +1666,7 @@ int main(int argc, char** argv) {
   try {
     if (o.mode == "print-acquire-script")
       // For redis-benchmark's EVALSHA reference: exactly the script rlock runs.
-      fmt::print("{}\n", rlock::detail::script_sources[0]);
+      fmt::print("{}\n", rlock::detail::script_source(rlock::detail::script::acquire));
     else if (o.mode == "s1")
       run_s1(o);
     else if (o.mode == "s2")

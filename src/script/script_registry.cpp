@@ -18,8 +18,7 @@ bool is_noscript(const resp3::value& v) { return v.is_error() && v.str.starts_wi
 
 /// `SCRIPT LOAD source`, for the node of `route`.
 command load_command(script s, std::string_view route = {}) {
-  return command::about(command_kind::load, route, "SCRIPT",
-                        {"LOAD", script_sources[static_cast<std::size_t>(s)]});
+  return command::about(command_kind::load, route, "SCRIPT", {"LOAD", script_source(s)});
 }
 
 /// A SCRIPT LOAD reply checked: the SHA1, or why not.
@@ -86,12 +85,12 @@ void script_registry::load_then_call_again(script s, std::string_view route,
 }
 
 bool script_registry::synced(script s) const noexcept {
-  return !wait_command_.empty() && script_effects[static_cast<std::size_t>(s)].changes_lock;
+  return !wait_command_.empty() && script_table[static_cast<std::size_t>(s)].changes_lock;
 }
 
 command script_registry::call_of(script s, std::span<const std::string_view> keys,
                                  std::span<const std::string_view> args) const {
-  command c = command::script(script_effects[static_cast<std::size_t>(s)].kind,
+  command c = command::script(script_table[static_cast<std::size_t>(s)].kind,
                               sha_[static_cast<std::size_t>(s)], keys, args);
   if (synced(s)) c.then(wait_command_);  // one request: both run on one connection, in order
   return c;

@@ -37,44 +37,16 @@ enum class script : std::uint8_t {
   renew_semaphore,
   force_release_semaphore,
   semaphore_admin,
+  count,  // not a script: how many there are (script_table has a row for each)
 };
-inline constexpr std::size_t script_count = 24;
 
-/// What running a script means, for the registry's policies (it knows no lock semantics): the
-/// command kind (what a lost answer becomes, command.hpp) and whether it changes a lock (then
-/// followed by `WAIT` under config::sync_replicas).
-struct script_effect {
+/// One script of the table below.
+struct script_row {
+  script id;
   command_kind kind;
   bool changes_lock;
+  std::string_view source;
 };
-
-/// The effect of each script, indexed by `script`.
-inline constexpr std::array<script_effect, script_count> script_effects{{
-    {command_kind::acquire, true},         // acquire
-    {command_kind::release, true},         // release
-    {command_kind::renew, true},           // renew
-    {command_kind::force_release, false},  // force_unlock: nobody's lease to protect
-    {command_kind::acquire, true},         // acquire_fenced
-    {command_kind::release, true},         // transfer: latched like a release
-    {command_kind::acquire, true},         // acquire_non_reentrant
-    {command_kind::acquire, true},         // acquire_fair
-    {command_kind::release, true},         // release_fair
-    {command_kind::release, true},         // leave_fair: idempotent (see below)
-    {command_kind::force_release, false},  // force_unlock_fair
-    {command_kind::release, true},         // release_spin
-    {command_kind::force_release, false},  // force_unlock_spin
-    {command_kind::acquire, true},         // acquire_read
-    {command_kind::acquire, true},         // acquire_write
-    {command_kind::release, true},         // release_read
-    {command_kind::release, true},         // release_write
-    {command_kind::renew, true},           // renew_read_write
-    {command_kind::force_release, false},  // force_unlock_read_write
-    {command_kind::acquire, true},         // acquire_semaphore
-    {command_kind::release, true},         // release_semaphore
-    {command_kind::renew, true},           // renew_semaphore
-    {command_kind::force_release, false},  // force_release_semaphore
-    {command_kind::release, true},         // semaphore_admin: latched where not idempotent
-}};
 
 // The fair lock's shared Lua (Redisson's RFairLock, with rlock's handoff by push), pasted into
 // each of its scripts by the preprocessor. Every fair script takes the same first keys: KEYS[1] =
@@ -164,468 +136,518 @@ inline constexpr std::array<script_effect, script_count> script_effects{{
   "held = held + (tonumber(redis.call('hget', KEYS[3], id)) or 1); end; "         \
   "return (tonumber(redis.call('get', KEYS[1])) or 0) + held == total; end; "
 
-/// The source of each script, indexed by `script`.
-inline constexpr std::array<std::string_view, script_count> script_sources{
-    // acquire — KEYS[1] = lock key; ARGV[1] = lease ms, ARGV[2] = owner field.
-    // nil: acquired or re-entered; otherwise the holder's PTTL.
-    "if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) "
-    "then "
-    "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
-    "redis.call('pexpire', KEYS[1], ARGV[1]); "
-    "return nil; "
-    "end; "
-    "return redis.call('pttl', KEYS[1]);",
+/// The source of each script and what running it means, for the registry's policies (it knows
+/// no lock semantics): the command kind (what a lost answer becomes, command.hpp) and whether it
+/// changes a lock (then followed by `WAIT` under config::sync_replicas). One row per script, in
+/// the order of `script`: a row missing, added or out of place does not compile.
+inline constexpr script_row script_table[] = {
+    {script::acquire, command_kind::acquire, true,
+     // acquire — KEYS[1] = lock key; ARGV[1] = lease ms, ARGV[2] = owner field.
+     // nil: acquired or re-entered; otherwise the holder's PTTL.
+     "if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) "
+     "then "
+     "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+     "redis.call('pexpire', KEYS[1], ARGV[1]); "
+     "return nil; "
+     "end; "
+     "return redis.call('pttl', KEYS[1]);"},
 
-    // release (with Redisson's unlock latch, 3.24.1+) — KEYS[1] = lock key, KEYS[2] = unlock
-    // channel, KEYS[3] = latch key redisson_unlock_latch:{<key>}:<request id>;
-    // ARGV[1] = message "0", ARGV[2] = lease ms, ARGV[3] = owner field, ARGV[4] = publish
-    // command, ARGV[5] = latch TTL ms.
-    // nil: not the owner; 0: still held (reentrant); 1: released and published. A retry with the
-    // same request id returns the first attempt's answer, so a retried unlock is idempotent.
-    "local val = redis.call('get', KEYS[3]); "
-    "if val ~= false then return tonumber(val); end; "
-    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
-    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
-    "if (counter > 0) then "
-    "redis.call('pexpire', KEYS[1], ARGV[2]); "
-    "redis.call('set', KEYS[3], 0, 'px', ARGV[5]); "
-    "return 0; "
-    "else "
-    "redis.call('del', KEYS[1]); "
-    "redis.call(ARGV[4], KEYS[2], ARGV[1]); "
-    "redis.call('set', KEYS[3], 1, 'px', ARGV[5]); "
-    "return 1; "
-    "end;",
+    {script::release, command_kind::release, true,
+     // release (with Redisson's unlock latch, 3.24.1+) — KEYS[1] = lock key, KEYS[2] = unlock
+     // channel, KEYS[3] = latch key redisson_unlock_latch:{<key>}:<request id>;
+     // ARGV[1] = message "0", ARGV[2] = lease ms, ARGV[3] = owner field, ARGV[4] = publish
+     // command, ARGV[5] = latch TTL ms.
+     // nil: not the owner; 0: still held (reentrant); 1: released and published. A retry with the
+     // same request id returns the first attempt's answer, so a retried unlock is idempotent.
+     "local val = redis.call('get', KEYS[3]); "
+     "if val ~= false then return tonumber(val); end; "
+     "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
+     "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+     "if (counter > 0) then "
+     "redis.call('pexpire', KEYS[1], ARGV[2]); "
+     "redis.call('set', KEYS[3], 0, 'px', ARGV[5]); "
+     "return 0; "
+     "else "
+     "redis.call('del', KEYS[1]); "
+     "redis.call(ARGV[4], KEYS[2], ARGV[1]); "
+     "redis.call('set', KEYS[3], 1, 'px', ARGV[5]); "
+     "return 1; "
+     "end;"},
 
-    // renew — KEYS = lock keys; ARGV[1] = lease ms, ARGV[i + 1] = owner field of KEYS[i].
-    // One 1 (renewed) or 0 (no longer ours) per key. Redisson's batch renewal, except that each
-    // key is checked with redis.pcall: a key of the wrong type (WRONGTYPE) answers 0 for itself
-    // instead of failing the renewal of the whole batch.
-    "local result = {} "
-    "for i = 1, #KEYS, 1 do "
-    "if (redis.pcall('hexists', KEYS[i], ARGV[i + 1]) == 1) then "
-    "redis.call('pexpire', KEYS[i], ARGV[1]); table.insert(result, 1); "
-    "else table.insert(result, 0); end; "
-    "end; "
-    "return result;",
+    {script::renew, command_kind::renew, true,
+     // renew — KEYS = lock keys; ARGV[1] = lease ms, ARGV[i + 1] = owner field of KEYS[i].
+     // One 1 (renewed) or 0 (no longer ours) per key. Redisson's batch renewal, except that each
+     // key is checked with redis.pcall: a key of the wrong type (WRONGTYPE) answers 0 for itself
+     // instead of failing the renewal of the whole batch.
+     "local result = {} "
+     "for i = 1, #KEYS, 1 do "
+     "if (redis.pcall('hexists', KEYS[i], ARGV[i + 1]) == 1) then "
+     "redis.call('pexpire', KEYS[i], ARGV[1]); table.insert(result, 1); "
+     "else table.insert(result, 0); end; "
+     "end; "
+     "return result;"},
 
-    // force_unlock — KEYS[1] = lock key, KEYS[2] = unlock channel; ARGV[1] = message "0",
-    // ARGV[2] = publish command (`publish`, or `spublish` with sharded channels).
-    // 1: deleted and published; 0: was not locked.
-    "if (redis.call('del', KEYS[1]) == 1) then "
-    "redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1 else return 0 end",
+    {script::force_unlock, command_kind::force_release,
+     false,  // nobody's lease to protect
+             // force_unlock — KEYS[1] = lock key, KEYS[2] = unlock channel; ARGV[1] = message "0",
+             // ARGV[2] = publish command (`publish`, or `spublish` with sharded channels).
+             // 1: deleted and published; 0: was not locked.
+     "if (redis.call('del', KEYS[1]) == 1) then "
+     "redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1 else return 0 end"},
 
-    // acquire_fenced (Redisson's RFencedLock, 3.19.0+) — KEYS[1] = lock key, KEYS[2] = token
-    // counter redisson_lock_token:{<key>}; ARGV[1] = lease ms, ARGV[2] = owner field.
-    // {-1, token}: acquired or re-entered, the counter incremented to `token` (every acquisition,
-    // re-entry included, gets a new one); {pttl, -1}: busy.
-    "if (redis.call('exists', KEYS[1]) == 0 "
-    "or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then "
-    "local token = redis.call('incr', KEYS[2]);"
-    "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
-    "redis.call('pexpire', KEYS[1], ARGV[1]); "
-    "return {-1, token}; "
-    "end; "
-    "return {redis.call('pttl', KEYS[1]), -1};",
+    {script::acquire_fenced, command_kind::acquire, true,
+     // acquire_fenced (Redisson's RFencedLock, 3.19.0+) — KEYS[1] = lock key, KEYS[2] = token
+     // counter redisson_lock_token:{<key>}; ARGV[1] = lease ms, ARGV[2] = owner field.
+     // {-1, token}: acquired or re-entered, the counter incremented to `token` (every acquisition,
+     // re-entry included, gets a new one); {pttl, -1}: busy.
+     "if (redis.call('exists', KEYS[1]) == 0 "
+     "or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then "
+     "local token = redis.call('incr', KEYS[2]);"
+     "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+     "redis.call('pexpire', KEYS[1], ARGV[1]); "
+     "return {-1, token}; "
+     "end; "
+     "return {redis.call('pttl', KEYS[1]), -1};"},
 
-    // transfer (rlock's local handoff: not Redisson's, but it leaves only states Redisson's own
-    // scripts produce) — the release above, except that the final release hands the lock to
-    // another owner instead of deleting it and publishing. KEYS and ARGV[1..5] as release;
-    // ARGV[6] = the new owner's field, ARGV[7] = its lease ms.
-    // nil: not the owner; 0: still held (reentrant); 2: the hash now holds only ARGV[6] with
-    // one hold and the new lease (a Redisson lock held by it); the latch keeps the answer.
-    "local val = redis.call('get', KEYS[3]); "
-    "if val ~= false then return tonumber(val); end; "
-    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
-    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
-    "if (counter > 0) then "
-    "redis.call('pexpire', KEYS[1], ARGV[2]); "
-    "redis.call('set', KEYS[3], 0, 'px', ARGV[5]); "
-    "return 0; "
-    "end; "
-    "redis.call('del', KEYS[1]); "
-    "redis.call('hset', KEYS[1], ARGV[6], 1); "
-    "redis.call('pexpire', KEYS[1], ARGV[7]); "
-    "redis.call('set', KEYS[3], 2, 'px', ARGV[5]); "
-    "return 2;",
+    {script::transfer, command_kind::release,
+     true,  // latched like a release
+            // transfer (rlock's local handoff: not Redisson's, but it leaves only states Redisson's
+            // own scripts produce) — the release above, except that the final release hands the
+            // lock to another owner instead of deleting it and publishing. KEYS and ARGV[1..5] as
+            // release; ARGV[6] = the new owner's field, ARGV[7] = its lease ms. nil: not the owner;
+            // 0: still held (reentrant); 2: the hash now holds only ARGV[6] with one hold and the
+            // new lease (a Redisson lock held by it); the latch keeps the answer.
+     "local val = redis.call('get', KEYS[3]); "
+     "if val ~= false then return tonumber(val); end; "
+     "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
+     "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+     "if (counter > 0) then "
+     "redis.call('pexpire', KEYS[1], ARGV[2]); "
+     "redis.call('set', KEYS[3], 0, 'px', ARGV[5]); "
+     "return 0; "
+     "end; "
+     "redis.call('del', KEYS[1]); "
+     "redis.call('hset', KEYS[1], ARGV[6], 1); "
+     "redis.call('pexpire', KEYS[1], ARGV[7]); "
+     "redis.call('set', KEYS[3], 2, 'px', ARGV[5]); "
+     "return 2;"},
 
-    // acquire_non_reentrant (Redisson's RNonReentrantLock, 4.4.0) — KEYS and ARGV as acquire, plus
-    // ARGV[3] = the refusal `NON_REENTRANT_REACQUIRE`. nil: acquired; an error reply: the owner
-    // holds it already; otherwise the holder's PTTL.
-    "if redis.call('exists', KEYS[1]) == 0 then "
-    "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
-    "redis.call('pexpire', KEYS[1], ARGV[1]); "
-    "return nil; "
-    "end; "
-    "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
-    "return redis.error_reply(ARGV[3]); "
-    "end; "
-    "return redis.call('pttl', KEYS[1]);",
+    {script::acquire_non_reentrant, command_kind::acquire, true,
+     // acquire_non_reentrant (Redisson's RNonReentrantLock, 4.4.0) — KEYS and ARGV as acquire, plus
+     // ARGV[3] = the refusal `NON_REENTRANT_REACQUIRE`. nil: acquired; an error reply: the owner
+     // holds it already; otherwise the holder's PTTL.
+     "if redis.call('exists', KEYS[1]) == 0 then "
+     "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+     "redis.call('pexpire', KEYS[1], ARGV[1]); "
+     "return nil; "
+     "end; "
+     "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
+     "return redis.error_reply(ARGV[3]); "
+     "end; "
+     "return redis.call('pttl', KEYS[1]);"},
 
-    // acquire_fair (Redisson's RFairLock acquire, its effects on the hash, queue and timeouts
-    // unchanged, with the server's clock and rlock's handoff) — KEYS[1..4] as RLOCK_FAIR_LUA;
-    // ARGV[1] = lease ms, ARGV[2] = owner field, ARGV[3] = wait ms (the queue deadline's
-    // allowance), ARGV[4] = the acquisition's ticket, or '' for a single attempt (never queued:
-    // Redisson's tryLock() without a wait), ARGV[5] = '<lease>:<wait>' to register for a handoff
-    // by push, or '' (Redisson's protocol: a `0` and an acquire of its own), ARGV[6] = '' for a
-    // reentrant lock, else the refusal of a re-acquire (`NON_REENTRANT_REACQUIRE`).
-    // nil: acquired or re-entered; -3: a handoff to this acquisition was already made (its lease
-    // restarted now); otherwise busy, and how long to sleep without a message (ms; -1: the
-    // holder has no TTL). A queued waiter's retry moves its deadline on (a live waiter is never
-    // dropped as stale), and sleeps no longer than its allowance.
-    RLOCK_FAIR_LUA
-    "local now = now_ms(); local head = head_after_stale(now); "
-    "if ARGV[4] ~= '' and redis.call('hget', KEYS[4], 'granted') == ARGV[4] .. ':' .. ARGV[2] "
-    "and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
-    "redis.call('pexpire', KEYS[1], ARGV[1]); return -3; "
-    "end; "
-    "if redis.call('exists', KEYS[1]) == 0 and (head == false or head == ARGV[2]) then "
-    "take(ARGV[2], ARGV[1], ARGV[3]); redis.call('hdel', KEYS[4], ARGV[2]); return nil; "
-    "end; "
-    "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
-    "if ARGV[6] ~= '' then return redis.error_reply(ARGV[6]); end; "
-    "redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "
-    "return nil; "
-    "end; "
-    "local pttl = redis.call('pttl', KEYS[1]); "
-    "if ARGV[4] == '' then return math.max(pttl, 0); end; "
-    "local wait = tonumber(ARGV[3]); "
-    "local deadline = redis.call('zscore', KEYS[3], ARGV[2]); "
-    "if deadline ~= false then "
-    "deadline = tonumber(deadline); "
-    "local moved = now + math.max(pttl, 0) + wait; "
-    "if moved > deadline then redis.call('zadd', KEYS[3], moved, ARGV[2]); deadline = moved; end; "
-    "else "
-    "local last = redis.call('lindex', KEYS[2], -1); local ttl = pttl; "
-    "local last_deadline = last ~= false and last ~= ARGV[2] "
-    "and redis.call('zscore', KEYS[3], last); "
-    "if last_deadline then ttl = tonumber(last_deadline) - now; end; "
-    "deadline = ttl + wait + now; "
-    "if redis.call('zadd', KEYS[3], deadline, ARGV[2]) == 1 then "
-    "redis.call('rpush', KEYS[2], ARGV[2]); end; "
-    "if head == false then head = ARGV[2]; end; "
-    "end; "
-    "if ARGV[5] ~= '' then "
-    "redis.call('hset', KEYS[4], ARGV[2], ARGV[5] .. ':' .. ARGV[4]); "
-    "keep(deadline - now + tonumber(ARGV[1])); "
-    "else redis.call('hdel', KEYS[4], ARGV[2]); end; "
-    "local nap = math.floor(wait / 2); "
-    "if pttl == -2 then "
-    "local d = head and redis.call('zscore', KEYS[3], head); "
-    "if d then nap = math.min(nap, tonumber(d) - now + 1); end; "
-    "elseif pttl >= 0 then nap = math.min(nap, pttl); "
-    "end; "
-    "return math.max(nap, 1);",
+    {script::acquire_fair, command_kind::acquire, true,
+     // acquire_fair (Redisson's RFairLock acquire, its effects on the hash, queue and timeouts
+     // unchanged, with the server's clock and rlock's handoff) — KEYS[1..4] as RLOCK_FAIR_LUA;
+     // ARGV[1] = lease ms, ARGV[2] = owner field, ARGV[3] = wait ms (the queue deadline's
+     // allowance), ARGV[4] = the acquisition's ticket, or '' for a single attempt (never queued:
+     // Redisson's tryLock() without a wait), ARGV[5] = '<lease>:<wait>' to register for a handoff
+     // by push, or '' (Redisson's protocol: a `0` and an acquire of its own), ARGV[6] = '' for a
+     // reentrant lock, else the refusal of a re-acquire (`NON_REENTRANT_REACQUIRE`).
+     // nil: acquired or re-entered; -3: a handoff to this acquisition was already made (its lease
+     // restarted now); otherwise busy, and how long to sleep without a message (ms; -1: the
+     // holder has no TTL). A queued waiter's retry moves its deadline on (a live waiter is never
+     // dropped as stale), and sleeps no longer than its allowance.
+     RLOCK_FAIR_LUA
+     "local now = now_ms(); local head = head_after_stale(now); "
+     "if ARGV[4] ~= '' and redis.call('hget', KEYS[4], 'granted') == ARGV[4] .. ':' .. ARGV[2] "
+     "and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
+     "redis.call('pexpire', KEYS[1], ARGV[1]); return -3; "
+     "end; "
+     "if redis.call('exists', KEYS[1]) == 0 and (head == false or head == ARGV[2]) then "
+     "take(ARGV[2], ARGV[1], ARGV[3]); redis.call('hdel', KEYS[4], ARGV[2]); return nil; "
+     "end; "
+     "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
+     "if ARGV[6] ~= '' then return redis.error_reply(ARGV[6]); end; "
+     "redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "
+     "return nil; "
+     "end; "
+     "local pttl = redis.call('pttl', KEYS[1]); "
+     "if ARGV[4] == '' then return math.max(pttl, 0); end; "
+     "local wait = tonumber(ARGV[3]); "
+     "local deadline = redis.call('zscore', KEYS[3], ARGV[2]); "
+     "if deadline ~= false then "
+     "deadline = tonumber(deadline); "
+     "local moved = now + math.max(pttl, 0) + wait; "
+     "if moved > deadline then redis.call('zadd', KEYS[3], moved, ARGV[2]); deadline = moved; end; "
+     "else "
+     "local last = redis.call('lindex', KEYS[2], -1); local ttl = pttl; "
+     "local last_deadline = last ~= false and last ~= ARGV[2] "
+     "and redis.call('zscore', KEYS[3], last); "
+     "if last_deadline then ttl = tonumber(last_deadline) - now; end; "
+     "deadline = ttl + wait + now; "
+     "if redis.call('zadd', KEYS[3], deadline, ARGV[2]) == 1 then "
+     "redis.call('rpush', KEYS[2], ARGV[2]); end; "
+     "if head == false then head = ARGV[2]; end; "
+     "end; "
+     "if ARGV[5] ~= '' then "
+     "redis.call('hset', KEYS[4], ARGV[2], ARGV[5] .. ':' .. ARGV[4]); "
+     "keep(deadline - now + tonumber(ARGV[1])); "
+     "else redis.call('hdel', KEYS[4], ARGV[2]); end; "
+     "local nap = math.floor(wait / 2); "
+     "if pttl == -2 then "
+     "local d = head and redis.call('zscore', KEYS[3], head); "
+     "if d then nap = math.min(nap, tonumber(d) - now + 1); end; "
+     "elseif pttl >= 0 then nap = math.min(nap, pttl); "
+     "end; "
+     "return math.max(nap, 1);"},
 
-    // release_fair (Redisson's RFairLock unlock, latched; the next waiter gets the lock by push
-    // if it registered for it) — KEYS[1..5] as RLOCK_FAIR_LUA, KEYS[6] = latch key;
-    // ARGV[1] = lease ms, ARGV[2] = owner field, ARGV[3] = publish command, ARGV[4] = latch TTL ms.
-    // nil: not the owner (a free lock's next waiter is told anyway); 0: still held; 1: released
-    // and passed on. A retry with the same request id returns the first answer.
-    RLOCK_FAIR_LUA
-    "local val = redis.call('get', KEYS[6]); if val ~= false then return tonumber(val); end; "
-    "if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then "
-    "if redis.call('exists', KEYS[1]) == 0 then pass_on(head_after_stale(now_ms()), ARGV[3]); end; "
-    "return nil; "
-    "end; "
-    "if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then "
-    "redis.call('pexpire', KEYS[1], ARGV[1]); "
-    "redis.call('set', KEYS[6], 0, 'px', ARGV[4]); return 0; "
-    "end; "
-    "redis.call('del', KEYS[1]); redis.call('set', KEYS[6], 1, 'px', ARGV[4]); "
-    "pass_on(head_after_stale(now_ms()), ARGV[3]); return 1;",
+    {script::release_fair, command_kind::release, true,
+     // release_fair (Redisson's RFairLock unlock, latched; the next waiter gets the lock by push
+     // if it registered for it) — KEYS[1..5] as RLOCK_FAIR_LUA, KEYS[6] = latch key;
+     // ARGV[1] = lease ms, ARGV[2] = owner field, ARGV[3] = publish command, ARGV[4] = latch TTL
+     // ms. nil: not the owner (a free lock's next waiter is told anyway); 0: still held; 1:
+     // released and passed on. A retry with the same request id returns the first answer.
+     RLOCK_FAIR_LUA
+     "local val = redis.call('get', KEYS[6]); if val ~= false then return tonumber(val); end; "
+     "if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then "
+     "if redis.call('exists', KEYS[1]) == 0 then pass_on(head_after_stale(now_ms()), ARGV[3]); "
+     "end; "
+     "return nil; "
+     "end; "
+     "if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then "
+     "redis.call('pexpire', KEYS[1], ARGV[1]); "
+     "redis.call('set', KEYS[6], 0, 'px', ARGV[4]); return 0; "
+     "end; "
+     "redis.call('del', KEYS[1]); redis.call('set', KEYS[6], 1, 'px', ARGV[4]); "
+     "pass_on(head_after_stale(now_ms()), ARGV[3]); return 1;"},
 
-    // leave_fair (Redisson's acquireFailed: a waiter that gives up leaves the queue, later
-    // deadlines move back by its allowance) — KEYS[1..5] as RLOCK_FAIR_LUA; ARGV[1] = owner
-    // field, ARGV[2] = wait ms, ARGV[3] = the acquisition's ticket, ARGV[4] = publish command.
-    // A handoff made to this acquisition meanwhile is given back (one hold: the owner's other
-    // holds stay) and passed on; a registration of another acquisition of the same owner keeps
-    // the owner's place. Running it twice is running it once. 1: a handoff was given back.
-    RLOCK_FAIR_LUA
-    "if redis.call('hget', KEYS[4], 'granted') == ARGV[3] .. ':' .. ARGV[1] then "
-    "redis.call('hdel', KEYS[4], 'granted'); "
-    "if redis.call('hexists', KEYS[1], ARGV[1]) == 1 "
-    "and redis.call('hincrby', KEYS[1], ARGV[1], -1) <= 0 then "
-    "redis.call('del', KEYS[1]); pass_on(head_after_stale(now_ms()), ARGV[4]); end; "
-    "return 1; "
-    "end; "
-    "local r = redis.call('hget', KEYS[4], ARGV[1]); "
-    "if r ~= false then "
-    "if string.match(r, ':(%d+)$') ~= ARGV[3] then return 0; end; "
-    "redis.call('hdel', KEYS[4], ARGV[1]); end; "
-    "local q = redis.call('lrange', KEYS[2], 0, -1); local i = 1; "
-    "while i <= #q and q[i] ~= ARGV[1] do i = i + 1; end; "
-    "if i > #q then return 0; end; "
-    "for j = i + 1, #q, 1 do redis.call('zincrby', KEYS[3], -tonumber(ARGV[2]), q[j]); end; "
-    "redis.call('zrem', KEYS[3], ARGV[1]); redis.call('lrem', KEYS[2], 0, ARGV[1]); "
-    "if i == 1 and redis.call('exists', KEYS[1]) == 0 then "
-    "pass_on(head_after_stale(now_ms()), ARGV[4]); end; "
-    "return 0;",
+    {script::leave_fair, command_kind::release,
+     true,  // idempotent (see below)
+            // leave_fair (Redisson's acquireFailed: a waiter that gives up leaves the queue, later
+            // deadlines move back by its allowance) — KEYS[1..5] as RLOCK_FAIR_LUA; ARGV[1] = owner
+            // field, ARGV[2] = wait ms, ARGV[3] = the acquisition's ticket, ARGV[4] = publish
+            // command. A handoff made to this acquisition meanwhile is given back (one hold: the
+            // owner's other holds stay) and passed on; a registration of another acquisition of the
+            // same owner keeps the owner's place. Running it twice is running it once. 1: a handoff
+            // was given back.
+     RLOCK_FAIR_LUA
+     "if redis.call('hget', KEYS[4], 'granted') == ARGV[3] .. ':' .. ARGV[1] then "
+     "redis.call('hdel', KEYS[4], 'granted'); "
+     "if redis.call('hexists', KEYS[1], ARGV[1]) == 1 "
+     "and redis.call('hincrby', KEYS[1], ARGV[1], -1) <= 0 then "
+     "redis.call('del', KEYS[1]); pass_on(head_after_stale(now_ms()), ARGV[4]); end; "
+     "return 1; "
+     "end; "
+     "local r = redis.call('hget', KEYS[4], ARGV[1]); "
+     "if r ~= false then "
+     "if string.match(r, ':(%d+)$') ~= ARGV[3] then return 0; end; "
+     "redis.call('hdel', KEYS[4], ARGV[1]); end; "
+     "local q = redis.call('lrange', KEYS[2], 0, -1); local i = 1; "
+     "while i <= #q and q[i] ~= ARGV[1] do i = i + 1; end; "
+     "if i > #q then return 0; end; "
+     "for j = i + 1, #q, 1 do redis.call('zincrby', KEYS[3], -tonumber(ARGV[2]), q[j]); end; "
+     "redis.call('zrem', KEYS[3], ARGV[1]); redis.call('lrem', KEYS[2], 0, ARGV[1]); "
+     "if i == 1 and redis.call('exists', KEYS[1]) == 0 then "
+     "pass_on(head_after_stale(now_ms()), ARGV[4]); end; "
+     "return 0;"},
 
-    // force_unlock_fair (Redisson's RFairLock forceUnlock) — KEYS[1..5] as RLOCK_FAIR_LUA;
-    // ARGV[1] = publish command. 1: deleted, and the next waiter told (or handed the lock);
-    // 0: was not locked.
-    RLOCK_FAIR_LUA
-    "if redis.call('del', KEYS[1]) == 1 then "
-    "pass_on(head_after_stale(now_ms()), ARGV[1]); return 1; end; return 0;",
+    {script::force_unlock_fair, command_kind::force_release, false,
+     // force_unlock_fair (Redisson's RFairLock forceUnlock) — KEYS[1..5] as RLOCK_FAIR_LUA;
+     // ARGV[1] = publish command. 1: deleted, and the next waiter told (or handed the lock);
+     // 0: was not locked.
+     RLOCK_FAIR_LUA "if redis.call('del', KEYS[1]) == 1 then "
+                    "pass_on(head_after_stale(now_ms()), ARGV[1]); return 1; end; return 0;"},
 
-    // release_spin (Redisson's RSpinLock unlock, latched): the release without a publish —
-    // nobody listens, waiters poll. KEYS[1] = lock key, KEYS[2] = latch key; ARGV[1] = lease ms,
-    // ARGV[2] = owner field, ARGV[3] = latch TTL ms. nil: not the owner; 0: still held;
-    // 1: released.
-    "local val = redis.call('get', KEYS[2]); "
-    "if val ~= false then return tonumber(val); end; "
-    "if (redis.call('hexists', KEYS[1], ARGV[2]) == 0) then return nil; end; "
-    "local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1); "
-    "if (counter > 0) then "
-    "redis.call('pexpire', KEYS[1], ARGV[1]); "
-    "redis.call('set', KEYS[2], 0, 'px', ARGV[3]); "
-    "return 0; "
-    "end; "
-    "redis.call('del', KEYS[1]); "
-    "redis.call('set', KEYS[2], 1, 'px', ARGV[3]); "
-    "return 1;",
+    {script::release_spin, command_kind::release, true,
+     // release_spin (Redisson's RSpinLock unlock, latched): the release without a publish —
+     // nobody listens, waiters poll. KEYS[1] = lock key, KEYS[2] = latch key; ARGV[1] = lease ms,
+     // ARGV[2] = owner field, ARGV[3] = latch TTL ms. nil: not the owner; 0: still held;
+     // 1: released.
+     "local val = redis.call('get', KEYS[2]); "
+     "if val ~= false then return tonumber(val); end; "
+     "if (redis.call('hexists', KEYS[1], ARGV[2]) == 0) then return nil; end; "
+     "local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1); "
+     "if (counter > 0) then "
+     "redis.call('pexpire', KEYS[1], ARGV[1]); "
+     "redis.call('set', KEYS[2], 0, 'px', ARGV[3]); "
+     "return 0; "
+     "end; "
+     "redis.call('del', KEYS[1]); "
+     "redis.call('set', KEYS[2], 1, 'px', ARGV[3]); "
+     "return 1;"},
 
-    // force_unlock_spin (Redisson's RSpinLock forceUnlock) — KEYS[1] = lock key. 1: deleted;
-    // 0: was not locked. Publishes nothing.
-    "if (redis.call('del', KEYS[1]) == 1) then return 1 else return 0 end",
+    {script::force_unlock_spin, command_kind::force_release, false,
+     // force_unlock_spin (Redisson's RSpinLock forceUnlock) — KEYS[1] = lock key. 1: deleted;
+     // 0: was not locked. Publishes nothing.
+     "if (redis.call('del', KEYS[1]) == 1) then return 1 else return 0 end"},
 
-    // acquire_read (Redisson's RReadWriteLock read lock) — KEYS[1] = lock key, KEYS[2] = this
-    // owner's hold timeouts' prefix `{<key>}:<owner field>:rwlock_timeout`; ARGV[1] = lease ms,
-    // ARGV[2] = owner field, ARGV[3] = its write field `<owner field>:write`.
-    // nil: acquired (with no writer, or as a downgrade by the writer); otherwise the PTTL.
-    // Each read hold n has its own key `<prefix>:<n>` carrying its lease; the hash lives as long
-    // as the longest.
-    "local mode = redis.call('hget', KEYS[1], 'mode'); "
-    "if (mode == false) then "
-    "redis.call('hset', KEYS[1], 'mode', 'read'); "
-    "redis.call('hset', KEYS[1], ARGV[2], 1); "
-    "redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1]); "
-    "redis.call('pexpire', KEYS[1], ARGV[1]); "
-    "return nil; "
-    "end; "
-    "if (mode == 'read') or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) "
-    "then "
-    "local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1); "
-    "redis.call('set', KEYS[2] .. ':' .. ind, 1, 'px', ARGV[1]); "
-    "redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1]))); "
-    "return nil; "
-    "end; "
-    "return redis.call('pttl', KEYS[1]);",
+    {script::acquire_read, command_kind::acquire, true,
+     // acquire_read (Redisson's RReadWriteLock read lock) — KEYS[1] = lock key, KEYS[2] = this
+     // owner's hold timeouts' prefix `{<key>}:<owner field>:rwlock_timeout`; ARGV[1] = lease ms,
+     // ARGV[2] = owner field, ARGV[3] = its write field `<owner field>:write`.
+     // nil: acquired (with no writer, or as a downgrade by the writer); otherwise the PTTL.
+     // Each read hold n has its own key `<prefix>:<n>` carrying its lease; the hash lives as long
+     // as the longest.
+     "local mode = redis.call('hget', KEYS[1], 'mode'); "
+     "if (mode == false) then "
+     "redis.call('hset', KEYS[1], 'mode', 'read'); "
+     "redis.call('hset', KEYS[1], ARGV[2], 1); "
+     "redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1]); "
+     "redis.call('pexpire', KEYS[1], ARGV[1]); "
+     "return nil; "
+     "end; "
+     "if (mode == 'read') or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) "
+     "then "
+     "local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+     "redis.call('set', KEYS[2] .. ':' .. ind, 1, 'px', ARGV[1]); "
+     "redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1]))); "
+     "return nil; "
+     "end; "
+     "return redis.call('pttl', KEYS[1]);"},
 
-    // acquire_write (Redisson's write lock, plus a refusal) — KEYS[1] = lock key; ARGV[1] = lease
-    // ms, ARGV[2] = write field `<owner field>:write`, ARGV[3] = the owner's read field, ARGV[4]
-    // = the refusal. nil: acquired or re-entered (Redisson adds the lease to the TTL); the PTTL:
-    // busy; an error reply: the owner holds the read lock, and waiting would wait for itself
-    // (Redisson's client waits; the state is the same either way).
-    "local mode = redis.call('hget', KEYS[1], 'mode'); "
-    "if (mode == false) then "
-    "redis.call('hset', KEYS[1], 'mode', 'write'); "
-    "redis.call('hset', KEYS[1], ARGV[2], 1); "
-    "redis.call('pexpire', KEYS[1], ARGV[1]); "
-    "return nil; "
-    "end; "
-    "if (mode == 'write') and (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then "
-    "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
-    "redis.call('pexpire', KEYS[1], redis.call('pttl', KEYS[1]) + ARGV[1]); "
-    "return nil; "
-    "end; "
-    "if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then "
-    "return redis.error_reply(ARGV[4]); end; "
-    "return redis.call('pttl', KEYS[1]);",
+    {script::acquire_write, command_kind::acquire, true,
+     // acquire_write (Redisson's write lock, plus a refusal) — KEYS[1] = lock key; ARGV[1] = lease
+     // ms, ARGV[2] = write field `<owner field>:write`, ARGV[3] = the owner's read field, ARGV[4]
+     // = the refusal. nil: acquired or re-entered (Redisson adds the lease to the TTL); the PTTL:
+     // busy; an error reply: the owner holds the read lock, and waiting would wait for itself
+     // (Redisson's client waits; the state is the same either way).
+     "local mode = redis.call('hget', KEYS[1], 'mode'); "
+     "if (mode == false) then "
+     "redis.call('hset', KEYS[1], 'mode', 'write'); "
+     "redis.call('hset', KEYS[1], ARGV[2], 1); "
+     "redis.call('pexpire', KEYS[1], ARGV[1]); "
+     "return nil; "
+     "end; "
+     "if (mode == 'write') and (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then "
+     "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+     "redis.call('pexpire', KEYS[1], redis.call('pttl', KEYS[1]) + ARGV[1]); "
+     "return nil; "
+     "end; "
+     "if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then "
+     "return redis.error_reply(ARGV[4]); end; "
+     "return redis.call('pttl', KEYS[1]);"},
 
-    // release_read (Redisson's read unlock, latched) — KEYS[1] = lock key, KEYS[2] = channel
-    // `redisson_rwlock:{<key>}`, KEYS[3] = this owner's timeouts' prefix, KEYS[4] = `{<key>}`
-    // (every owner's timeouts start with it), KEYS[5] = latch; ARGV[1] = message "0", ARGV[2] =
-    // owner field, ARGV[3] = publish command, ARGV[4] = latch TTL ms.
-    // nil: not a reader; 0: this owner still reads; 1: its last read hold went. The lock goes
-    // (and one waiter is told) with the last hold of all, or when only expired holds remain;
-    // otherwise its TTL becomes the longest remaining hold's. Unlike Redisson, a writer's TTL
-    // (a downgrade's) is never shortened, and the answer is this owner's, not the lock's.
-    RLOCK_READ_TIMEOUTS_LUA
-    "local val = redis.call('get', KEYS[5]); "
-    "if val ~= false then return tonumber(val); end; "
-    "local mode = redis.call('hget', KEYS[1], 'mode'); "
-    "if (mode == false) then redis.call(ARGV[3], KEYS[2], ARGV[1]); return nil; end; "
-    "if (redis.call('hexists', KEYS[1], ARGV[2]) == 0) then return nil; end; "
-    "local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1); "
-    "if (counter == 0) then redis.call('hdel', KEYS[1], ARGV[2]); end; "
-    "redis.call('del', KEYS[3] .. ':' .. (counter + 1)); "
-    "local result = 1; if counter > 0 then result = 0; end; "
-    "if (redis.call('hlen', KEYS[1]) > 1) then "
-    "if mode == 'write' then redis.call('set', KEYS[5], result, 'px', ARGV[4]); "
-    "return result; end; "
-    "local longest = longest_read_hold(KEYS[1], KEYS[4]); "
-    "if longest > 0 then "
-    "redis.call('pexpire', KEYS[1], longest); "
-    "redis.call('set', KEYS[5], result, 'px', ARGV[4]); "
-    "return result; "
-    "end; "
-    "end; "
-    "redis.call('del', KEYS[1]); "
-    "redis.call(ARGV[3], KEYS[2], ARGV[1]); "
-    "redis.call('set', KEYS[5], 1, 'px', ARGV[4]); "
-    "return 1;",
+    {script::release_read, command_kind::release, true,
+     // release_read (Redisson's read unlock, latched) — KEYS[1] = lock key, KEYS[2] = channel
+     // `redisson_rwlock:{<key>}`, KEYS[3] = this owner's timeouts' prefix, KEYS[4] = `{<key>}`
+     // (every owner's timeouts start with it), KEYS[5] = latch; ARGV[1] = message "0", ARGV[2] =
+     // owner field, ARGV[3] = publish command, ARGV[4] = latch TTL ms.
+     // nil: not a reader; 0: this owner still reads; 1: its last read hold went. The lock goes
+     // (and one waiter is told) with the last hold of all, or when only expired holds remain;
+     // otherwise its TTL becomes the longest remaining hold's. Unlike Redisson, a writer's TTL
+     // (a downgrade's) is never shortened, and the answer is this owner's, not the lock's.
+     RLOCK_READ_TIMEOUTS_LUA
+     "local val = redis.call('get', KEYS[5]); "
+     "if val ~= false then return tonumber(val); end; "
+     "local mode = redis.call('hget', KEYS[1], 'mode'); "
+     "if (mode == false) then redis.call(ARGV[3], KEYS[2], ARGV[1]); return nil; end; "
+     "if (redis.call('hexists', KEYS[1], ARGV[2]) == 0) then return nil; end; "
+     "local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1); "
+     "if (counter == 0) then redis.call('hdel', KEYS[1], ARGV[2]); end; "
+     "redis.call('del', KEYS[3] .. ':' .. (counter + 1)); "
+     "local result = 1; if counter > 0 then result = 0; end; "
+     "if (redis.call('hlen', KEYS[1]) > 1) then "
+     "if mode == 'write' then redis.call('set', KEYS[5], result, 'px', ARGV[4]); "
+     "return result; end; "
+     "local longest = longest_read_hold(KEYS[1], KEYS[4]); "
+     "if longest > 0 then "
+     "redis.call('pexpire', KEYS[1], longest); "
+     "redis.call('set', KEYS[5], result, 'px', ARGV[4]); "
+     "return result; "
+     "end; "
+     "end; "
+     "redis.call('del', KEYS[1]); "
+     "redis.call(ARGV[3], KEYS[2], ARGV[1]); "
+     "redis.call('set', KEYS[5], 1, 'px', ARGV[4]); "
+     "return 1;"},
 
-    // release_write (Redisson's write unlock, latched) — KEYS[1] = lock key, KEYS[2] = channel,
-    // KEYS[3] = latch, KEYS[4] = `{<key>}`; ARGV[1] = message "1" (everybody may try: readers
-    // share), ARGV[2] = lease ms, ARGV[3] = write field, ARGV[4] = publish command, ARGV[5] =
-    // latch TTL ms. nil: not the writer; 0: still held; 1: released. The last write hold of an
-    // owner that also reads (a downgrade) turns the lock to `read`; unlike Redisson this keeps
-    // the TTL the read holds need and tells waiting readers, who may now share it.
-    RLOCK_READ_TIMEOUTS_LUA
-    "local val = redis.call('get', KEYS[3]); "
-    "if val ~= false then return tonumber(val); end; "
-    "local mode = redis.call('hget', KEYS[1], 'mode'); "
-    "if (mode == false) then redis.call(ARGV[4], KEYS[2], ARGV[1]); return nil; end; "
-    "if (mode ~= 'write') or (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
-    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
-    "if (counter > 0) then "
-    "redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[2]))); "
-    "redis.call('set', KEYS[3], 0, 'px', ARGV[5]); "
-    "return 0; "
-    "end; "
-    "redis.call('hdel', KEYS[1], ARGV[3]); "
-    "if (redis.call('hlen', KEYS[1]) == 1) then "
-    "redis.call('del', KEYS[1]); "
-    "else "
-    "redis.call('hset', KEYS[1], 'mode', 'read'); "
-    "local longest = longest_read_hold(KEYS[1], KEYS[4]); "
-    "if longest > redis.call('pttl', KEYS[1]) then redis.call('pexpire', KEYS[1], longest); end; "
-    "end; "
-    "redis.call(ARGV[4], KEYS[2], ARGV[1]); "
-    "redis.call('set', KEYS[3], 1, 'px', ARGV[5]); "
-    "return 1;",
+    {script::release_write, command_kind::release, true,
+     // release_write (Redisson's write unlock, latched) — KEYS[1] = lock key, KEYS[2] = channel,
+     // KEYS[3] = latch, KEYS[4] = `{<key>}`; ARGV[1] = message "1" (everybody may try: readers
+     // share), ARGV[2] = lease ms, ARGV[3] = write field, ARGV[4] = publish command, ARGV[5] =
+     // latch TTL ms. nil: not the writer; 0: still held; 1: released. The last write hold of an
+     // owner that also reads (a downgrade) turns the lock to `read`; unlike Redisson this keeps
+     // the TTL the read holds need and tells waiting readers, who may now share it.
+     RLOCK_READ_TIMEOUTS_LUA
+     "local val = redis.call('get', KEYS[3]); "
+     "if val ~= false then return tonumber(val); end; "
+     "local mode = redis.call('hget', KEYS[1], 'mode'); "
+     "if (mode == false) then redis.call(ARGV[4], KEYS[2], ARGV[1]); return nil; end; "
+     "if (mode ~= 'write') or (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
+     "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+     "if (counter > 0) then "
+     "redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[2]))); "
+     "redis.call('set', KEYS[3], 0, 'px', ARGV[5]); "
+     "return 0; "
+     "end; "
+     "redis.call('hdel', KEYS[1], ARGV[3]); "
+     "if (redis.call('hlen', KEYS[1]) == 1) then "
+     "redis.call('del', KEYS[1]); "
+     "else "
+     "redis.call('hset', KEYS[1], 'mode', 'read'); "
+     "local longest = longest_read_hold(KEYS[1], KEYS[4]); "
+     "if longest > redis.call('pttl', KEYS[1]) then redis.call('pexpire', KEYS[1], longest); end; "
+     "end; "
+     "redis.call(ARGV[4], KEYS[2], ARGV[1]); "
+     "redis.call('set', KEYS[3], 1, 'px', ARGV[5]); "
+     "return 1;"},
 
-    // renew_read_write (Redisson's read lock renewal, for both halves) — KEYS = lock keys;
-    // ARGV[1] = lease ms, ARGV[i + 1] = the owner field of KEYS[i] (a writer's ends in `:write`
-    // and has no hold timeouts). One 1 (renewed) or 0 (no longer ours) per key. A renewal only
-    // ever lengthens the lock's TTL: a downgraded owner's holds share it.
-    "local result = {} "
-    "for i = 1, #KEYS, 1 do "
-    "local field = ARGV[i + 1]; "
-    "local count = redis.pcall('hget', KEYS[i], field); "
-    "if type(count) == 'string' then "
-    "if string.sub(field, -6) ~= ':write' then "
-    "local base = KEYS[i]; "
-    "if string.find(base, '{', 1, true) == nil then base = '{' .. base .. '}'; end; "
-    "for n = tonumber(count), 1, -1 do "
-    "redis.call('pexpire', base .. ':' .. field .. ':rwlock_timeout:' .. n, ARGV[1]); end; "
-    "end; "
-    "redis.call('pexpire', KEYS[i], math.max(redis.call('pttl', KEYS[i]), tonumber(ARGV[1]))); "
-    "table.insert(result, 1); "
-    "else table.insert(result, 0); end; "
-    "end; "
-    "return result;",
+    {script::renew_read_write, command_kind::renew, true,
+     // renew_read_write (Redisson's read lock renewal, for both halves) — KEYS = lock keys;
+     // ARGV[1] = lease ms, ARGV[i + 1] = the owner field of KEYS[i] (a writer's ends in `:write`
+     // and has no hold timeouts). One 1 (renewed) or 0 (no longer ours) per key. A renewal only
+     // ever lengthens the lock's TTL: a downgraded owner's holds share it.
+     "local result = {} "
+     "for i = 1, #KEYS, 1 do "
+     "local field = ARGV[i + 1]; "
+     "local count = redis.pcall('hget', KEYS[i], field); "
+     "if type(count) == 'string' then "
+     "if string.sub(field, -6) ~= ':write' then "
+     "local base = KEYS[i]; "
+     "if string.find(base, '{', 1, true) == nil then base = '{' .. base .. '}'; end; "
+     "for n = tonumber(count), 1, -1 do "
+     "redis.call('pexpire', base .. ':' .. field .. ':rwlock_timeout:' .. n, ARGV[1]); end; "
+     "end; "
+     "redis.call('pexpire', KEYS[i], math.max(redis.call('pttl', KEYS[i]), tonumber(ARGV[1]))); "
+     "table.insert(result, 1); "
+     "else table.insert(result, 0); end; "
+     "end; "
+     "return result;"},
 
-    // force_unlock_read_write (Redisson's forceUnlock of either half) — KEYS[1] = lock key,
-    // KEYS[2] = channel; ARGV[1] = the mode this half clears (`read` or `write`), ARGV[2] = the
-    // message ("0" for read, "1" for write, as Redisson), ARGV[3] = publish command.
-    // 1: deleted and published; 0: not locked in that mode.
-    "if (redis.call('hget', KEYS[1], 'mode') == ARGV[1]) then "
-    "redis.call('del', KEYS[1]); redis.call(ARGV[3], KEYS[2], ARGV[2]); return 1; end; "
-    "return 0;",
+    {script::force_unlock_read_write, command_kind::force_release, false,
+     // force_unlock_read_write (Redisson's forceUnlock of either half) — KEYS[1] = lock key,
+     // KEYS[2] = channel; ARGV[1] = the mode this half clears (`read` or `write`), ARGV[2] = the
+     // message ("0" for read, "1" for write, as Redisson), ARGV[3] = publish command.
+     // 1: deleted and published; 0: not locked in that mode.
+     "if (redis.call('hget', KEYS[1], 'mode') == ARGV[1]) then "
+     "redis.call('del', KEYS[1]); redis.call(ARGV[3], KEYS[2], ARGV[2]); return 1; end; "
+     "return 0;"},
 
-    // acquire_semaphore (RSemaphore's acquire and RPermitExpirableSemaphore's, as holds) —
-    // KEYS[1..5] as RLOCK_SEMAPHORE_LUA; ARGV[1] = permits, ARGV[2] = the hold's id (its owner
-    // field), ARGV[3] = lease ms, ARGV[4] = publish command, ARGV[5] = the refusal of more
-    // permits than the total. nil: taken (or taken already by this id: a retry, a late run);
-    // a number: not enough permits, sleep that long at most (the earliest end of a hold that
-    // has one, or -1: Redisson's permits taken without a lease score 922337203685477, never:
-    // permit_id.hpp's redisson_never_expires).
-    // More permits than the total are refused only while the total is certain.
-    RLOCK_SEMAPHORE_LUA
-    "local now = now_ms(); reclaim(now, ARGV[4]); "
-    "local lease = tonumber(ARGV[3]); "
-    "if redis.call('zscore', KEYS[2], ARGV[2]) then "
-    "redis.call('zadd', KEYS[2], 'XX', now + lease, ARGV[2]); return nil; end; "
-    "local n = tonumber(ARGV[1]); "
-    "local total = tonumber(redis.call('get', KEYS[5])); "
-    "if total ~= nil and n > total and total_certain(total) then "
-    "return redis.error_reply(ARGV[5]); end; "
-    "local value = tonumber(redis.call('get', KEYS[1])) or 0; "
-    "if value >= n then "
-    "redis.call('decrby', KEYS[1], n); "
-    "redis.call('zadd', KEYS[2], now + lease, ARGV[2]); "
-    "if n ~= 1 then redis.call('hset', KEYS[3], ARGV[2], n); end; "
-    "return nil; end; "
-    "local first = redis.call('zrangebyscore', KEYS[2], '-inf', '(922337203685477', "
-    "'WITHSCORES', 'LIMIT', 0, 1); "
-    "if first[2] ~= nil then return math.max(tonumber(first[2]) - now, 1); end; "
-    "return -1;",
+    {script::acquire_semaphore, command_kind::acquire, true,
+     // acquire_semaphore (RSemaphore's acquire and RPermitExpirableSemaphore's, as holds) —
+     // KEYS[1..5] as RLOCK_SEMAPHORE_LUA; ARGV[1] = permits, ARGV[2] = the hold's id (its owner
+     // field), ARGV[3] = lease ms, ARGV[4] = publish command, ARGV[5] = the refusal of more
+     // permits than the total. nil: taken (or taken already by this id: a retry, a late run);
+     // a number: not enough permits, sleep that long at most (the earliest end of a hold that
+     // has one, or -1: Redisson's permits taken without a lease score 922337203685477, never:
+     // permit_id.hpp's redisson_never_expires).
+     // More permits than the total are refused only while the total is certain.
+     RLOCK_SEMAPHORE_LUA
+     "local now = now_ms(); reclaim(now, ARGV[4]); "
+     "local lease = tonumber(ARGV[3]); "
+     "if redis.call('zscore', KEYS[2], ARGV[2]) then "
+     "redis.call('zadd', KEYS[2], 'XX', now + lease, ARGV[2]); return nil; end; "
+     "local n = tonumber(ARGV[1]); "
+     "local total = tonumber(redis.call('get', KEYS[5])); "
+     "if total ~= nil and n > total and total_certain(total) then "
+     "return redis.error_reply(ARGV[5]); end; "
+     "local value = tonumber(redis.call('get', KEYS[1])) or 0; "
+     "if value >= n then "
+     "redis.call('decrby', KEYS[1], n); "
+     "redis.call('zadd', KEYS[2], now + lease, ARGV[2]); "
+     "if n ~= 1 then redis.call('hset', KEYS[3], ARGV[2], n); end; "
+     "return nil; end; "
+     "local first = redis.call('zrangebyscore', KEYS[2], '-inf', '(922337203685477', "
+     "'WITHSCORES', 'LIMIT', 0, 1); "
+     "if first[2] ~= nil then return math.max(tonumber(first[2]) - now, 1); end; "
+     "return -1;"},
 
-    // release_semaphore (latched) — KEYS[1..5] as RLOCK_SEMAPHORE_LUA, KEYS[6] = latch;
-    // ARGV[1] = the hold's id, ARGV[2] = publish command, ARGV[3] = latch TTL ms. nil: no such
-    // hold (released, or expired and given back); 1: its permits are back and the new count is
-    // published (Redisson's message).
-    "local val = redis.call('get', KEYS[6]); "
-    "if val ~= false then return tonumber(val); end; "
-    "if redis.call('zrem', KEYS[2], ARGV[1]) == 0 then return nil; end; "
-    "local n = tonumber(redis.call('hget', KEYS[3], ARGV[1])) or 1; "
-    "redis.call('hdel', KEYS[3], ARGV[1]); "
-    "local value = redis.call('incrby', KEYS[1], n); "
-    "redis.call(ARGV[2], KEYS[4], value); "
-    "redis.call('set', KEYS[6], 1, 'px', ARGV[3]); "
-    "return 1;",
+    {script::release_semaphore, command_kind::release, true,
+     // release_semaphore (latched) — KEYS[1..5] as RLOCK_SEMAPHORE_LUA, KEYS[6] = latch;
+     // ARGV[1] = the hold's id, ARGV[2] = publish command, ARGV[3] = latch TTL ms. nil: no such
+     // hold (released, or expired and given back); 1: its permits are back and the new count is
+     // published (Redisson's message).
+     "local val = redis.call('get', KEYS[6]); "
+     "if val ~= false then return tonumber(val); end; "
+     "if redis.call('zrem', KEYS[2], ARGV[1]) == 0 then return nil; end; "
+     "local n = tonumber(redis.call('hget', KEYS[3], ARGV[1])) or 1; "
+     "redis.call('hdel', KEYS[3], ARGV[1]); "
+     "local value = redis.call('incrby', KEYS[1], n); "
+     "redis.call(ARGV[2], KEYS[4], value); "
+     "redis.call('set', KEYS[6], 1, 'px', ARGV[3]); "
+     "return 1;"},
 
-    // renew_semaphore — KEYS = counters; ARGV[1] = lease ms, ARGV[i + 1] = the hold id of
-    // KEYS[i]. 1: the hold is alive and now ends a lease from now; 0: it is gone or its lease
-    // already ended (its permits are given back at the next reclaim). A hold that is gone (a
-    // Redisson tryRelease or reclaim took it, which know no sizes) leaves no size behind.
-    RLOCK_SEMAPHORE_LUA
-    "local now = now_ms(); local result = {} "
-    "for i = 1, #KEYS, 1 do "
-    "local base = KEYS[i]; "
-    "if string.find(base, '{', 1, true) == nil then base = '{' .. base .. '}'; end; "
-    "local holds = base .. ':timeout'; "
-    "local ends = redis.pcall('zscore', holds, ARGV[i + 1]); "
-    "if type(ends) == 'string' and tonumber(ends) > now then "
-    "redis.call('zadd', holds, 'XX', now + tonumber(ARGV[1]), ARGV[i + 1]); "
-    "table.insert(result, 1); "
-    "else if ends == false then redis.call('hdel', 'rlock_semaphore_permits:' .. base, "
-    "ARGV[i + 1]); end; table.insert(result, 0); end; "
-    "end; "
-    "return result;",
+    {script::renew_semaphore, command_kind::renew, true,
+     // renew_semaphore — KEYS = counters; ARGV[1] = lease ms, ARGV[i + 1] = the hold id of
+     // KEYS[i]. 1: the hold is alive and now ends a lease from now; 0: it is gone or its lease
+     // already ended (its permits are given back at the next reclaim). A hold that is gone (a
+     // Redisson tryRelease or reclaim took it, which know no sizes) leaves no size behind.
+     RLOCK_SEMAPHORE_LUA
+     "local now = now_ms(); local result = {} "
+     "for i = 1, #KEYS, 1 do "
+     "local base = KEYS[i]; "
+     "if string.find(base, '{', 1, true) == nil then base = '{' .. base .. '}'; end; "
+     "local holds = base .. ':timeout'; "
+     "local ends = redis.pcall('zscore', holds, ARGV[i + 1]); "
+     "if type(ends) == 'string' and tonumber(ends) > now then "
+     "redis.call('zadd', holds, 'XX', now + tonumber(ARGV[1]), ARGV[i + 1]); "
+     "table.insert(result, 1); "
+     "else if ends == false then redis.call('hdel', 'rlock_semaphore_permits:' .. base, "
+     "ARGV[i + 1]); end; table.insert(result, 0); end; "
+     "end; "
+     "return result;"},
 
-    // force_release_semaphore — KEYS[1..5] as RLOCK_SEMAPHORE_LUA; ARGV[1] = the hold's id,
-    // ARGV[2] = publish command. 1: released; 0: no such hold.
-    "if redis.call('zrem', KEYS[2], ARGV[1]) == 0 then return 0; end; "
-    "local n = tonumber(redis.call('hget', KEYS[3], ARGV[1])) or 1; "
-    "redis.call('hdel', KEYS[3], ARGV[1]); "
-    "redis.call(ARGV[2], KEYS[4], redis.call('incrby', KEYS[1], n)); "
-    "return 1;",
+    {script::force_release_semaphore, command_kind::force_release, false,
+     // force_release_semaphore — KEYS[1..5] as RLOCK_SEMAPHORE_LUA; ARGV[1] = the hold's id,
+     // ARGV[2] = publish command. 1: released; 0: no such hold.
+     "if redis.call('zrem', KEYS[2], ARGV[1]) == 0 then return 0; end; "
+     "local n = tonumber(redis.call('hget', KEYS[3], ARGV[1])) or 1; "
+     "redis.call('hdel', KEYS[3], ARGV[1]); "
+     "redis.call(ARGV[2], KEYS[4], redis.call('incrby', KEYS[1], n)); "
+     "return 1;"},
 
-    // semaphore_admin — KEYS[1..5] as RLOCK_SEMAPHORE_LUA, KEYS[6] = latch; ARGV[1] = what:
-    // `available` (the count after giving back expired holds), `set` (RSemaphore's
-    // trySetPermits(ARGV[2]): 1 if it was not set, and then the total too), `add`
-    // (addPermits(ARGV[2]), which may be negative: the new count), `drain` (drainPermits: the
-    // permits taken), `release` (RSemaphore's release(ARGV[2]), owned by nobody: the new count;
-    // latched, so a retry adds them once); ARGV[3] = publish command, ARGV[4] = latch TTL ms.
-    RLOCK_SEMAPHORE_LUA
-    "local what = ARGV[1]; local publish = ARGV[3]; "
-    "if what == 'release' then "
-    "local val = redis.call('get', KEYS[6]); "
-    "if val ~= false then return tonumber(val); end; "
-    "local value = redis.call('incrby', KEYS[1], ARGV[2]); "
-    "redis.call(publish, KEYS[4], value); "
-    "redis.call('set', KEYS[6], value, 'px', ARGV[4]); "
-    "return value; end; "
-    "if what == 'set' then "
-    "if redis.call('exists', KEYS[1]) == 1 then return 0; end; "
-    "redis.call('set', KEYS[1], ARGV[2]); redis.call('set', KEYS[5], ARGV[2]); "
-    "redis.call(publish, KEYS[4], ARGV[2]); return 1; end; "
-    "reclaim(now_ms(), publish); "
-    "if what == 'available' then return tonumber(redis.call('get', KEYS[1])) or 0; end; "
-    "if what == 'add' then "
-    "local value = redis.call('incrby', KEYS[1], ARGV[2]); "
-    "if redis.call('exists', KEYS[5]) == 1 then redis.call('incrby', KEYS[5], ARGV[2]); end; "
-    "redis.call(publish, KEYS[4], value); return value; end; "
-    "if what == 'drain' then "
-    "local value = tonumber(redis.call('get', KEYS[1])); "
-    "if value == nil then return 0; end; "
-    "redis.call('set', KEYS[1], 0); return value; end; "
-    "return redis.error_reply('ERR semaphore_admin: unknown operation');",
+    {script::semaphore_admin, command_kind::release,
+     true,  // latched where not idempotent
+            // semaphore_admin — KEYS[1..5] as RLOCK_SEMAPHORE_LUA, KEYS[6] = latch; ARGV[1] = what:
+            // `available` (the count after giving back expired holds), `set` (RSemaphore's
+            // trySetPermits(ARGV[2]): 1 if it was not set, and then the total too), `add`
+            // (addPermits(ARGV[2]), which may be negative: the new count), `drain` (drainPermits:
+            // the permits taken), `release` (RSemaphore's release(ARGV[2]), owned by nobody: the
+            // new count; latched, so a retry adds them once); ARGV[3] = publish command, ARGV[4] =
+            // latch TTL ms.
+     RLOCK_SEMAPHORE_LUA
+     "local what = ARGV[1]; local publish = ARGV[3]; "
+     "if what == 'release' then "
+     "local val = redis.call('get', KEYS[6]); "
+     "if val ~= false then return tonumber(val); end; "
+     "local value = redis.call('incrby', KEYS[1], ARGV[2]); "
+     "redis.call(publish, KEYS[4], value); "
+     "redis.call('set', KEYS[6], value, 'px', ARGV[4]); "
+     "return value; end; "
+     "if what == 'set' then "
+     "if redis.call('exists', KEYS[1]) == 1 then return 0; end; "
+     "redis.call('set', KEYS[1], ARGV[2]); redis.call('set', KEYS[5], ARGV[2]); "
+     "redis.call(publish, KEYS[4], ARGV[2]); return 1; end; "
+     "reclaim(now_ms(), publish); "
+     "if what == 'available' then return tonumber(redis.call('get', KEYS[1])) or 0; end; "
+     "if what == 'add' then "
+     "local value = redis.call('incrby', KEYS[1], ARGV[2]); "
+     "if redis.call('exists', KEYS[5]) == 1 then redis.call('incrby', KEYS[5], ARGV[2]); end; "
+     "redis.call(publish, KEYS[4], value); return value; end; "
+     "if what == 'drain' then "
+     "local value = tonumber(redis.call('get', KEYS[1])); "
+     "if value == nil then return 0; end; "
+     "redis.call('set', KEYS[1], 0); return value; end; "
+     "return redis.error_reply('ERR semaphore_admin: unknown operation');"},
 };
+
+inline constexpr std::size_t script_count = std::size(script_table);
+
+constexpr bool script_rows_in_order() noexcept {
+  for (std::size_t i = 0; i < script_count; ++i) {
+    if (static_cast<std::size_t>(script_table[i].id) != i) return false;
+  }
+  return true;
+}
+static_assert(script_rows_in_order(), "script_table: one row per script, in the order of `script`");
+static_assert(script_count == static_cast<std::size_t>(script::count),
+              "script_table: a row for every script");
+
+/// The Lua of `s`.
+constexpr std::string_view script_source(script s) noexcept {
+  return script_table[static_cast<std::size_t>(s)].source;
+}
 
 #undef RLOCK_FAIR_LUA
 #undef RLOCK_READ_TIMEOUTS_LUA

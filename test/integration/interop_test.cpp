@@ -822,7 +822,7 @@ TEST(interop, unlock_latch_is_redissons_and_a_retry_gets_the_first_answer) {
   const auto cfg = make_config();
   rlock::client redis(io.get_executor(), cfg);
   rlock::test::raw_client raw(cfg.port);
-  const std::string ours(rlock::detail::script_sources[1]);
+  const std::string ours(rlock::detail::script_source(rlock::detail::script::release));
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
     co_await redis.connect();
     // rlock's release and Redisson's answer the same way, a retry with the same request id

@@ -291,8 +291,7 @@ TEST(fair_lock, a_handoff_to_an_acquisition_that_left_is_given_back_to_the_next)
     // Its leave (ticket 5), as acquire_op sends it: the hold goes back and on to `next`.
     rlock::client c(io.get_executor(), cfg);
     co_await c.connect();
-    const std::string leave(
-        rlock::detail::script_sources[static_cast<std::size_t>(rlock::detail::script::leave_fair)]);
+    const std::string leave(rlock::detail::script_source(rlock::detail::script::leave_fair));
     const auto channel = "redisson_lock__channel:{" + key + "}";
     raw.command({"EVAL", leave, "5", key, queue_of(key), timeouts_of(key), handoff, channel,
                  "gone-uuid:1", "60000", "5", "publish"});
