@@ -582,6 +582,8 @@ struct acquire_operation : attempt_gate::entry {
   // --- the caller -----------------------------------------------------------------------------
 
   std::exception_ptr failure_from(std::error_code ec, const resp3::value& reply) const {
+    // A refusal of the kind's script (NON_REENTRANT_REACQUIRE, ...) is the kind's to name.
+    if (reply.is_error()) ec = refusal_code(s->kind, reply.str, ec);
     return failure_of(ctx(), ec, reply, fmt::format("lock '{}'", s->name()));
   }
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "rlock/error.hpp"
+
 // A lock kind as data: everything the acquire engine (acquire_fsm, the acquire and release
 // operations), the wait hub and the watchdog need to know about one kind of Redisson lock. The
 // engine branches on nothing else, so a new kind is a new descriptor, its scripts and its API
@@ -15,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 namespace rlock::detail {
 
@@ -96,6 +99,13 @@ struct reconcile_result {
   std::int64_t token = 0;
 };
 
+/// An error reply a kind's script makes on purpose, by the word it carries, and the rlock error
+/// it stands for (Redis's text travels beside the code). The session layer knows no such words.
+struct refusal {
+  std::string_view word;
+  errc code;
+};
+
 struct lock_kind {
   /// For logs and the owner table ("reentrant", "fenced", "fair", ...).
   std::string_view name;
@@ -104,7 +114,7 @@ struct lock_kind {
   void (*acquire_call)(const lock_identity& s, const acquire_inputs& in, acquire_script_call& call);
   /// Its reply: acquired (with a token, if the kind has them) or busy (with the holder's TTL, or
   /// how long to sleep without a message), malformed otherwise. An error reply (a refusal such
-  /// as NON_REENTRANT_REACQUIRE) never reaches it.
+  /// as NON_REENTRANT_REACQUIRE) never reaches it: `refusals` name it.
   acquire_reply (*decode)(const resp3::value& reply) noexcept;
 
   /// After an attempt's answer was lost: one round trip whose answer, judged against the holds
@@ -156,7 +166,20 @@ struct lock_kind {
   /// The owner's field is a Redisson permit id (RPermitExpirableSemaphore): 16 bytes on the wire
   /// (permit_id.hpp), shown as 32 lowercase hex digits; false: `<client uuid>:<owner>` + suffix.
   bool permit_id_field = false;
+  /// The refusals its acquire script makes (a re-acquire of a non-reentrant lock by its holder,
+  /// a write by an owner that reads, more permits than a semaphore has): what they mean.
+  std::span<const refusal> refusals = {};
 };
+
+/// The rlock error an error reply of `kind`'s script stands for: its refusal's, if the text
+/// carries one of its words, else `otherwise` (what the session made of it).
+inline std::error_code refusal_code(const lock_kind& kind, std::string_view text,
+                                    std::error_code otherwise) noexcept {
+  for (const auto& r : kind.refusals) {
+    if (text.find(r.word) != std::string_view::npos) return make_error_code(r.code);
+  }
+  return otherwise;
+}
 
 /// Redisson's RLock: nil when acquired, the holder's PTTL when busy.
 extern const lock_kind reentrant_kind;

@@ -27,6 +27,7 @@ std::int64_t integer_of(const resp3::value& v) noexcept {
 
 /// Redisson's refusal of a re-acquire by a non-reentrant lock's holder.
 constexpr std::string_view reentry_refusal = "NON_REENTRANT_REACQUIRE";
+constexpr refusal reentry_refusals[] = {{"NON_REENTRANT_REACQUIRE", errc::reentry_refused}};
 
 void release_call(const lock_identity& s, const release_inputs& in, release_script_call& call) {
   call.which = script::release;
@@ -276,6 +277,7 @@ void spin_force(const lock_identity& s, std::string_view, std::string_view,
 constexpr std::string_view upgrade_refusal =
     "WRITE_AFTER_READ the owner holds this lock's read half; its write half would wait for "
     "itself (release the read holds first)";
+constexpr refusal upgrade_refusals[] = {{"WRITE_AFTER_READ", errc::upgrade_refused}};
 
 /// The read half's derived names in `scratch`: the owner's hold timeouts, then its write field.
 void read_names(const lock_identity& s, std::string& names, std::size_t& timeouts_end) {
@@ -358,6 +360,8 @@ void write_force(const lock_identity& s, std::string_view channel, std::string_v
 /// An acquisition of more permits than the total (try_set_permits') can never succeed.
 constexpr std::string_view permits_refusal =
     "PERMITS_EXCEED_TOTAL the acquisition asks for more permits than the semaphore has in all";
+/// Bad input: it can never succeed.
+constexpr refusal permits_refusals[] = {{"PERMITS_EXCEED_TOTAL", errc::invalid_argument}};
 
 /// The semaphore's derived keys (scripts.hpp, RLOCK_SEMAPHORE_LUA): holds, sizes, channel and
 /// total in `names`, as views in keys[1..4] (keys[0] is the counter).
@@ -496,6 +500,7 @@ const lock_kind non_reentrant_kind{
     .channel_per_owner = false,
     .polls = false,
     .on_message = &on_unlock_message,
+    .refusals = reentry_refusals,
 };
 
 const lock_kind fair_kind{
@@ -530,6 +535,7 @@ const lock_kind non_reentrant_fair_kind{
     .channel_per_owner = true,
     .polls = false,
     .on_message = &on_fair_message,
+    .refusals = reentry_refusals,
 };
 
 const lock_kind spin_kind{
@@ -583,6 +589,7 @@ const lock_kind write_kind{
     .polls = false,
     .on_message = &on_unlock_message,
     .field_suffix = write_field_suffix,
+    .refusals = upgrade_refusals,
 };
 
 void semaphore_admin_call(const lock_identity& s, std::string_view what, std::string_view n,
@@ -615,6 +622,7 @@ const lock_kind semaphore_kind{
     .count_of = &semaphore_count,
     .field_suffix = {},
     .permit_id_field = true,
+    .refusals = permits_refusals,
 };
 
 }  // namespace rlock::detail

@@ -7,7 +7,7 @@
 namespace rlock::detail {
 
 /// The rlock error an error reply stands for, from its leading word (Redis's error prefix) and,
-/// for ACL refusals, what was refused.
+/// for ACL refusals, what was refused. It knows no lock semantics.
 inline errc errc_of_reply(std::string_view text) noexcept {
   // An ACL refusal: "NOPERM ..." for a command sent, and inside a script "ERR The user executing
   // the script can't ..." (Redis 7.0) or a script error carrying "-NOPERM ...".
@@ -19,14 +19,8 @@ inline errc errc_of_reply(std::string_view text) noexcept {
     if (text.find("command") != std::string_view::npos) return errc::command_not_permitted;
     return errc::permission_denied;
   }
-  // A lock script's refusal of its own holder (Redisson's non-reentrant locks).
-  if (text.find("NON_REENTRANT_REACQUIRE") != std::string_view::npos) {
-    return errc::reentry_refused;
-  }
-  // The read-write lock's refusal of a write by an owner that reads (rlock's script).
-  if (text.find("WRITE_AFTER_READ") != std::string_view::npos) return errc::upgrade_refused;
-  // A semaphore acquisition of more permits than its total (rlock's script): bad input.
-  if (text.find("PERMITS_EXCEED_TOTAL") != std::string_view::npos) return errc::invalid_argument;
+  // A lock kind's own refusals (NON_REENTRANT_REACQUIRE, ...) are the kind's to name
+  // (lock_kind::refusals): here they are server errors.
   if (text.starts_with("WRONGPASS") || text.starts_with("NOAUTH")) return errc::auth_failed;
   return errc::server_error;
 }

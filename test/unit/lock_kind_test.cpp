@@ -285,3 +285,27 @@ TEST(lock_kind, spin_releases_publish_nothing_and_its_waiters_poll) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(lock_kind, each_kind_names_its_own_refusals) {
+  namespace d = rlock::detail;
+  const auto server_error = rlock::make_error_code(rlock::errc::server_error);
+  auto code = [&](const d::lock_kind& k, std::string_view text) {
+    return d::refusal_code(k, text, server_error);
+  };
+  // As Redis 7.0 passes a script's error_reply on, and bare.
+  EXPECT_EQ(code(d::non_reentrant_kind, "ERR NON_REENTRANT_REACQUIRE script: ..."),
+            rlock::errc::reentry_refused);
+  EXPECT_EQ(code(d::non_reentrant_fair_kind, "NON_REENTRANT_REACQUIRE"),
+            rlock::errc::reentry_refused);
+  EXPECT_EQ(code(d::write_kind, "WRITE_AFTER_READ the owner holds this lock's read half"),
+            rlock::errc::upgrade_refused);
+  EXPECT_EQ(code(d::semaphore_kind, "PERMITS_EXCEED_TOTAL ..."), rlock::errc::invalid_argument);
+  // Another kind's word, or any other error, is what the session made of it.
+  EXPECT_EQ(code(d::reentrant_kind, "NON_REENTRANT_REACQUIRE"), server_error);
+  EXPECT_EQ(code(d::read_kind, "WRITE_AFTER_READ"), server_error);
+  EXPECT_EQ(code(d::non_reentrant_kind, "ERR wrong number of arguments"), server_error);
+}
+
+}  // namespace

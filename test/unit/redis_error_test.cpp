@@ -38,11 +38,10 @@ TEST(redis_error, credentials_and_everything_else) {
   EXPECT_EQ(errc_of_reply("ERR value is not an integer or out of range"), errc::server_error);
 }
 
-TEST(redis_error, a_lock_refusing_its_own_holder) {
-  // What Redisson's non-reentrant scripts return (`redis.error_reply('NON_REENTRANT_REACQUIRE')`),
-  // as Redis 7.0 passes it on.
-  EXPECT_EQ(errc_of_reply("NON_REENTRANT_REACQUIRE"), errc::reentry_refused);
-  EXPECT_EQ(errc_of_reply("ERR NON_REENTRANT_REACQUIRE script: ..."), errc::reentry_refused);
+TEST(redis_error, a_lock_kinds_refusal_is_a_server_error_here) {
+  // The session layer knows no lock words: the kind names its refusals (lock_kind_test).
+  EXPECT_EQ(errc_of_reply("NON_REENTRANT_REACQUIRE"), errc::server_error);
+  EXPECT_EQ(errc_of_reply("ERR WRITE_AFTER_READ ..."), errc::server_error);
 }
 
 }  // namespace
