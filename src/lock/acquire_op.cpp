@@ -92,7 +92,7 @@ struct acquire_operation : attempt_gate::entry {
 
   static void start(owner op) {
     if (op->link) op->link->op = op.get();
-    if (op->s->kind.leave_call != nullptr) op->waiter.ticket = op->ctx().next_ticket();
+    if (op->s->kind.waiting == wait_mode::queue) op->waiter.ticket = op->ctx().next_ticket();
     const auto next = op->fsm.start(op->link && op->link->requested.load());
     run(std::move(op), next, true);
   }
@@ -190,7 +190,7 @@ struct acquire_operation : attempt_gate::entry {
     in.lease_ms = c.lease_arg(op->lease.value_or(c.cfg.watchdog_timeout), own_lease);
     in.publish = c.session.publish_command();
     fair_inputs fair;
-    if (op->s->kind.leave_call != nullptr) fair.fill(*op, in);
+    if (op->s->kind.waiting == wait_mode::queue) fair.fill(*op, in);
     if (op->maybe_queued && op->waiter.channel == nullptr && c.session.ordered_pushes()) {
       // A fair waiter listens on its own channel before its attempt can queue it: the
       // SUBSCRIBE is written ahead of the attempt on the same connection, so a handoff by push
@@ -421,7 +421,8 @@ struct acquire_operation : attempt_gate::entry {
     engine_context& c = ctx();
     waiter.owner = this;  // for the sleep and a local handoff
     waiter.on_unpark = &acquire_operation::on_unparked;
-    if (s->kind.polls) return;  // a spin lock's waiter listens on nothing: it only sleeps
+    if (s->kind.waiting == wait_mode::poll)
+      return;  // a spin lock's waiter listens on nothing: it only sleeps
     c.hub.add(s->key(), s->channel(), s->kind.on_message, waiter);
   }
 
@@ -453,7 +454,7 @@ struct acquire_operation : attempt_gate::entry {
     if (w.woken || w.failed) return woken(std::move(op));
     notify_hub& hub = op->ctx().hub;
     auto until = op->fsm.sleep_until();
-    if (op->s->kind.polls) until = op->backoff(until);
+    if (op->s->kind.waiting == wait_mode::poll) until = op->backoff(until);
     op.release();
     hub.sleep(w, until);
   }
@@ -537,7 +538,9 @@ struct acquire_operation : attempt_gate::entry {
   /// Where a hold a reconciliation found began at the latest: the lost attempt's write, or,
   /// for a fair kind, a handoff by push made before it (after its latest busy attempt).
   clock_type::time_point reconciled_start() const noexcept {
-    if (s->kind.leave_call == nullptr || busy_written == clock_type::time_point{}) return written;
+    if (s->kind.waiting != wait_mode::queue || busy_written == clock_type::time_point{}) {
+      return written;
+    }
     return std::min(written, busy_written);
   }
 

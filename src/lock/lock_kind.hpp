@@ -106,6 +106,19 @@ struct refusal {
   errc code;
 };
 
+/// How a kind's waiters wait for their turn.
+enum class wait_mode : std::uint8_t {
+  /// On the lock's channel, which its unlocks publish on; a message wakes one or all.
+  lock_channel,
+  /// In a queue on the server, each on its own channel `<channel>:<owner field>`, where a release
+  /// may hand it the lock (a grant by push, named by the acquisition's ticket); a waiter that
+  /// gives up leaves the queue (`leave_call`). The fair locks.
+  queue,
+  /// On nothing: it sleeps with config::spin_lock's backoff and tries again. The spin lock, whose
+  /// releases publish nothing (and so hand nothing over locally either).
+  poll,
+};
+
 struct lock_kind {
   /// For logs and the owner table ("reentrant", "fenced", "fair", ...).
   std::string_view name;
@@ -137,9 +150,9 @@ struct lock_kind {
   void (*force_call)(const lock_identity& s, std::string_view channel, std::string_view publish,
                      release_script_call& call);
 
-  /// Fair kinds: the script a waiter that gives up (out of time, cancelled, failed) runs to
-  /// leave the queue; idempotent (a release-kind command, written again after a reconnect).
-  /// Null: waiters are not queued on the server.
+  /// wait_mode::queue: the script a waiter that gives up (out of time, cancelled, failed) runs
+  /// to leave the queue; idempotent (a release-kind command, written again after a reconnect).
+  /// Null for the other modes.
   void (*leave_call)(const lock_identity& s, const leave_inputs& in, release_script_call& call);
 
   /// The watchdog's batched renewal: KEYS = lock keys, ARGV[1] = lease ms, ARGV[i + 1] = the
@@ -148,12 +161,8 @@ struct lock_kind {
 
   /// The channel its unlocks publish on (appended to `out`), and whom a message there wakes.
   void (*channel)(std::string_view key, std::string& out);
-  /// Waiters listen on `<channel>:<owner field>` (the fair lock's channel per waiter), not on
-  /// the lock's channel.
-  bool channel_per_owner;
-  /// Waiters listen on nothing and poll with backoff (config::spin_lock): the spin lock, whose
-  /// releases publish nothing.
-  bool polls;
+  /// How its waiters wait for their turn (the shell's only question about waiting).
+  wait_mode waiting;
   message_policy on_message;
   /// This owner's hold count in one round trip (is_held(), hold_count()), for a kind whose
   /// holds are not counts in the lock's hash (a semaphore's are in its holds zset); null: `HGET

@@ -463,8 +463,7 @@ const lock_kind reentrant_kind{
     .leave_call = nullptr,
     .renew = script::renew,
     .channel = &append_unlock_channel,
-    .channel_per_owner = false,
-    .polls = false,
+    .waiting = wait_mode::lock_channel,
     .on_message = &on_unlock_message,
 };
 
@@ -480,8 +479,7 @@ const lock_kind fenced_kind{
     .leave_call = nullptr,
     .renew = script::renew,
     .channel = &append_unlock_channel,
-    .channel_per_owner = false,
-    .polls = false,
+    .waiting = wait_mode::lock_channel,
     .on_message = &on_unlock_message,
 };
 
@@ -497,8 +495,7 @@ const lock_kind non_reentrant_kind{
     .leave_call = nullptr,
     .renew = script::renew,
     .channel = &append_unlock_channel,
-    .channel_per_owner = false,
-    .polls = false,
+    .waiting = wait_mode::lock_channel,
     .on_message = &on_unlock_message,
     .refusals = reentry_refusals,
 };
@@ -515,8 +512,7 @@ const lock_kind fair_kind{
     .leave_call = &fair_leave,
     .renew = script::renew,
     .channel = &append_unlock_channel,
-    .channel_per_owner = true,
-    .polls = false,
+    .waiting = wait_mode::queue,
     .on_message = &on_fair_message,
 };
 
@@ -532,8 +528,7 @@ const lock_kind non_reentrant_fair_kind{
     .leave_call = &fair_leave,
     .renew = script::renew,
     .channel = &append_unlock_channel,
-    .channel_per_owner = true,
-    .polls = false,
+    .waiting = wait_mode::queue,
     .on_message = &on_fair_message,
     .refusals = reentry_refusals,
 };
@@ -550,8 +545,7 @@ const lock_kind spin_kind{
     .leave_call = nullptr,
     .renew = script::renew,
     .channel = &append_unlock_channel,  // names the latch's neighbour only: never subscribed
-    .channel_per_owner = false,
-    .polls = true,
+    .waiting = wait_mode::poll,
     .on_message = &on_unlock_message,
 };
 
@@ -567,8 +561,7 @@ const lock_kind read_kind{
     .leave_call = nullptr,
     .renew = script::renew_read_write,
     .channel = &append_rwlock_channel,
-    .channel_per_owner = false,
-    .polls = false,
+    .waiting = wait_mode::lock_channel,
     .on_message = &on_unlock_message,  // "0" after the last reader: one; "1" after a writer: all
     .field_suffix = {},
 };
@@ -585,8 +578,7 @@ const lock_kind write_kind{
     .leave_call = nullptr,
     .renew = script::renew_read_write,
     .channel = &append_rwlock_channel,
-    .channel_per_owner = false,
-    .polls = false,
+    .waiting = wait_mode::lock_channel,
     .on_message = &on_unlock_message,
     .field_suffix = write_field_suffix,
     .refusals = upgrade_refusals,
@@ -615,8 +607,7 @@ const lock_kind semaphore_kind{
     .leave_call = nullptr,
     .renew = script::renew_semaphore,
     .channel = &append_semaphore_channel,
-    .channel_per_owner = false,
-    .polls = false,
+    .waiting = wait_mode::lock_channel,
     .on_message = &on_semaphore_message,
     .count_question = &semaphore_question,
     .count_of = &semaphore_count,

@@ -75,7 +75,7 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   std::string channel() const {
     std::string c;
     kind.channel(key(), c);
-    if (kind.channel_per_owner) {
+    if (kind.waiting == wait_mode::queue) {
       c.push_back(':');
       c.append(field());
     }

@@ -237,7 +237,7 @@ TEST(lock_kind, fair_calls_name_redissons_queue_and_rlocks_handoff_registrations
   ASSERT_EQ(leave.arg_span().size(), 4u);
   EXPECT_EQ(leave.args[2], "12");
   EXPECT_EQ(fair_kind.transfer_call, nullptr);  // the queue's head is next, not a local waiter
-  EXPECT_TRUE(fair_kind.channel_per_owner);
+  EXPECT_EQ(fair_kind.waiting, rlock::detail::wait_mode::queue);
   // Busy replies are how long to sleep; -3 is a handoff the attempt found.
   EXPECT_EQ(fair_kind.decode(null()).what, outcome::acquired);
   EXPECT_EQ(fair_kind.decode(number(-3)).what, outcome::acquired);
@@ -279,9 +279,9 @@ TEST(lock_kind, spin_releases_publish_nothing_and_its_waiters_poll) {
   spin_kind.force_call(id, "redisson_lock__channel:{acct}", "publish", force);
   EXPECT_EQ(force.which, script::force_unlock_spin);
   EXPECT_EQ(force.key_span().size(), 1u);
-  EXPECT_TRUE(spin_kind.polls);
+  EXPECT_EQ(spin_kind.waiting, rlock::detail::wait_mode::poll);
   EXPECT_EQ(spin_kind.transfer_call, nullptr);
-  EXPECT_FALSE(rlock::detail::reentrant_kind.polls);
+  EXPECT_EQ(rlock::detail::reentrant_kind.waiting, rlock::detail::wait_mode::lock_channel);
 }
 
 }  // namespace
@@ -306,6 +306,25 @@ TEST(lock_kind, each_kind_names_its_own_refusals) {
   EXPECT_EQ(code(d::reentrant_kind, "NON_REENTRANT_REACQUIRE"), server_error);
   EXPECT_EQ(code(d::read_kind, "WRITE_AFTER_READ"), server_error);
   EXPECT_EQ(code(d::non_reentrant_kind, "ERR wrong number of arguments"), server_error);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(lock_kind, a_kinds_wait_mode_and_its_hooks_agree) {
+  namespace d = rlock::detail;
+  for (const d::lock_kind* k : {&d::reentrant_kind, &d::fenced_kind, &d::non_reentrant_kind,
+                                &d::fair_kind, &d::non_reentrant_fair_kind, &d::spin_kind,
+                                &d::read_kind, &d::write_kind, &d::semaphore_kind}) {
+    SCOPED_TRACE(k->name);
+    // Queued waiters leave their queue when they give up; nobody else has one to leave.
+    EXPECT_EQ(k->waiting == d::wait_mode::queue, k->leave_call != nullptr);
+    // A polling kind's waiters are in no channel: a release has nobody here to hand over to.
+    if (k->waiting == d::wait_mode::poll) {
+      EXPECT_TRUE(k->transfer_call == nullptr);
+    }
+  }
 }
 
 }  // namespace
