@@ -17,11 +17,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <charconv>
-#include <cstring>
-#include <random>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -114,7 +110,7 @@ client_impl::client_impl(const asio::any_io_executor& ex, config c)
 }
 
 client_impl::~client_impl() {
-  // The connection may outlive us by a few handlers: it must not call back into a dead hub_.
+  // The connection may outlive us by a few handlers: it must not call back into a dead hub.
   session_->set_listener(nullptr);
   shutdown(std::make_error_code(std::errc::operation_canceled));
 }

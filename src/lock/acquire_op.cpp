@@ -421,8 +421,8 @@ struct acquire_operation : attempt_gate::entry {
     engine_context& c = ctx();
     waiter.owner = this;  // for the sleep and a local handoff
     waiter.on_unpark = &acquire_operation::on_unparked;
-    if (s->kind.waiting == wait_mode::poll)
-      return;  // a spin lock's waiter listens on nothing: it only sleeps
+    // A polling waiter (the spin lock's) listens on nothing: it only sleeps.
+    if (s->kind.waiting == wait_mode::poll) return;
     c.hub.add(s->key(), s->channel(), s->kind.on_message, waiter);
   }
 
