@@ -187,11 +187,11 @@ inline constexpr script_row script_table[] = {
      "end; "
      "return result;"},
 
-    {script::force_unlock, command_kind::force_release,
-     false,  // nobody's lease to protect
-             // force_unlock — KEYS[1] = lock key, KEYS[2] = unlock channel; ARGV[1] = message "0",
-             // ARGV[2] = publish command (`publish`, or `spublish` with sharded channels).
-             // 1: deleted and published; 0: was not locked.
+    {script::force_unlock, command_kind::force_release, false,
+     // No WAIT after it (changes_lock false): nobody's lease to protect.
+     // force_unlock — KEYS[1] = lock key, KEYS[2] = unlock channel; ARGV[1] = message "0",
+     // ARGV[2] = publish command (`publish`, or `spublish` with sharded channels).
+     // 1: deleted and published; 0: was not locked.
      "if (redis.call('del', KEYS[1]) == 1) then "
      "redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1 else return 0 end"},
 
@@ -209,14 +209,14 @@ inline constexpr script_row script_table[] = {
      "end; "
      "return {redis.call('pttl', KEYS[1]), -1};"},
 
-    {script::transfer, command_kind::release,
-     true,  // latched like a release
-            // transfer (rlock's local handoff: not Redisson's, but it leaves only states Redisson's
-            // own scripts produce) — the release above, except that the final release hands the
-            // lock to another owner instead of deleting it and publishing. KEYS and ARGV[1..5] as
-            // release; ARGV[6] = the new owner's field, ARGV[7] = its lease ms. nil: not the owner;
-            // 0: still held (reentrant); 2: the hash now holds only ARGV[6] with one hold and the
-            // new lease (a Redisson lock held by it); the latch keeps the answer.
+    {script::transfer, command_kind::release, true,
+     // A release kind: latched like a release.
+     // transfer (rlock's local handoff: not Redisson's, but it leaves only states Redisson's
+     // own scripts produce) — the release above, except that the final release hands the
+     // lock to another owner instead of deleting it and publishing. KEYS and ARGV[1..5] as
+     // release; ARGV[6] = the new owner's field, ARGV[7] = its lease ms. nil: not the owner;
+     // 0: still held (reentrant); 2: the hash now holds only ARGV[6] with one hold and the
+     // new lease (a Redisson lock held by it); the latch keeps the answer.
      "local val = redis.call('get', KEYS[3]); "
      "if val ~= false then return tonumber(val); end; "
      "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
@@ -322,15 +322,15 @@ inline constexpr script_row script_table[] = {
      "redis.call('del', KEYS[1]); redis.call('set', KEYS[6], 1, 'px', ARGV[4]); "
      "pass_on(head_after_stale(now_ms()), ARGV[3]); return 1;"},
 
-    {script::leave_fair, command_kind::release,
-     true,  // idempotent (see below)
-            // leave_fair (Redisson's acquireFailed: a waiter that gives up leaves the queue, later
-            // deadlines move back by its allowance) — KEYS[1..5] as RLOCK_FAIR_LUA; ARGV[1] = owner
-            // field, ARGV[2] = wait ms, ARGV[3] = the acquisition's ticket, ARGV[4] = publish
-            // command. A handoff made to this acquisition meanwhile is given back (one hold: the
-            // owner's other holds stay) and passed on; a registration of another acquisition of the
-            // same owner keeps the owner's place. Running it twice is running it once. 1: a handoff
-            // was given back.
+    {script::leave_fair, command_kind::release, true,
+     // A release kind: idempotent (see below).
+     // leave_fair (Redisson's acquireFailed: a waiter that gives up leaves the queue, later
+     // deadlines move back by its allowance) — KEYS[1..5] as RLOCK_FAIR_LUA; ARGV[1] = owner
+     // field, ARGV[2] = wait ms, ARGV[3] = the acquisition's ticket, ARGV[4] = publish
+     // command. A handoff made to this acquisition meanwhile is given back (one hold: the
+     // owner's other holds stay) and passed on; a registration of another acquisition of the
+     // same owner keeps the owner's place. Running it twice is running it once. 1: a handoff
+     // was given back.
      RLOCK_FAIR_LUA
      "if redis.call('hget', KEYS[4], 'granted') == ARGV[3] .. ':' .. ARGV[1] then "
      "redis.call('hdel', KEYS[4], 'granted'); "
@@ -597,15 +597,15 @@ inline constexpr script_row script_table[] = {
      "redis.call(ARGV[2], KEYS[4], redis.call('incrby', KEYS[1], n)); "
      "return 1;"},
 
-    {script::semaphore_admin, command_kind::release,
-     true,  // latched where not idempotent
-            // semaphore_admin — KEYS[1..5] as RLOCK_SEMAPHORE_LUA, KEYS[6] = latch; ARGV[1] = what:
-            // `available` (the count after giving back expired holds), `set` (RSemaphore's
-            // trySetPermits(ARGV[2]): 1 if it was not set, and then the total too), `add`
-            // (addPermits(ARGV[2]), which may be negative: the new count), `drain` (drainPermits:
-            // the permits taken), `release` (RSemaphore's release(ARGV[2]), owned by nobody: the
-            // new count; latched, so a retry adds them once); ARGV[3] = publish command, ARGV[4] =
-            // latch TTL ms.
+    {script::semaphore_admin, command_kind::release, true,
+     // A release kind: latched where not idempotent.
+     // semaphore_admin — KEYS[1..5] as RLOCK_SEMAPHORE_LUA, KEYS[6] = latch; ARGV[1] = what:
+     // `available` (the count after giving back expired holds), `set` (RSemaphore's
+     // trySetPermits(ARGV[2]): 1 if it was not set, and then the total too), `add`
+     // (addPermits(ARGV[2]), which may be negative: the new count), `drain` (drainPermits:
+     // the permits taken), `release` (RSemaphore's release(ARGV[2]), owned by nobody: the
+     // new count; latched, so a retry adds them once); ARGV[3] = publish command, ARGV[4] =
+     // latch TTL ms.
      RLOCK_SEMAPHORE_LUA
      "local what = ARGV[1]; local publish = ARGV[3]; "
      "if what == 'release' then "
