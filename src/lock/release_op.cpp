@@ -128,7 +128,8 @@ struct release_operation {
       outcome =
           op->s->on_released(plan.as_released ? released : reply, op->written, op->grants_at_start);
       error = std::move(outcome.error);
-    } else {
+    } else if (plan.tell) {
+      // Nobody to tell (its bound passed): the text is not built.
       error = failure_of(c, ec, reply, fmt::format("unlock of '{}'", op->s->name()));
     }
     if (plan.undo) op->s->release_not_sent(op->undo);

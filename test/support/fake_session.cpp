@@ -49,7 +49,10 @@ std::vector<std::size_t> fake_session::pending() const {
 void fake_session::answer(std::size_t i, detail::resp3::value v) {
   auto& r = requests.at(i);
   auto h = std::move(r.handler);  // leaves it empty: answered
-  if (r.opts.written_at != nullptr) *r.opts.written_at = detail::clock_type::now();
+  // Answered, so written: when exec wrote it, or (still queued until now) now.
+  if (r.opts.written_at != nullptr && *r.opts.written_at == detail::clock_type::time_point{}) {
+    *r.opts.written_at = detail::clock_type::now();
+  }
   std::move(h)(std::error_code{}, std::move(v));
 }
 
