@@ -46,6 +46,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/system/system_error.hpp>
 #include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/uuid_io.hpp>
 
@@ -654,7 +655,7 @@ struct inspector {
     auto [ec, diagnostic] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
                                                           void(std::error_code, std::string)>(
         [this](auto h) { conn->async_connect(std::move(h)); }, asio::use_awaitable);
-    if (ec) throw std::system_error(ec, diagnostic);
+    if (ec) throw boost::system::system_error(ec, diagnostic);
   }
 
   // A vector, not an initializer_list: g++ 12 cannot copy the latter into a coroutine frame.
@@ -665,7 +666,7 @@ struct inspector {
         co_await asio::async_initiate<const asio::use_awaitable_t<>&,
                                       void(std::error_code, rlock::detail::resp3::value)>(
             [&](auto h) { conn->exec(std::move(cmd), {}, std::move(h)); }, asio::use_awaitable);
-    if (ec) throw std::system_error(ec);
+    if (ec) throw boost::system::system_error(ec);
     co_return reply;
   }
 
@@ -1060,7 +1061,7 @@ class tight_client {
     std::error_code ec;
     for (;;) {
       if (auto v = parser_.next(ec)) return std::move(*v);
-      if (ec) throw std::system_error(ec);
+      if (ec) throw boost::system::system_error(ec);
       const std::size_t n = socket_.read_some(asio::buffer(buffer_));
       parser_.feed(std::string_view(buffer_.data(), n));
     }

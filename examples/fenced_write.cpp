@@ -21,6 +21,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -114,7 +115,7 @@ asio::awaitable<bool> write_under_lock(rlock::fenced_lock lock, fenced_record& r
             << std::endl;
   try {
     co_await lock.unlock();
-  } catch (const std::system_error& e) {
+  } catch (const boost::system::system_error& e) {
     std::cout << value << ": unlock: " << e.what() << std::endl;  // not_owner once expired
   }
   co_return accepted;

@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <chrono>
 #include <iostream>
@@ -52,7 +53,7 @@ int main(int argc, char** argv) {
           try {
             co_await rlock::with_lock(lock, [] { return job(50); });
             std::cout << "job 2 finished: the loss went unnoticed\n";
-          } catch (const std::system_error& e) {
+          } catch (const boost::system::system_error& e) {
             if (e.code() == rlock::errc::lock_lost) {
               std::cout << "job 2 aborted: " << e.what() << '\n';
               status = 0;

@@ -1,6 +1,7 @@
 #include "rlock/client.hpp"
 
 #include "client_impl.hpp"
+#include "engine/spawn.hpp"
 #include "lock/lock_ops.hpp"
 #include "lock/lock_state.hpp"
 #include "rlock/error.hpp"
@@ -82,20 +83,6 @@ const config& validated(const config& cfg) {
 }
 
 }  // namespace
-
-boost::system::error_code to_error_code(const std::exception_ptr& e) {
-  if (!e) return {};
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::system_error& ex) {
-    if (ex.code() == std::errc::operation_canceled) return asio::error::operation_aborted;
-    return ex.code();
-  } catch (const boost::system::system_error& ex) {
-    return ex.code();
-  } catch (const std::bad_alloc&) {
-    return asio::error::no_memory;
-  }
-}
 
 client_impl::client_impl(const asio::any_io_executor& ex, config c)
     : executor_(ex),
@@ -214,7 +201,7 @@ void client_impl::on_state(connection_state state, std::error_code reason,
   }
 }
 
-asio::awaitable<void> client_impl::connect_op(std::shared_ptr<client_impl> c) {
+asio::awaitable<failure> client_impl::connect_op(std::shared_ptr<client_impl> c) {
   co_await asio::this_coro::throw_if_cancelled(false);  // bounded by connect_timeout instead
   // The initiation captures a plain pointer: g++ 12 destroys some temporaries of a co_await
   // expression twice, and a captured shared_ptr then loses a reference.
@@ -222,10 +209,10 @@ asio::awaitable<void> client_impl::connect_op(std::shared_ptr<client_impl> c) {
                                               void(std::error_code, std::string)>(
       [impl = c.get()](auto handler) { impl->session_->async_connect(std::move(handler)); },
       asio::use_awaitable);
-  if (std::get<0>(result)) throw std::system_error(std::get<0>(result), std::get<1>(result));
+  co_return failure(std::get<0>(result), std::move(std::get<1>(result)));
 }
 
-asio::awaitable<void> client_impl::close_op(std::shared_ptr<client_impl> c) {
+asio::awaitable<failure> client_impl::close_op(std::shared_ptr<client_impl> c) {
   co_await asio::this_coro::throw_if_cancelled(false);
   // Unlocks already answered still owe their latch DEL: send it and wait for its answer (at most
   // command_timeout; cancellation ends the wait), so a closed client leaves no latch behind.
@@ -237,6 +224,7 @@ asio::awaitable<void> client_impl::close_op(std::shared_ptr<client_impl> c) {
     c->latches_.on_drained({});
   }
   c->shutdown(std::make_error_code(std::errc::operation_canceled));
+  co_return failure();
 }
 
 }  // namespace detail
@@ -314,10 +302,11 @@ client_metrics client::metrics() const { return impl_->metrics(); }
 
 void client::start_metrics(const std::shared_ptr<detail::client_impl>& impl,
                            detail::handler<client_metrics> h) {
-  asio::co_spawn(
+  detail::spawn(
       impl->executor_,
-      [](std::shared_ptr<detail::client_impl> c) -> asio::awaitable<client_metrics> {
-        co_return c->metrics();
+      [](std::shared_ptr<detail::client_impl> c)
+          -> asio::awaitable<std::pair<detail::failure, client_metrics>> {
+        co_return std::pair{detail::failure(), c->metrics()};
       }(impl),
       std::move(h));
 }
@@ -331,21 +320,21 @@ void client::on_state_change(std::function<void(const connection_event&)> handle
 std::chrono::milliseconds client::lease_margin() const noexcept { return impl_->dog_.margin(); }
 
 void client::start_connect(const std::shared_ptr<detail::client_impl>& impl, detail::handler<> h) {
-  asio::co_spawn(impl->executor_, detail::client_impl::connect_op(impl), std::move(h));
+  detail::spawn(impl->executor_, detail::client_impl::connect_op(impl), std::move(h));
 }
 
 void client::start_close(const std::shared_ptr<detail::client_impl>& impl, detail::handler<> h) {
-  asio::co_spawn(impl->executor_, detail::client_impl::close_op(impl), std::move(h));
+  detail::spawn(impl->executor_, detail::client_impl::close_op(impl), std::move(h));
 }
 
 namespace {
 
-/// The awaitable form: the operation's own exception (Redis's or the OS's text) is thrown as is.
+/// The awaitable form: a failure is thrown with its code and Redis's or the OS's words.
 template <typename Start>
 asio::awaitable<void> awaitable_of(const std::shared_ptr<detail::client_impl>& impl, Start st) {
   return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr)>(
       [](auto handler, std::shared_ptr<detail::client_impl> c, Start start) {
-        start(c, detail::handler<>(std::move(handler)));
+        start(c, detail::handler<>(detail::throwing(std::move(handler))));
       },
       asio::use_awaitable, impl, st);
 }

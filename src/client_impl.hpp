@@ -6,6 +6,7 @@
 #include "notify/notify_hub.hpp"
 #include "rlock/client.hpp"
 #include "rlock/config.hpp"
+#include "rlock/detail/failure.hpp"
 #include "script/script_registry.hpp"
 #include "session/session.hpp"
 #include "watchdog/watchdog.hpp"
@@ -49,8 +50,8 @@ class client_impl : public std::enable_shared_from_this<client_impl>, private co
 
  private:
   friend class rlock::client;
-  static boost::asio::awaitable<void> connect_op(std::shared_ptr<client_impl> c);
-  static boost::asio::awaitable<void> close_op(std::shared_ptr<client_impl> c);
+  static boost::asio::awaitable<failure> connect_op(std::shared_ptr<client_impl> c);
+  static boost::asio::awaitable<failure> close_op(std::shared_ptr<client_impl> c);
 
   /// The state of (name, owner), shared by every handle of that owner. Thread-safe.
   std::shared_ptr<lock_state> state_for(std::string_view name, std::uint64_t owner,

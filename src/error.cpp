@@ -1,5 +1,12 @@
 #include "rlock/error.hpp"
 
+#include "engine/spawn.hpp"
+#include "rlock/detail/completion.hpp"
+#include "rlock/detail/failure.hpp"
+
+#include <boost/asio/error.hpp>
+#include <boost/system/system_error.hpp>
+
 namespace rlock {
 namespace {
 
@@ -77,8 +84,39 @@ const std::error_category& error_category() noexcept {
   return instance;
 }
 
-void throw_error(errc e, const std::string& what) {
-  throw std::system_error(make_error_code(e), what);
+void throw_error(errc e, const std::string& what) { detail::failure(e, what).raise(); }
+
+namespace detail {
+
+void failure::raise() const {
+  if (text().empty()) throw boost::system::system_error(code);
+  throw boost::system::system_error(code, std::string(text()));
 }
+
+std::exception_ptr exception_of(const failure& f) {
+  if (!f) return nullptr;
+  if (f.text().empty()) return std::make_exception_ptr(boost::system::system_error(f.code));
+  return std::make_exception_ptr(boost::system::system_error(f.code, std::string(f.text())));
+}
+
+failure failure_of_exception(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const boost::system::system_error& ex) {
+    return {ex.code(), ex.what()};
+  } catch (const std::system_error& ex) {
+    return {ex.code(), ex.what()};
+  } catch (const std::bad_alloc&) {
+    return {boost::asio::error::no_memory, "out of memory"};
+  } catch (const std::exception& ex) {
+    return {std::make_error_code(std::errc::state_not_recoverable), ex.what()};
+  } catch (...) {
+    return {std::make_error_code(std::errc::state_not_recoverable), "unknown exception"};
+  }
+}
+
+failure cancelled(std::string_view why) { return {boost::asio::error::operation_aborted, why}; }
+
+}  // namespace detail
 
 }  // namespace rlock

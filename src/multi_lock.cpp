@@ -3,6 +3,7 @@
 #include "rlock/multi_lock.hpp"
 
 #include "engine/engine_context.hpp"
+#include "engine/spawn.hpp"
 #include "lock/lock_state.hpp"
 #include "rlock/error.hpp"
 
@@ -48,92 +49,147 @@ multi_lock::multi_lock(std::vector<lock_handle> members) {
   members_ = std::move(list);
 }
 
+multi_lock::executor_type multi_lock::get_executor() const noexcept {
+  return members_->front().get_executor();
+}
+
+// --- the operations, each started once for every form -----------------------------------------
+
+void multi_lock::start_lock(const multi_lock& m, std::optional<milliseconds> lease,
+                            detail::handler<> h) {
+  detail::spawn(m.get_executor(), lock_all(m.members_, lease), std::move(h));
+}
+void multi_lock::start_try_lock(const multi_lock& m, milliseconds wait,
+                                std::optional<milliseconds> lease, detail::handler<bool> h) {
+  detail::spawn(m.get_executor(), try_lock_all(m.members_, wait, lease), std::move(h));
+}
+void multi_lock::start_unlock(const multi_lock& m, detail::handler<> h) {
+  detail::spawn(m.get_executor(), release(m.members_, m.members_->size()), std::move(h));
+}
+void multi_lock::start_lost(const multi_lock& m, detail::handler<> h) {
+  detail::spawn(m.get_executor(), first_lost(m.members_), std::move(h));
+}
+
 asio::awaitable<void> multi_lock::lock(std::optional<milliseconds> lease) {
-  return lock_all(members_, lease);
+  return detail::awaitable_of<>(*this, [lease](const multi_lock& m, detail::handler<> h) {
+    start_lock(m, lease, std::move(h));
+  });
 }
 asio::awaitable<bool> multi_lock::try_lock(milliseconds wait, std::optional<milliseconds> lease) {
-  return try_lock_all(members_, wait, lease);
+  return detail::awaitable_of<bool>(*this,
+                                    [wait, lease](const multi_lock& m, detail::handler<bool> h) {
+                                      start_try_lock(m, wait, lease, std::move(h));
+                                    });
 }
 asio::awaitable<void> multi_lock::unlock() {
-  auto members = members_;
-  return [](member_list m) -> asio::awaitable<void> {
-    if (auto e = co_await release(m, m->size())) std::rethrow_exception(e);
-  }(std::move(members));
+  return detail::awaitable_of<>(
+      *this, [](const multi_lock& m, detail::handler<> h) { start_unlock(m, std::move(h)); });
 }
-asio::awaitable<void> multi_lock::lost() { return first_lost(members_); }
+asio::awaitable<void> multi_lock::lost() {
+  return detail::awaitable_of<>(
+      *this, [](const multi_lock& m, detail::handler<> h) { start_lost(m, std::move(h)); });
+}
 
-asio::awaitable<void> multi_lock::lock_all(member_list members, std::optional<milliseconds> lease) {
+// --- the coroutines: a failure is returned, never thrown ---------------------------------------
+
+namespace {
+
+/// Whether the caller cancelled: checked before each member, whose own operation would not see a
+/// cancellation emitted before it began.
+asio::awaitable<bool> caller_cancelled() {
+  const auto state = co_await asio::this_coro::cancellation_state;
+  co_return state.cancelled() != asio::cancellation_type::none;
+}
+
+}  // namespace
+
+asio::awaitable<detail::failure> multi_lock::lock_all(member_list members,
+                                                      std::optional<milliseconds> lease) {
+  // The rounds below decide what a cancellation means (release what was taken), not Asio.
+  co_await asio::this_coro::throw_if_cancelled(false);
   if (lease && lease->count() <= 0) {
-    throw_error(errc::invalid_argument, "multi_lock: the lease must be positive");
+    co_return detail::failure(errc::invalid_argument, "multi_lock: the lease must be positive");
   }
   std::vector<clock_type::time_point> starts;
   starts.reserve(members->size());
   for (;;) {
     std::size_t taken = 0;
-    std::exception_ptr failure;
+    detail::failure failure;
     starts.clear();
-    try {
-      for (const auto& m : *members) {
-        starts.push_back(clock_type::now());
-        // Ordered waiting: no cycle with another multi-lock over the same locks.
-        co_await detail::awaitable_of<>(m, [lease](const lock_handle& l, detail::handler<> h) {
-          lock_handle::start_acquire(l, lease, std::move(h));
-        });
-        ++taken;
+    for (const auto& m : *members) {
+      if (co_await caller_cancelled()) {
+        failure = detail::cancelled();
+        break;
       }
-    } catch (...) {
-      failure = std::current_exception();
+      starts.push_back(clock_type::now());
+      // Ordered waiting: no cycle with another multi-lock over the same locks.
+      auto taking = detail::outcome_of<>(m, [lease](const lock_handle& l, detail::handler<> h) {
+        lock_handle::start_acquire(l, lease, std::move(h));
+      });
+      failure = co_await std::move(taking);
+      if (failure) break;
+      ++taken;
     }
-    if (!failure && all_held(members, starts, lease)) co_return;
+    if (!failure && all_held(members, starts, lease)) co_return detail::failure();
     // All or nothing: what was taken goes back before the caller hears why (a cancellation of
     // the caller does not reach these releases), or before the group is taken again.
     co_await asio::this_coro::reset_cancellation_state();
     (void)co_await release(members, taken);
-    if (failure) std::rethrow_exception(failure);
+    if (failure) co_return failure;
   }
 }
 
-asio::awaitable<bool> multi_lock::try_lock_all(member_list members, milliseconds wait,
-                                               std::optional<milliseconds> lease) {
-  if (wait.count() < 0) throw_error(errc::invalid_argument, "multi_lock: the wait is negative");
+asio::awaitable<std::pair<detail::failure, bool>> multi_lock::try_lock_all(
+    member_list members, milliseconds wait, std::optional<milliseconds> lease) {
+  co_await asio::this_coro::throw_if_cancelled(false);
+  if (wait.count() < 0) {
+    co_return std::pair{detail::failure(errc::invalid_argument, "multi_lock: the wait is negative"),
+                        false};
+  }
   if (lease && lease->count() <= 0) {
-    throw_error(errc::invalid_argument, "multi_lock: the lease must be positive");
+    co_return std::pair{
+        detail::failure(errc::invalid_argument, "multi_lock: the lease must be positive"), false};
   }
   const auto deadline = clock_type::now() + wait;
   std::vector<clock_type::time_point> starts;
   starts.reserve(members->size());
   for (;;) {
     std::size_t taken = 0;
-    std::exception_ptr failure;
+    detail::failure failure;
     bool all = true;
     starts.clear();
-    try {
-      for (const auto& m : *members) {
-        // One wait shared by all: each member gets what is left of it.
-        const auto left =
-            std::max(milliseconds::zero(),
-                     std::chrono::duration_cast<milliseconds>(deadline - clock_type::now()));
-        starts.push_back(clock_type::now());
-        const bool got = co_await detail::awaitable_of<bool>(
-            m, [left, lease](const lock_handle& l, detail::handler<bool> h) {
-              lock_handle::start_try_acquire(l, left, lease, std::move(h));
-            });
-        if (!got) {
-          all = false;
-          break;
-        }
-        ++taken;
+    for (const auto& m : *members) {
+      if (co_await caller_cancelled()) {
+        failure = detail::cancelled();
+        break;
       }
-    } catch (...) {
-      failure = std::current_exception();
+      // One wait shared by all: each member gets what is left of it.
+      const auto left =
+          std::max(milliseconds::zero(),
+                   std::chrono::duration_cast<milliseconds>(deadline - clock_type::now()));
+      starts.push_back(clock_type::now());
+      auto taking =
+          detail::outcome_of<bool>(m, [left, lease](const lock_handle& l, detail::handler<bool> h) {
+            lock_handle::start_try_acquire(l, left, lease, std::move(h));
+          });
+      auto [why, got] = co_await std::move(taking);
+      if (why) {
+        failure = std::move(why);
+        break;
+      }
+      if (!got) {
+        all = false;
+        break;
+      }
+      ++taken;
     }
     const bool held = all && !failure && all_held(members, starts, lease);
-    if (held) co_return true;
+    if (held) co_return std::pair{detail::failure(), true};
     co_await asio::this_coro::reset_cancellation_state();
     (void)co_await release(members, taken);
-    if (failure) std::rethrow_exception(failure);
+    if (failure) co_return std::pair{std::move(failure), false};
     // Refused, or a member's hold ended meanwhile: again while the wait lasts.
-    if (!all || clock_type::now() >= deadline) co_return false;
+    if (!all || clock_type::now() >= deadline) co_return std::pair{detail::failure(), false};
   }
 }
 
@@ -149,40 +205,40 @@ bool multi_lock::all_held(const member_list& members,
   return true;
 }
 
-asio::awaitable<std::exception_ptr> multi_lock::release(member_list members, std::size_t count) {
-  std::exception_ptr first;
+asio::awaitable<detail::failure> multi_lock::release(member_list members, std::size_t count) {
+  co_await asio::this_coro::throw_if_cancelled(false);  // every member goes back
+  detail::failure first;
   for (std::size_t i = count; i-- > 0;) {
-    lock_handle m = (*members)[i];
-    try {
-      co_await m.unlock();
-    } catch (...) {
-      if (!first) first = std::current_exception();
-    }
+    auto releasing = detail::outcome_of<>(
+        (*members)[i],
+        [](const lock_handle& l, detail::handler<> h) { l.start_unlock(std::move(h)); });
+    auto why = co_await std::move(releasing);
+    if (why && !first) first = std::move(why);
   }
   co_return first;
 }
 
-asio::awaitable<void> multi_lock::first_lost(member_list members) {
-  auto ex = co_await asio::this_coro::executor;
+asio::awaitable<detail::failure> multi_lock::first_lost(member_list members) {
   // Every member's lost() at once; the first that reports a loss ends the wait and cancels the
   // others. Members that cannot be lost (not held through the watchdog) answer not_owner and are
   // passed over, unless all do.
-  using op = decltype(asio::co_spawn(ex, std::declval<asio::awaitable<void>>(), asio::deferred));
+  using op = decltype(std::declval<lock_handle&>().async_lost(asio::deferred));
   std::vector<op> ops;
   ops.reserve(members->size());
-  for (const auto& m : *members) {
-    ops.push_back(asio::co_spawn(
-        ex, [](lock_handle l) -> asio::awaitable<void> { co_await l.lost(); }(m), asio::deferred));
-  }
-  auto [order, errors] =
-      co_await asio::experimental::make_parallel_group(std::move(ops))
-          .async_wait(asio::experimental::wait_for_one_success(), asio::use_awaitable);
+  for (lock_handle m : *members) ops.push_back(m.async_lost(asio::deferred));
+  auto waiting = asio::experimental::make_parallel_group(std::move(ops))
+                     .async_wait(asio::experimental::wait_for_one_success(), asio::use_awaitable);
+  auto [order, errors] = co_await std::move(waiting);
   for (const auto& e : errors) {
-    if (!e) co_return;  // a member was lost
+    if (!e) co_return detail::failure();  // a member was lost
   }
   // None was lost: every member refused (not held through the watchdog), or the caller
   // cancelled the wait. The first member's answer says which.
-  std::rethrow_exception(errors[order.front()]);
+  const auto why = errors[order.front()];
+  if (why == errc::not_owner) {
+    co_return detail::failure(why, "multi_lock: no member is held through the watchdog");
+  }
+  co_return detail::failure(why, "multi_lock: the wait for a lost member ended");
 }
 
 }  // namespace rlock

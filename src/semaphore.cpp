@@ -4,11 +4,11 @@
 #include "rlock/semaphore.hpp"
 
 #include "engine/engine_context.hpp"
-#include "lock/lock_forms.hpp"
 #include "lock/lock_kind.hpp"
 #include "lock/lock_state.hpp"
 #include "lock/names.hpp"
 #include "lock/permit_id.hpp"
+#include "lock/round_trip.hpp"
 #include "rlock/error.hpp"
 
 #include <fmt/format.h>
@@ -21,11 +21,73 @@ namespace asio = boost::asio;
 
 namespace {
 
-void check_count(std::uint64_t n, std::string_view what) {
+using detail::failure;
+using detail::lock_state;
+
+failure check_count(std::uint64_t n, std::string_view what) {
   if (n == 0 || n > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max())) {
-    throw_error(errc::invalid_argument,
-                fmt::format("semaphore: {} of {} permits (1 to 2^31 - 1)", what, n));
+    return {errc::invalid_argument,
+            fmt::format("semaphore: {} of {} permits (1 to 2^31 - 1)", what, n)};
   }
+  return {};
+}
+
+/// `h` as the handler of a count, its result `map(count)` (none if `h` takes none); `h`'s
+/// executor and cancellation slot go with it.
+template <typename... To, typename Map>
+detail::handler<std::int64_t> from_count(detail::handler<To...> h, const asio::any_io_executor& ex,
+                                         Map map) {
+  auto slot = asio::get_associated_cancellation_slot(h);
+  auto handler_ex = asio::get_associated_executor(h, ex);
+  auto done = [h = std::move(h), map](failure f, std::int64_t n) mutable {
+    if constexpr (sizeof...(To) == 0) {
+      std::move(h)(std::move(f));
+    } else {
+      std::move(h)(std::move(f), map(n));
+    }
+  };
+  return detail::handler<std::int64_t>(
+      asio::bind_cancellation_slot(slot, asio::bind_executor(handler_ex, std::move(done))), ex);
+}
+
+/// The handler of an acquisition (`void(failure[, bool])`) that completes `h` with the permit
+/// `p` if it acquired, and keeps a failure's words in the semaphore's last_error(); `h`'s
+/// executor and cancellation slot go with it.
+template <typename... Acquired>
+detail::handler<Acquired...> giving(std::shared_ptr<lock_state> sem, permit p,
+                                    detail::handler<std::optional<permit>> h,
+                                    const asio::any_io_executor& ex) {
+  auto slot = asio::get_associated_cancellation_slot(h);
+  auto handler_ex = asio::get_associated_executor(h, ex);
+  auto done = [sem = std::move(sem), p = std::move(p), h = std::move(h)](failure f,
+                                                                         Acquired... got) mutable {
+    if (f) sem->set_last_error(f);
+    const bool ok = !f && (got && ...);
+    std::move(h)(std::move(f), ok ? std::optional<permit>(std::move(p)) : std::nullopt);
+  };
+  return detail::handler<Acquired...>(
+      asio::bind_cancellation_slot(slot, asio::bind_executor(handler_ex, std::move(done))), ex);
+}
+
+/// A semaphore_admin call: what, count; latched (a request id) for `release`.
+void run_admin(const std::shared_ptr<lock_state>& s, std::string what, std::int64_t n,
+               detail::handler<std::int64_t> h) {
+  std::string words = fmt::format("semaphore '{}': {}", s->name(), what);
+  // The call keeps views into these captures until it is sent.
+  auto make = [what = std::move(what), count = std::to_string(n), latch = std::string()](
+                  lock_state& st, detail::release_script_call& call) mutable {
+    auto& c = *st.ctx;
+    // A request id names a release (the latch keeps its answer for a retry); the others ignore
+    // it.
+    detail::append_unlock_latch(st.key(), latch);
+    c.append_request_id(latch);
+    detail::semaphore_admin_call(st.identity(), what, count, c.session.publish_command(), latch,
+                                 c.latch_ttl_arg.view(), call);
+    return failure();
+  };
+  detail::run_script(
+      s, std::move(make), std::move(words), std::move(h),
+      [](lock_state&, const detail::resp3::value& reply) { return detail::as_integer(reply); });
 }
 
 }  // namespace
@@ -35,101 +97,138 @@ std::uint32_t permit::count() const noexcept { return state_of(*this)->permits; 
 std::string permit::id() const { return state_of(*this)->shown_field(); }
 
 std::string_view semaphore::name() const noexcept { return state_->name(); }
+std::string semaphore::last_error() const { return state_->last_error(); }
 std::string_view semaphore::key() const noexcept { return state_->key(); }
 semaphore::executor_type semaphore::get_executor() const noexcept { return state_->ctx->executor; }
 
-asio::awaitable<permit> semaphore::acquire(std::uint32_t permits,
-                                           std::optional<milliseconds> lease) {
-  return [](std::shared_ptr<detail::lock_state> s, std::uint32_t n,
-            std::optional<milliseconds> l) -> asio::awaitable<permit> {
-    co_return *co_await take(std::move(s), n, std::nullopt, l);
-  }(state_, permits, lease);
-}
-
-asio::awaitable<std::optional<permit>> semaphore::try_acquire(std::uint32_t permits,
-                                                              milliseconds wait,
-                                                              std::optional<milliseconds> lease) {
-  return take(state_, permits, wait, lease);
-}
-
-asio::awaitable<std::optional<permit>> semaphore::take(std::shared_ptr<detail::lock_state> s,
-                                                       std::uint32_t permits,
-                                                       std::optional<milliseconds> wait,
-                                                       std::optional<milliseconds> lease) {
-  check_count(permits, "an acquisition");
+void semaphore::start_take(const semaphore& sem, std::uint32_t permits,
+                           std::optional<milliseconds> wait, std::optional<milliseconds> lease,
+                           detail::handler<std::optional<permit>> h) {
+  const auto& s = sem.state_;
+  const auto ex = s->ctx->executor;
+  if (auto f = check_count(permits, "an acquisition")) {
+    s->set_last_error(f);
+    detail::ops::deliver(ex, std::move(h), asio::cancellation_slot(), true, std::move(f),
+                         std::optional<permit>());
+    return;
+  }
   // A hold is an owner of its own: the engine reconciles, gives back and renews it as a lock.
   auto held = detail::owner_table::new_owner(s->ctx, s->name(), detail::semaphore_kind);
   held->permits = permits;
   permit p(std::move(held));
   if (!wait) {
-    co_await detail::awaitable_of<>(p, [lease](const lock_handle& l, detail::handler<> h) {
-      lock_handle::start_acquire(l, lease, std::move(h));
-    });
-    co_return p;
+    lock_handle::start_acquire(p, lease, giving<>(s, p, std::move(h), ex));
+  } else {
+    lock_handle::start_try_acquire(p, *wait, lease, giving<bool>(s, p, std::move(h), ex));
   }
-  const bool got = co_await detail::awaitable_of<bool>(
-      p, [w = *wait, lease](const lock_handle& l, detail::handler<bool> h) {
-        lock_handle::start_try_acquire(l, w, lease, std::move(h));
-      });
-  if (!got) co_return std::nullopt;
-  co_return p;
 }
 
-asio::awaitable<std::int64_t> semaphore::admin(std::shared_ptr<detail::lock_state> s,
-                                               std::string what, std::int64_t n) {
-  auto& c = *s->ctx;
-  // A request id names a release (the latch keeps its answer for a retry); the others ignore it.
-  std::string latch;
-  detail::append_unlock_latch(s->key(), latch);
-  c.append_request_id(latch);
-  const std::string count = std::to_string(n);
-  detail::release_script_call call;
-  detail::semaphore_admin_call(s->identity(), what, count, c.session.publish_command(), latch,
-                               c.latch_ttl_arg.view(), call);
-  // Named, not a temporary inside co_await (g++ 12: see with_lock.hpp).
-  auto answer = detail::run_script(s, call, fmt::format("semaphore '{}': {}", s->name(), what));
-  co_return detail::as_integer(co_await std::move(answer));
+void semaphore::start_admin(const semaphore& sem, std::string what, std::int64_t n,
+                            detail::handler<std::int64_t> h) {
+  run_admin(sem.state_, std::move(what), n, std::move(h));
+}
+
+void semaphore::start_release(const semaphore& sem, std::uint32_t permits, detail::handler<> h) {
+  const auto ex = sem.state_->ctx->executor;
+  if (auto f = check_count(permits, "a release")) {
+    sem.state_->set_last_error(f);
+    detail::ops::deliver(ex, std::move(h), asio::cancellation_slot(), true, std::move(f));
+    return;
+  }
+  run_admin(sem.state_, "release", permits, from_count(std::move(h), ex, [](std::int64_t) {}));
+}
+
+void semaphore::start_try_set(const semaphore& sem, std::uint32_t permits,
+                              detail::handler<bool> h) {
+  const auto ex = sem.state_->ctx->executor;
+  run_admin(sem.state_, "set", permits,
+            from_count(std::move(h), ex, [](std::int64_t n) { return n == 1; }));
+}
+
+void semaphore::start_release_id(const semaphore& sem, std::string id, detail::handler<bool> h) {
+  const auto& s = sem.state_;
+  std::string words = fmt::format("semaphore '{}': release", s->name());
+  // The call keeps views into these captures until it is sent.
+  auto make = [id = std::move(id), raw = std::string(), channel = std::string()](
+                  lock_state& st, detail::release_script_call& call) mutable {
+    auto parsed = detail::permit_id_from_hex(id);
+    if (!parsed) {
+      return failure(errc::invalid_argument,
+                     fmt::format("semaphore '{}': permit id '{}' is not 32 hex digits (the form "
+                                 "permit::id() and Redisson's RPermitExpirableSemaphore give)",
+                                 st.name(), id.substr(0, 64)));
+    }
+    raw = std::move(*parsed);
+    detail::append_semaphore_channel(st.key(), channel);
+    st.kind.force_call({st.key(), raw, 1}, channel, st.ctx->session.publish_command(), call);
+    return failure();
+  };
+  detail::run_script(s, std::move(make), std::move(words), std::move(h),
+                     [](lock_state&, const detail::resp3::value& reply) -> std::optional<bool> {
+                       if (auto n = detail::as_integer(reply)) return *n == 1;
+                       return std::nullopt;
+                     });
+}
+
+// --- the awaitable forms ----------------------------------------------------------------------
+
+asio::awaitable<permit> semaphore::acquire(std::uint32_t permits,
+                                           std::optional<milliseconds> lease) {
+  // A permit has no empty state: the acquisition's optional is unwrapped (always set on
+  // success; a failure was thrown at the edge).
+  return
+      [](semaphore sem, std::uint32_t n, std::optional<milliseconds> l) -> asio::awaitable<permit> {
+        auto taken = detail::awaitable_of<std::optional<permit>>(
+            sem, [n, l](const semaphore& self, detail::handler<std::optional<permit>> h) {
+              start_take(self, n, std::nullopt, l, std::move(h));
+            });
+        co_return std::move(*co_await std::move(taken));
+      }(*this, permits, lease);
+}
+
+asio::awaitable<std::optional<permit>> semaphore::try_acquire(std::uint32_t permits,
+                                                              milliseconds wait,
+                                                              std::optional<milliseconds> lease) {
+  return detail::awaitable_of<std::optional<permit>>(
+      *this,
+      [permits, wait, lease](const semaphore& self, detail::handler<std::optional<permit>> h) {
+        start_take(self, permits, wait, lease, std::move(h));
+      });
 }
 
 asio::awaitable<void> semaphore::release(std::uint32_t permits) {
-  return [](std::shared_ptr<detail::lock_state> s, std::uint32_t n) -> asio::awaitable<void> {
-    check_count(n, "a release");
-    (void)co_await admin(std::move(s), "release", n);
-  }(state_, permits);
+  return detail::awaitable_of<>(*this, [permits](const semaphore& self, detail::handler<> h) {
+    start_release(self, permits, std::move(h));
+  });
 }
 
-asio::awaitable<std::int64_t> semaphore::available() { return admin(state_, "available", 0); }
+asio::awaitable<std::int64_t> semaphore::available() { return admin_form("available", 0); }
 
 asio::awaitable<bool> semaphore::try_set_permits(std::uint32_t permits) {
-  return [](std::shared_ptr<detail::lock_state> s, std::uint32_t n) -> asio::awaitable<bool> {
-    co_return co_await admin(std::move(s), "set", n) == 1;
-  }(state_, permits);
+  return detail::awaitable_of<bool>(*this,
+                                    [permits](const semaphore& self, detail::handler<bool> h) {
+                                      start_try_set(self, permits, std::move(h));
+                                    });
 }
 
 asio::awaitable<std::int64_t> semaphore::add_permits(std::int64_t delta) {
-  return admin(state_, "add", delta);
+  return admin_form("add", delta);
 }
 
-asio::awaitable<std::int64_t> semaphore::drain() { return admin(state_, "drain", 0); }
+asio::awaitable<std::int64_t> semaphore::drain() { return admin_form("drain", 0); }
 
-asio::awaitable<bool> semaphore::release_id(std::shared_ptr<detail::lock_state> s, std::string id) {
-  auto raw = detail::permit_id_from_hex(id);
-  if (!raw) {
-    throw_error(errc::invalid_argument,
-                fmt::format("semaphore '{}': permit id '{}' is not 32 hex digits (the form "
-                            "permit::id() and Redisson's RPermitExpirableSemaphore give)",
-                            s->name(), id.substr(0, 64)));
-  }
-  std::string channel;
-  detail::append_semaphore_channel(s->key(), channel);
-  detail::release_script_call call;
-  s->kind.force_call({s->key(), *raw, 1}, channel, s->ctx->session.publish_command(), call);
-  auto answer = detail::run_script(s, call, fmt::format("semaphore '{}': release", s->name()));
-  co_return detail::as_integer(co_await std::move(answer)) == 1;
+asio::awaitable<std::int64_t> semaphore::admin_form(const char* what, std::int64_t n) {
+  return detail::awaitable_of<std::int64_t>(
+      *this, [what, n](const semaphore& self, detail::handler<std::int64_t> h) {
+        start_admin(self, what, n, std::move(h));
+      });
 }
 
 asio::awaitable<bool> permit_expirable_semaphore::release(std::string_view permit_id) {
-  return semaphore::release_id(semaphore_.state_, std::string(permit_id));
+  return detail::awaitable_of<bool>(
+      semaphore_, [id = std::string(permit_id)](const semaphore& self, detail::handler<bool> h) {
+        semaphore::start_release_id(self, id, std::move(h));
+      });
 }
 
 }  // namespace rlock

@@ -65,8 +65,6 @@ RLOCK_EXPORT rlock::client& async_client_of(client_state& s) noexcept;
 /// The calling thread's owner id: like Redisson's thread id, unique in the process even when
 /// the OS reuses thread ids.
 RLOCK_EXPORT std::uint64_t thread_owner() noexcept;
-/// What a failed call throws: a std::system_error whose what() is the operation's own words.
-RLOCK_EXPORT std::exception_ptr failure(boost::system::error_code ec, std::string text);
 
 /// The handle of `name` of kind Lock owned by `owner`, from the asynchronous client.
 template <owned_lock Lock>
@@ -127,9 +125,9 @@ class read_write_lock;
 class semaphore;
 
 /// A synchronous client for code that does not run coroutines: it owns an io_context and a
-/// background thread, and connects in its constructor (throws std::system_error on failure).
-/// A thread blocked in a call runs the io_context itself until its operation completes (one
-/// thread at a time; the others' operations are run by it), so a lone caller costs no thread
+/// background thread, and connects in its constructor (throws boost::system::system_error on
+/// failure). A thread blocked in a call runs the io_context itself until its operation completes
+/// (one thread at a time; the others' operations are run by it), so a lone caller costs no thread
 /// switch; the background thread runs it once no call has been in progress for 2 ms, for
 /// watchdog renewals and anything posted to async_client(). Destruction closes the connection
 /// and joins the thread. Calls made from a handler of this client throw errc::would_deadlock
@@ -175,9 +173,9 @@ class RLOCK_EXPORT client {
 /// asynchronous forms; here it only names its client factory (detail::get_lock).
 ///
 /// Unlike std::mutex, unlock() reports misuse: a thread that does not hold the lock gets
-/// std::system_error carrying errc::not_owner (and a lease that ran out counts as not holding
-/// it). A throw from a guard's destructor terminates, so under std guards use watchdog leases,
-/// which do not run out while the process lives.
+/// boost::system::system_error carrying errc::not_owner (and a lease that ran out counts as not
+/// holding it). A throw from a guard's destructor terminates, so under std guards use watchdog
+/// leases, which do not run out while the process lives.
 ///
 /// **The wait is the bound.** try_lock_for(d) and try_lock(wait, lease) return by their wait
 /// whatever the server does (see reentrant_lock::try_lock).
@@ -263,9 +261,9 @@ class basic_lock {
     auto begin = [&](rlock::detail::handler<> done) {
       start(l, [&l, &value, &took, done = std::move(done)](boost::system::error_code ec,
                                                            auto... result) mutable {
-        std::exception_ptr e;
+        rlock::detail::failure e;
         if (ec) {
-          e = detail::failure(ec, l.last_error());
+          e = rlock::detail::failure(ec, l.last_error());
         } else if constexpr (Acquisition) {
           took = detail::acquired(result...);
           if constexpr (std::is_same_v<T, bool>) {
@@ -476,10 +474,7 @@ class semaphore {
  public:
   void acquire(std::uint32_t n = 1) {
     keep(run<std::optional<rlock::permit>>(
-        [s = sem_, n]() mutable -> boost::asio::awaitable<std::optional<rlock::permit>> {
-          co_return co_await s.acquire(n);
-        },
-        true));
+        [n](rlock::semaphore& s, auto done) { s.async_acquire(n, std::move(done)); }, true));
   }
   bool try_acquire(std::uint32_t n = 1) { return try_acquire_for(std::chrono::milliseconds(0), n); }
   template <typename Rep, typename Period>
@@ -487,7 +482,8 @@ class semaphore {
     const auto ms =
         std::max(std::chrono::ceil<std::chrono::milliseconds>(wait), std::chrono::milliseconds(0));
     auto p = run<std::optional<rlock::permit>>(
-        [s = sem_, n, ms]() mutable { return s.try_acquire(n, ms); }, true);
+        [n, ms](rlock::semaphore& s, auto done) { s.async_try_acquire(n, ms, std::move(done)); },
+        true);
     const bool got = p.has_value();
     keep(std::move(p));
     return got;
@@ -508,18 +504,23 @@ class semaphore {
       }
     }
     if (!p) rlock::throw_error(errc::not_owner, "semaphore: this object holds no permit");
-    (void)run<bool>(
-        [h = *p]() mutable -> boost::asio::awaitable<bool> {
-          co_await h.unlock();
-          co_return true;
-        },
-        false);
+    auto begin = [&p](rlock::detail::handler<> done) {
+      p->async_unlock([&p, done = std::move(done)](boost::system::error_code ec) mutable {
+        std::move(done)(ec ? rlock::detail::failure(ec, p->last_error())
+                           : rlock::detail::failure());
+      });
+    };
+    auto nothing = [] {};
+    detail::wait(*state_, begin, nothing, false);
   }
   std::int64_t available() {
-    return run<std::int64_t>([s = sem_]() mutable { return s.available(); }, false);
+    return run<std::int64_t>(
+        [](rlock::semaphore& s, auto done) { s.async_available(std::move(done)); }, false);
   }
   bool try_set_permits(std::uint32_t n) {
-    return run<bool>([s = sem_, n]() mutable { return s.try_set_permits(n); }, false);
+    return run<bool>(
+        [n](rlock::semaphore& s, auto done) { s.async_try_set_permits(n, std::move(done)); },
+        false);
   }
   rlock::semaphore& async_semaphore() noexcept { return sem_; }
 
@@ -533,23 +534,23 @@ class semaphore {
     std::lock_guard g(mutex_);
     held_.push_back(std::move(*p));
   }
-  /// Runs the coroutine `make()` on the client to its end on this thread; an acquisition the
-  /// caller will not get (a handler's exception won) is given back.
-  template <typename T, typename Make>
-  T run(Make make, bool acquisition) {
+  /// Runs the operation `start(semaphore, completion)` starts (an async_* form) to its end on
+  /// this thread; an acquisition the caller will not get (a handler's exception won) is given
+  /// back.
+  template <typename T, typename Start>
+  T run(Start start, bool acquisition) {
     std::optional<T> value;
     auto begin = [&](rlock::detail::handler<> done) {
-      boost::asio::co_spawn(sem_.get_executor(), make(),
-                            [&value, done = std::move(done)](std::exception_ptr e, T v) mutable {
-                              if (!e) value.emplace(std::move(v));
-                              std::move(done)(std::move(e));
-                            });
+      start(sem_,
+            [this, &value, done = std::move(done)](boost::system::error_code ec, T v) mutable {
+              if (!ec) value.emplace(std::move(v));
+              std::move(done)(ec ? rlock::detail::failure(ec, sem_.last_error())
+                                 : rlock::detail::failure());
+            });
     };
     auto undo = [&] {
       if constexpr (std::is_same_v<T, std::optional<rlock::permit>>) {
-        if (acquisition && value && *value) {
-          boost::asio::co_spawn(sem_.get_executor(), (*value)->unlock(), boost::asio::detached);
-        }
+        if (acquisition && value && *value) (*value)->async_unlock(boost::asio::detached);
       }
     };
     detail::wait(*state_, begin, undo, false);

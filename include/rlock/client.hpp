@@ -107,7 +107,7 @@ class RLOCK_EXPORT client {
  public:
   using executor_type = boost::asio::any_io_executor;
 
-  /// Throws std::system_error with errc::invalid_argument for settings that cannot work (a
+  /// Throws boost::system::system_error with errc::invalid_argument for settings that cannot work (a
   /// sync_replicas timeout not below command_timeout, sentinels without a master name, ...).
   client(executor_type ex, config cfg);
   client(const client&) = delete;
@@ -187,7 +187,7 @@ class RLOCK_EXPORT client {
   }
 
   /// A handle for lock `name` with a new owner. `name` must not be empty (else throws
-  /// std::system_error carrying errc::invalid_argument); any other bytes are allowed.
+  /// boost::system::system_error carrying errc::invalid_argument); any other bytes are allowed.
   reentrant_lock get_lock(std::string_view name);
   /// A handle for lock `name` owned by `owner_id`: handles with the same name and owner id are
   /// one owner. Ids from get_lock(name) are drawn from one per-process counter starting at 1;

@@ -207,7 +207,7 @@ struct RLOCK_EXPORT config {
 
   /// Parses `redis://[[user]:password@]host[:port][/db]`, or `rediss://...` for TLS (with the
   /// system's trust store; set tls.ca_file etc. afterwards for a private CA); throws
-  /// std::system_error carrying errc::invalid_argument on anything else.
+  /// boost::system::system_error carrying errc::invalid_argument on anything else.
   static config from_url(const std::string& url);
 };
 

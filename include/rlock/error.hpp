@@ -100,7 +100,8 @@ inline std::error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), error_category()};
 }
 
-/// A `std::system_error` carrying an rlock error and, where Redis sent one, its error text.
+/// Throws a `boost::system::system_error` carrying an rlock error and, where Redis sent one, its
+/// error text: what every awaitable and blocking form throws.
 [[noreturn]] RLOCK_EXPORT void throw_error(errc e, const std::string& what = {});
 
 }  // namespace rlock

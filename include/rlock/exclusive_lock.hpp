@@ -23,7 +23,7 @@ namespace rlock {
 ///
 /// **Cancellation**, per operation below. Where it is supported, it may be emitted from any
 /// thread or executor, also before the operation has started on the client's executor, and the
-/// operation completes with `operation_aborted` (`std::errc::operation_canceled` from the
+/// operation completes with `operation_aborted` (thrown as boost::system::system_error by the
 /// awaitable forms).
 template <typename Lock>
 class exclusive_lock : public lock_handle {

@@ -75,7 +75,9 @@ class basic_hold {
   boost::asio::awaitable<void> unlock() {
     return boost::asio::async_initiate<const boost::asio::use_awaitable_t<>&,
                                        void(std::exception_ptr)>(
-        [this](auto handler) { start_unlock(detail::handler<>(std::move(handler))); },
+        [this](auto handler) {
+          start_unlock(detail::handler<>(detail::throwing(std::move(handler))));
+        },
         boost::asio::use_awaitable);
   }
   /// The same with any completion token; signature `void(error_code)`.
@@ -119,11 +121,11 @@ class basic_hold {
     auto slot = asio::get_associated_cancellation_slot(h);
     auto ex = asio::get_associated_executor(h, l.get_executor());
     auto made = asio::bind_cancellation_slot(
-        slot, asio::bind_executor(
-                  ex, [l, h = std::move(h)](std::exception_ptr e, auto... result) mutable {
-                    const bool ok = !e && (acquired(result) && ...);
-                    std::move(h)(e, ok ? basic_hold(std::move(l)) : basic_hold());
-                  }));
+        slot,
+        asio::bind_executor(ex, [l, h = std::move(h)](detail::failure e, auto... result) mutable {
+          const bool ok = !e && (acquired(result) && ...);
+          std::move(h)(std::move(e), ok ? basic_hold(std::move(l)) : basic_hold());
+        }));
     if (!wait) {
       Lock::start_lock(l, lease, std::move(made));
     } else {
@@ -147,9 +149,8 @@ class basic_hold {
       auto ex = boost::asio::get_associated_executor(h, boost::asio::system_executor());
       boost::asio::post(boost::asio::system_executor(), [ex, h = std::move(h)]() mutable {
         boost::asio::dispatch(ex, [h = std::move(h)]() mutable {
-          std::move(h)(std::make_exception_ptr(
-              std::system_error(make_error_code(errc::not_owner),
-                                "this hold owns no lock (released or never acquired)")));
+          std::move(h)(detail::failure(errc::not_owner,
+                                       "this hold owns no lock (released or never acquired)"));
         });
       });
       return;
@@ -169,7 +170,7 @@ class basic_hold {
       // Posted, not started here: a destructor may run inside the client's own bookkeeping (a
       // coroutine frame destroyed by a cancellation) or on another thread.
       boost::asio::post(l.get_executor(), [l] {
-        l.start_unlock(detail::handler<>([](std::exception_ptr) {
+        l.start_unlock(detail::handler<>([](const detail::failure&) {
           // Kept in l.last_error() by the operation; the lease bounds a failed release.
         }));
       });

@@ -54,8 +54,8 @@ struct lock_state;
 /// Copies of a handle are the same owner.
 ///
 /// **Two forms of every operation, one implementation.** `co_await l.unlock()` (an
-/// `asio::awaitable`) throws `std::system_error` carrying `rlock::errc`, with Redis's text in
-/// `what()` for server errors. `l.async_unlock(token)` takes any Asio completion token (a
+/// `asio::awaitable`) throws `boost::system::system_error` carrying `rlock::errc`, with Redis's
+/// text in `what()` for server errors. `l.async_unlock(token)` takes any Asio completion token (a
 /// callback, `use_future`, `use_awaitable`, `as_tuple(...)`, `deferred`, ...; without one,
 /// `rlock::default_completion_token`, i.e. `asio::deferred`) and completes with Asio's
 /// convention, `void(boost::system::error_code[, T])`; the text is then in `last_error()`.
@@ -186,12 +186,8 @@ class RLOCK_EXPORT lock_handle {
   /// gone.
   template <typename... Result, typename CompletionToken, typename Start>
   auto initiate(CompletionToken&& token, Start start) const {
-    return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, Result...)>(
-        [](auto handler, lock_handle self, Start st) {
-          auto ex = self.get_executor();
-          st(self, detail::with_error_code<Result...>(std::move(handler), ex));
-        },
-        token, *this, std::move(start));
+    return detail::initiate<Result...>(std::forward<CompletionToken>(token), *this,
+                                       std::move(start));
   }
 
   /// The owner's state, for the kinds' own operations.

@@ -5,14 +5,13 @@
 #include "rlock/lock_handle.hpp"
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/co_spawn.hpp>
 
 #include <chrono>
 #include <cstddef>
-#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rlock {
@@ -35,14 +34,16 @@ namespace rlock {
 /// **One lost() for the group:** it completes when any member's lease is reported lost (the
 /// group no longer excludes anybody), with not_owner if no member is held through the watchdog.
 ///
-/// A handle: copies share the members. Forms: awaitable, and async_* with any completion token
-/// and signature `void(std::exception_ptr[, bool])` (the coroutine's, through co_spawn).
+/// A handle: copies share the members. Forms: awaitable (a failure is thrown as
+/// boost::system::system_error), and async_* with any completion token and signature
+/// `void(error_code[, bool])`, as lock_handle's.
 class RLOCK_EXPORT multi_lock {
  public:
   using milliseconds = std::chrono::milliseconds;
+  using executor_type = lock_handle::executor_type;
 
-  /// Invalid (throws std::system_error with errc::invalid_argument): no member, or one lock
-  /// (same key on the same deployment) given twice.
+  /// Invalid (throws boost::system::system_error with errc::invalid_argument): no member, or one
+  /// lock (same key on the same deployment) given twice.
   explicit multi_lock(std::vector<lock_handle> members);
 
   /// Takes every member, waiting as long as it takes; `lease` for each (absent: the watchdog).
@@ -60,43 +61,72 @@ class RLOCK_EXPORT multi_lock {
   /// Completes when the first member's lease is reported lost.
   boost::asio::awaitable<void> lost();
 
-  template <typename CompletionToken = default_completion_token>
+  template <detail::completion_token CompletionToken = default_completion_token>
   auto async_lock(CompletionToken&& token = {}) {
-    return boost::asio::co_spawn(executor(), lock(), std::forward<CompletionToken>(token));
+    return async_lock(std::nullopt, std::forward<CompletionToken>(token));
   }
-  template <typename CompletionToken = default_completion_token>
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_lock(std::optional<milliseconds> lease, CompletionToken&& token = {}) {
+    return detail::initiate<>(
+        std::forward<CompletionToken>(token), *this,
+        [lease](const multi_lock& m, detail::handler<> h) { start_lock(m, lease, std::move(h)); });
+  }
+  template <detail::completion_token CompletionToken = default_completion_token>
   auto async_try_lock(milliseconds wait, CompletionToken&& token = {}) {
-    return boost::asio::co_spawn(executor(), try_lock(wait), std::forward<CompletionToken>(token));
+    return async_try_lock(wait, std::nullopt, std::forward<CompletionToken>(token));
   }
-  template <typename CompletionToken = default_completion_token>
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_try_lock(milliseconds wait, std::optional<milliseconds> lease,
+                      CompletionToken&& token = {}) {
+    return detail::initiate<bool>(std::forward<CompletionToken>(token), *this,
+                                  [wait, lease](const multi_lock& m, detail::handler<bool> h) {
+                                    start_try_lock(m, wait, lease, std::move(h));
+                                  });
+  }
+  template <detail::completion_token CompletionToken = default_completion_token>
   auto async_unlock(CompletionToken&& token = {}) {
-    return boost::asio::co_spawn(executor(), unlock(), std::forward<CompletionToken>(token));
+    return detail::initiate<>(
+        std::forward<CompletionToken>(token), *this,
+        [](const multi_lock& m, detail::handler<> h) { start_unlock(m, std::move(h)); });
   }
-  template <typename CompletionToken = default_completion_token>
+  template <detail::completion_token CompletionToken = default_completion_token>
   auto async_lost(CompletionToken&& token = {}) {
-    return boost::asio::co_spawn(executor(), lost(), std::forward<CompletionToken>(token));
+    return detail::initiate<>(
+        std::forward<CompletionToken>(token), *this,
+        [](const multi_lock& m, detail::handler<> h) { start_lost(m, std::move(h)); });
   }
+
+  /// The executor of the first member's client, where the group's operations run.
+  executor_type get_executor() const noexcept;
 
   /// The members in the order they are taken.
   const std::vector<lock_handle>& members() const noexcept { return *members_; }
 
  private:
   using member_list = std::shared_ptr<const std::vector<lock_handle>>;
-  lock_handle::executor_type executor() const { return members_->front().get_executor(); }
 
-  // The coroutines hold the members, not `this`: a deferred operation may outlive the object.
-  static boost::asio::awaitable<void> lock_all(member_list members,
-                                               std::optional<milliseconds> lease);
-  static boost::asio::awaitable<bool> try_lock_all(member_list members, milliseconds wait,
-                                                   std::optional<milliseconds> lease);
+  // The operations, each started once for every form (a deferred one holds a copy of the
+  // handle); handlers run on their associated executor, never inside these calls.
+  static void start_lock(const multi_lock& m, std::optional<milliseconds> lease,
+                         detail::handler<> h);
+  static void start_try_lock(const multi_lock& m, milliseconds wait,
+                             std::optional<milliseconds> lease, detail::handler<bool> h);
+  static void start_unlock(const multi_lock& m, detail::handler<> h);
+  static void start_lost(const multi_lock& m, detail::handler<> h);
+
+  // The coroutines hold the members, not `this`, and return their failure, never throw it.
+  static boost::asio::awaitable<detail::failure> lock_all(member_list members,
+                                                          std::optional<milliseconds> lease);
+  static boost::asio::awaitable<std::pair<detail::failure, bool>> try_lock_all(
+      member_list members, milliseconds wait, std::optional<milliseconds> lease);
   /// Whether every member is still held: none lost since it was taken, none whose `lease`
   /// (from just before its acquisition began, at `starts[i]`) is over.
   static bool all_held(const member_list& members,
                        const std::vector<std::chrono::steady_clock::time_point>& starts,
                        std::optional<milliseconds> lease);
-  /// Releases `members[0, count)` in reverse order; the first failure, or null.
-  static boost::asio::awaitable<std::exception_ptr> release(member_list members, std::size_t count);
-  static boost::asio::awaitable<void> first_lost(member_list members);
+  /// Releases `members[0, count)` in reverse order; the first failure, or none.
+  static boost::asio::awaitable<detail::failure> release(member_list members, std::size_t count);
+  static boost::asio::awaitable<detail::failure> first_lost(member_list members);
   /// The global order: the key, then the deployment it lives on.
   static std::string order_of(const lock_handle& l);
 

@@ -5,7 +5,6 @@
 #include "rlock/lock_handle.hpp"
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/co_spawn.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -54,9 +53,9 @@ class RLOCK_EXPORT permit : public lock_handle {
 /// `rlock_semaphore_total:{<key>}` and add_permits moves; a semaphore Redisson set up has no
 /// known total, and such an acquisition then waits, as in Redisson), with Redis's words.
 ///
-/// Forms: awaitable, and async_* with any completion token and signature
-/// `void(std::exception_ptr[, T])` (the coroutine's, through co_spawn). Get one from
-/// client::get_semaphore(). A handle: copies name the same semaphore.
+/// Forms: awaitable (a failure is thrown as boost::system::system_error, with Redis's words),
+/// and async_* with any completion token and signature `void(error_code[, T])`, as
+/// lock_handle's. Get one from client::get_semaphore(). A handle: copies name the same semaphore.
 class RLOCK_EXPORT semaphore {
  public:
   using milliseconds = std::chrono::milliseconds;
@@ -83,49 +82,106 @@ class RLOCK_EXPORT semaphore {
   /// Redisson's drainPermits: takes every available permit (as nobody's hold); how many.
   boost::asio::awaitable<std::int64_t> drain();
 
-  /// Completes with `void(std::exception_ptr, std::optional<permit>)`, the permit present on
-  /// success (a permit has no empty state to hand over with an error).
-  template <typename CompletionToken = default_completion_token>
+  /// Completes with `void(error_code, std::optional<permit>)`, the permit present on success (a
+  /// permit has no empty state to hand over with an error).
+  template <detail::completion_token CompletionToken = default_completion_token>
   auto async_acquire(std::uint32_t permits, CompletionToken&& token = {}) {
-    return boost::asio::co_spawn(get_executor(), take(state_, permits, std::nullopt, std::nullopt),
-                                 std::forward<CompletionToken>(token));
+    return async_acquire(permits, std::nullopt, std::forward<CompletionToken>(token));
   }
-  template <typename CompletionToken = default_completion_token>
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_acquire(std::uint32_t permits, std::optional<milliseconds> lease,
+                     CompletionToken&& token = {}) {
+    return detail::initiate<std::optional<permit>>(
+        std::forward<CompletionToken>(token), *this,
+        [permits, lease](const semaphore& s, detail::handler<std::optional<permit>> h) {
+          start_take(s, permits, std::nullopt, lease, std::move(h));
+        });
+  }
+  /// Completes with `void(error_code, std::optional<permit>)`: empty if none was taken in time.
+  template <detail::completion_token CompletionToken = default_completion_token>
   auto async_try_acquire(std::uint32_t permits, milliseconds wait, CompletionToken&& token = {}) {
-    return boost::asio::co_spawn(get_executor(), try_acquire(permits, wait),
-                                 std::forward<CompletionToken>(token));
+    return async_try_acquire(permits, wait, std::nullopt, std::forward<CompletionToken>(token));
   }
-  template <typename CompletionToken = default_completion_token>
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_try_acquire(std::uint32_t permits, milliseconds wait,
+                         std::optional<milliseconds> lease, CompletionToken&& token = {}) {
+    return detail::initiate<std::optional<permit>>(
+        std::forward<CompletionToken>(token), *this,
+        [permits, wait, lease](const semaphore& s, detail::handler<std::optional<permit>> h) {
+          start_take(s, permits, wait, lease, std::move(h));
+        });
+  }
+  /// Completes with `void(error_code)`.
+  template <detail::completion_token CompletionToken = default_completion_token>
   auto async_release(std::uint32_t permits, CompletionToken&& token = {}) {
-    return boost::asio::co_spawn(get_executor(), release(permits),
-                                 std::forward<CompletionToken>(token));
+    return detail::initiate<>(std::forward<CompletionToken>(token), *this,
+                              [permits](const semaphore& s, detail::handler<> h) {
+                                start_release(s, permits, std::move(h));
+                              });
   }
-  template <typename CompletionToken = default_completion_token>
+  /// Completes with `void(error_code, std::int64_t)`.
+  template <detail::completion_token CompletionToken = default_completion_token>
   auto async_available(CompletionToken&& token = {}) {
-    return boost::asio::co_spawn(get_executor(), available(), std::forward<CompletionToken>(token));
+    return detail::initiate<std::int64_t>(std::forward<CompletionToken>(token), *this,
+                                          [](const semaphore& s, detail::handler<std::int64_t> h) {
+                                            start_admin(s, "available", 0, std::move(h));
+                                          });
+  }
+  /// Completes with `void(error_code, bool)`.
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_try_set_permits(std::uint32_t permits, CompletionToken&& token = {}) {
+    return detail::initiate<bool>(std::forward<CompletionToken>(token), *this,
+                                  [permits](const semaphore& s, detail::handler<bool> h) {
+                                    start_try_set(s, permits, std::move(h));
+                                  });
+  }
+  /// Completes with `void(error_code, std::int64_t)`: the new count.
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_add_permits(std::int64_t delta, CompletionToken&& token = {}) {
+    return detail::initiate<std::int64_t>(
+        std::forward<CompletionToken>(token), *this,
+        [delta](const semaphore& s, detail::handler<std::int64_t> h) {
+          start_admin(s, "add", delta, std::move(h));
+        });
+  }
+  /// Completes with `void(error_code, std::int64_t)`: how many were drained.
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_drain(CompletionToken&& token = {}) {
+    return detail::initiate<std::int64_t>(std::forward<CompletionToken>(token), *this,
+                                          [](const semaphore& s, detail::handler<std::int64_t> h) {
+                                            start_admin(s, "drain", 0, std::move(h));
+                                          });
   }
 
   /// The semaphore's name (without the key prefix), and its key.
   std::string_view name() const noexcept;
   std::string_view key() const noexcept;
   executor_type get_executor() const noexcept;
+  /// The words of the latest failed operation of this semaphore's handles (Redis's error text,
+  /// the bound that ran out, bad input): the async_* forms complete with an error_code only;
+  /// read this in the handler for the words. Empty if none failed. May be called from any
+  /// thread.
+  std::string last_error() const;
 
  private:
   friend class client;
   friend class permit_expirable_semaphore;
   explicit semaphore(std::shared_ptr<detail::lock_state> any) noexcept : state_(std::move(any)) {}
 
-  // Static, holding the state: a deferred operation may run after the handle is gone.
-  /// A semaphore_admin call: what, count; latched (a request id) for `release`.
-  static boost::asio::awaitable<std::int64_t> admin(std::shared_ptr<detail::lock_state> s,
-                                                    std::string what, std::int64_t n);
-  /// The acquisitions share this: a fresh hold of `permits`, through the engine.
-  static boost::asio::awaitable<std::optional<permit>> take(std::shared_ptr<detail::lock_state> s,
-                                                            std::uint32_t permits,
-                                                            std::optional<milliseconds> wait,
-                                                            std::optional<milliseconds> lease);
-  static boost::asio::awaitable<bool> release_id(std::shared_ptr<detail::lock_state> s,
-                                                 std::string id);
+  // The operations, each started once for every form; handlers run on their associated
+  // executor, never inside these calls. A deferred operation holds a copy of the handle.
+  /// The acquisitions: a fresh hold of `permits` through the engine (`wait` absent: until
+  /// taken).
+  static void start_take(const semaphore& s, std::uint32_t permits,
+                         std::optional<milliseconds> wait, std::optional<milliseconds> lease,
+                         detail::handler<std::optional<permit>> h);
+  /// A semaphore_admin call that answers a count: available, add, drain.
+  static void start_admin(const semaphore& s, std::string what, std::int64_t n,
+                          detail::handler<std::int64_t> h);
+  static void start_release(const semaphore& s, std::uint32_t permits, detail::handler<> h);
+  static void start_try_set(const semaphore& s, std::uint32_t permits, detail::handler<bool> h);
+  static void start_release_id(const semaphore& s, std::string id, detail::handler<bool> h);
+  boost::asio::awaitable<std::int64_t> admin_form(const char* what, std::int64_t n);
 
   std::shared_ptr<detail::lock_state> state_;  // names the semaphore; holds nothing
 };

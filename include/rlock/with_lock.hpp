@@ -38,8 +38,8 @@ struct awaitable_value<boost::asio::awaitable<T, Executor>> {
 /// userver's DistLockedWorker runs a task: acquires it with the watchdog (waiting as lock()
 /// does), runs the work, and if the watchdog finds the lock lost meanwhile, cancels the work
 /// (total cancellation: it must stop at its next cancellable wait) and throws
-/// `std::system_error` carrying errc::lock_lost. Otherwise releases the lock and returns the
-/// work's result. The work's own exception is rethrown after the release; so is a failed
+/// `boost::system::system_error` carrying errc::lock_lost. Otherwise releases the lock and returns
+/// the work's result. The work's own exception is rethrown after the release; so is a failed
 /// release when the work succeeded (errc::timeout: the release may still happen).
 ///
 ///   auto total = co_await rlock::with_lock(lock, [&]() -> asio::awaitable<int> {
@@ -109,7 +109,7 @@ auto with_lock(Lock lock, Fn fn)
 namespace detail {
 
 /// with_lock's work beside a watch for a loss, for what is held by other than one lock handle
-/// (a multi-lock, a semaphore's hold): `watch` completes with `void(std::exception_ptr)` (null:
+/// (a multi-lock, a semaphore's hold): `watch` completes with `void(error_code)` (success:
 /// lost), `release()` returns the awaitable that gives the hold back, `what` names it in errors.
 template <typename Fn, typename Watch, typename Release>
 auto run_held(Fn fn, Watch watch, Release release, std::string what)
@@ -124,29 +124,32 @@ auto run_held(Fn fn, Watch watch, Release release, std::string what)
   auto waited = group.async_wait(asio::experimental::wait_for_one(), asio::deferred);
   std::optional<stored> result;
   std::exception_ptr failure;
-  std::exception_ptr watch_e;
+  boost::system::error_code watch_ec;
   bool watch_first = false;
   if constexpr (is_void) {
-    auto [order, work_e, lost_e] = co_await std::move(waited);
+    auto [order, work_e, lost_ec] = co_await std::move(waited);
     watch_first = order[0] == 1;
     failure = work_e;
-    watch_e = lost_e;
+    watch_ec = lost_ec;
     if (!failure) result.emplace();
   } else {
-    auto [order, work_e, value, lost_e] = co_await std::move(waited);
+    auto [order, work_e, value, lost_ec] = co_await std::move(waited);
     watch_first = order[0] == 1;
     failure = work_e;
-    watch_e = lost_e;
+    watch_ec = lost_ec;
     if (!failure) result.emplace(std::move(value));
   }
-  if (watch_first && !watch_e) {
+  if (watch_first && !watch_ec) {
     try {
       co_await release();  // what is left of it (a multi-lock's other members)
     } catch (...) {
     }
     throw_error(errc::lock_lost, what + " was lost while the work ran; the work was cancelled");
   }
-  if (watch_first) failure = watch_e;  // the watch failed first: the work was cancelled for it
+  if (watch_first) {
+    // The watch failed first (the client closed): the work was cancelled for it.
+    failure = std::make_exception_ptr(boost::system::system_error(watch_ec));
+  }
   if (failure) {
     try {
       co_await release();
@@ -171,8 +174,7 @@ auto with_multi_lock(std::shared_ptr<multi_lock> lock, Fn fn)
     -> boost::asio::awaitable<typename awaitable_value<std::invoke_result_t<Fn&>>::type> {
   namespace asio = boost::asio;
   co_await lock->lock();
-  const auto ex = co_await asio::this_coro::executor;
-  auto watch = asio::co_spawn(ex, lock->lost(), asio::deferred);
+  auto watch = lock->async_lost(asio::deferred);
   auto release = [lock]() { return lock->unlock(); };
   std::string what = "a member of the multi-lock";
   auto held = run_held(std::move(fn), std::move(watch), std::move(release), std::move(what));
@@ -185,8 +187,7 @@ auto with_semaphore(std::shared_ptr<semaphore> sem, std::uint32_t permits, Fn fn
   namespace asio = boost::asio;
   auto acquisition = sem->acquire(permits);
   auto hold = std::make_shared<permit>(co_await std::move(acquisition));
-  const auto ex = co_await asio::this_coro::executor;
-  auto watch = asio::co_spawn(ex, hold->lost(), asio::deferred);
+  auto watch = hold->async_lost(asio::deferred);
   auto release = [hold]() { return hold->unlock(); };
   std::string what =
       "the hold of " + std::to_string(permits) + " permit(s) of '" + std::string(sem->name()) + "'";

@@ -27,18 +27,6 @@ using std::chrono::milliseconds;
 
 namespace detail {
 
-/// What a failed call throws: the std::system_error the awaitable form would have thrown, its
-/// what() being the operation's own words (Redis's text, the bound that ran out, ...).
-class failure_error : public std::system_error {
- public:
-  failure_error(std::error_code ec, std::string text)
-      : std::system_error(ec), text_(text.empty() ? ec.message() : std::move(text)) {}
-  const char* what() const noexcept override { return text_.c_str(); }
-
- private:
-  std::string text_;
-};
-
 /// The io_context, the asynchronous client on it, and who runs it. Shared with the locks so that a
 /// lock handle never outlives the machinery it calls.
 ///
@@ -90,7 +78,8 @@ struct client_state {
   };
 
   /// Starts an operation through `start(handler)` and drives (or waits for the driver of) the
-  /// io_context until its completion (std::exception_ptr[, T]) arrives; rethrows its exception.
+  /// io_context until its completion (`failure[, T]`, or a coroutine's `std::exception_ptr`)
+  /// arrives; throws its failure as a boost::system::system_error.
   /// The outcome lives on the caller's stack: no shared state to allocate.
   template <typename T, typename Start>
   T wait_for(Start start) {
@@ -121,7 +110,8 @@ struct client_state {
     }
     struct outcome {
       std::atomic<bool> done{false};
-      std::exception_ptr error;
+      rlock::detail::failure error;
+      std::exception_ptr thrown;  // by a coroutine (connect)
       std::optional<std::conditional_t<std::is_void_v<T>, char, T>> value;
       std::thread::id caller = std::this_thread::get_id();
       sleeper bed;
@@ -130,8 +120,12 @@ struct client_state {
       std::lock_guard guard(m);
       ++callers;
     }
-    auto on_done = [this, &out](std::exception_ptr e, auto... v) {
-      out.error = std::move(e);
+    auto on_done = [this, &out](auto e, auto... v) {
+      if constexpr (std::is_same_v<decltype(e), std::exception_ptr>) {
+        out.thrown = std::move(e);
+      } else {
+        out.error = std::move(e);
+      }
       if constexpr (sizeof...(v) > 0 && !std::is_void_v<T>) out.value.emplace(std::move(v)...);
       if (std::this_thread::get_id() == out.caller) {
         // The driver's own completion: it checks `done` after each handler.
@@ -159,7 +153,7 @@ struct client_state {
       std::lock_guard guard(m);
       if (!background_error) background_error = handler_error;
     } else if (handler_error) {
-      if (!out.error) {
+      if (!out.error && !out.thrown) {
         if constexpr (std::is_void_v<T>) {
           undo();
         } else {
@@ -168,7 +162,8 @@ struct client_state {
       }
       std::rethrow_exception(handler_error);
     }
-    if (out.error) std::rethrow_exception(out.error);
+    if (out.thrown) std::rethrow_exception(out.thrown);
+    if (out.error) out.error.raise();
     if constexpr (!std::is_void_v<T>) return std::move(*out.value);
   }
 
@@ -307,10 +302,6 @@ std::uint64_t thread_owner() noexcept {
   // From the same counter as get_lock(name).
   thread_local const std::uint64_t id = rlock::detail::next_owner_id();
   return id;
-}
-
-std::exception_ptr failure(boost::system::error_code ec, std::string text) {
-  return std::make_exception_ptr(failure_error(std::error_code(ec), std::move(text)));
 }
 
 }  // namespace detail

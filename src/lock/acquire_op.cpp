@@ -71,7 +71,7 @@ struct acquire_operation : attempt_gate::entry {
         fsm(started, w ? &*w : nullptr, s->ctx->cfg.command_timeout, s->ctx->cfg.watchdog_timeout,
             longest_nap(*s->ctx, l)),
         caller(std::in_place_type<Handler>, std::move(h)),
-        failure(validate(w, l)) {}
+        error(validate(w, l)) {}
 
   ~acquire_operation() {
     if (link) link->op = nullptr;
@@ -322,9 +322,9 @@ struct acquire_operation : attempt_gate::entry {
           if (op->joined_first) op->waiter.woken = false;
           break;
         case acquire_reply::outcome::malformed:
-          op->failure = error_with(errc::protocol_error,
-                                   fmt::format("lock '{}': {} acquire script: unexpected reply",
-                                               op->s->name(), op->s->kind.name));
+          op->error = failure(errc::protocol_error,
+                              fmt::format("lock '{}': {} acquire script: unexpected reply",
+                                          op->s->name(), op->s->kind.name));
           break;
       }
     } else if (op->written != clock_type::time_point{}) {
@@ -333,7 +333,7 @@ struct acquire_operation : attempt_gate::entry {
         ++op->ctx().counters.reconciled_acquires;
         a = answer::unknown;
       } else {
-        op->failure = op->failure_from(ec, reply);
+        op->error = op->failure_from(ec, reply);
       }
     } else {
       // Never reached the server: it did not run.
@@ -345,7 +345,7 @@ struct acquire_operation : attempt_gate::entry {
       if (ec == errc::timeout) {
         a = answer::not_written;
       } else {
-        op->failure = op->failure_from(ec, reply);
+        op->error = op->failure_from(ec, reply);
       }
     }
     const auto next = op->fsm.on_attempt(a, ttl, clock_type::now());
@@ -374,7 +374,7 @@ struct acquire_operation : attempt_gate::entry {
     if (ec == errc::timeout) {
       a = answer::unknown;
     } else if (ec || reply.is_error()) {
-      op->failure = op->failure_from(ec, reply);
+      op->error = op->failure_from(ec, reply);
     } else {
       const auto known = op->s->server_holds;
       const auto judged = op->s->kind.judge(known, reply);
@@ -392,7 +392,7 @@ struct acquire_operation : attempt_gate::entry {
         case reconcile_result::outcome::ran_no_token:
           // The hold is ours but its token cannot be told: given back rather than handed out.
           op->record_hold(0);
-          op->failure = error_with(
+          op->error = failure(
               errc::protocol_error,
               fmt::format("lock '{}': acquired, but its token could not be read back; given back",
                           op->s->name()));
@@ -489,7 +489,7 @@ struct acquire_operation : attempt_gate::entry {
       const auto why_failed = c.hub.failure_of(w);
       std::string text = c.hub.refusal_of(w);
       if (text.empty()) text = fmt::format("lock '{}': {}", op->s->name(), why_failed.message());
-      op->failure = std::make_exception_ptr(std::system_error(why_failed, text));
+      op->error = failure(why_failed, std::move(text));
       why = acquire_fsm::wake::failed;
     } else if (w.woken) {
       why = w.by_message ? acquire_fsm::wake::message : acquire_fsm::wake::subscribed;
@@ -561,7 +561,7 @@ struct acquire_operation : attempt_gate::entry {
   /// back (a re-entry's hold only; the owner's earlier holds stay) and the caller fails.
   void fail_unsynced() {
     const auto& sync = ctx().cfg.sync_replicas;
-    failure = error_with(
+    error = failure(
         errc::replicas_not_synced,
         fmt::format("lock '{}': acquired, but fewer than {} replica(s) acknowledged it within "
                     "{} ms (sync_replicas); given back",
@@ -575,25 +575,25 @@ struct acquire_operation : attempt_gate::entry {
                   "lock '{}' (owner {}): giving back a hold its caller was not given",
                   op->s->name(), op->ctx().short_owner(op->s->owner));
     auto s = op->s;
-    async_release(std::move(s), [op = std::move(op)](std::exception_ptr e) mutable {
-      if (e) op->failure = std::move(e);
-      const auto next = op->fsm.on_given_back(op->failure != nullptr);
+    async_release(std::move(s), [op = std::move(op)](failure e) mutable {
+      if (e) op->error = std::move(e);
+      const auto next = op->fsm.on_given_back(static_cast<bool>(op->error));
       run(std::move(op), next);
     });
   }
 
   // --- the caller -----------------------------------------------------------------------------
 
-  std::exception_ptr failure_from(std::error_code ec, const resp3::value& reply) const {
+  failure failure_from(std::error_code ec, const resp3::value& reply) const {
     // A refusal of the kind's script (NON_REENTRANT_REACQUIRE, ...) is the kind's to name.
     if (reply.is_error()) ec = refusal_code(s->kind, reply.str, ec);
     return failure_of(ctx(), ec, reply, fmt::format("lock '{}'", s->name()));
   }
 
-  std::exception_ptr verdict_error() const {
+  failure verdict_error() const {
     switch (fsm.outcome()) {
       case verdict::cancelled:
-        return cancelled_error();
+        return cancelled();
       case verdict::timed_out: {
         const auto& c = ctx();
         const auto bound =
@@ -601,16 +601,15 @@ struct acquire_operation : attempt_gate::entry {
                 ? fmt::format("the wait ({} ms)", wait->count())
                 : fmt::format("{} ms (command_timeout)", c.cfg.command_timeout.count());
         const auto last = c.session.connected() ? std::string() : c.session.last_error();
-        return error_with(
-            errc::timeout,
-            fmt::format("lock '{}': no answer from Redis within {}{}{}; an "
-                        "acquisition that happens after all is given back",
-                        s->name(), bound, last.empty() ? "" : "; last error: ", last));
+        return {errc::timeout,
+                fmt::format("lock '{}': no answer from Redis within {}{}{}; an "
+                            "acquisition that happens after all is given back",
+                            s->name(), bound, last.empty() ? "" : "; last error: ", last)};
       }
       case verdict::failed:
-        return failure ? failure : error_with(errc::protocol_error, "acquire failed");
+        return error ? error : failure(errc::protocol_error, "acquire failed");
       default:
-        return nullptr;
+        return {};
     }
   }
 
@@ -670,7 +669,7 @@ struct acquire_operation : attempt_gate::entry {
   acquire_fsm fsm;
   // lock() has no result to report, try_lock() whether it acquired, a fenced lock its token.
   std::variant<void_handler, bool_handler, token_handler> caller;
-  std::exception_ptr failure;  // the shell's failure, for verdict::failed
+  detail::failure error;  // the shell's failure, for verdict::failed
   // Only for a caller with a cancellation slot: it outlives the operation in the slot handler.
   std::shared_ptr<cancel_link<acquire_operation>> link;
   clock_type::time_point written{};       // when the current attempt was written; epoch: not (yet)
@@ -741,7 +740,7 @@ void finish_handoff(const std::shared_ptr<handoff_ticket>& t, bool handed_over,
     t->to->on_acquired(t->lease, t->watchdog, sent);
     ++c.counters.given_back;
     ++c.counters.handoffs_given_back;
-    async_release(t->to, [](std::exception_ptr) {});
+    async_release(t->to, [](const failure&) {});
     return;
   }
   op->leave_handoff();
@@ -772,7 +771,7 @@ void start_acquire(std::unique_ptr<acquire_operation> op) {
   const auto ex = op->s->ctx->executor;
   auto slot = std::visit([](const auto& h) { return asio::get_associated_cancellation_slot(h); },
                          op->caller);
-  if (op->failure) {  // invalid arguments
+  if (op->error) {  // invalid arguments
     op->fsm.reject();
     op->tell(true);
     return;

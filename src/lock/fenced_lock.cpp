@@ -1,8 +1,8 @@
 #include "rlock/fenced_lock.hpp"
 
-#include "lock/lock_forms.hpp"
 #include "lock/lock_ops.hpp"
 #include "lock/names.hpp"
+#include "lock/round_trip.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -14,19 +14,6 @@ namespace rlock {
 namespace asio = boost::asio;
 using std::chrono::milliseconds;
 using token_result = std::optional<std::int64_t>;
-
-namespace {
-
-asio::awaitable<std::int64_t> counter_op(std::shared_ptr<detail::lock_state> s) {
-  co_await asio::this_coro::throw_if_cancelled(false);
-  const std::string counter = detail::token_counter(s->key());
-  // A span over an array, not a braced list: g++ 12 miscompiles those inside coroutines.
-  const std::array<std::string_view, 1> key{counter};
-  detail::command get(detail::command_kind::query, "GET", key);
-  co_return detail::as_integer(co_await detail::run(s, std::move(get), "GET token"));
-}
-
-}  // namespace
 
 std::int64_t fenced_lock::token() const noexcept {
   return state_of(*this)->token.load(std::memory_order_relaxed);
@@ -50,13 +37,19 @@ void fenced_lock::start_lock_token(const lock_handle& l, std::optional<milliseco
       state_of(l), std::nullopt, lease,
       asio::bind_cancellation_slot(
           slot, asio::bind_executor(
-                    ex, [h = std::move(h)](std::exception_ptr e, token_result token) mutable {
+                    ex, [h = std::move(h)](detail::failure e, token_result token) mutable {
                       std::move(h)(std::move(e), token.value_or(0));
                     })));
 }
 
 void fenced_lock::start_current_token(const lock_handle& l, detail::handler<std::int64_t> h) {
-  detail::run_query(state_of(l), &counter_op, std::move(h));
+  const auto& s = state_of(l);
+  const std::string counter = detail::token_counter(s->key());
+  const std::array<std::string_view, 1> key{counter};
+  detail::run_command(s, detail::command(detail::command_kind::query, "GET", key), "GET token",
+                      std::move(h), [](detail::lock_state&, const detail::resp3::value& reply) {
+                        return detail::as_integer(reply);
+                      });
 }
 
 asio::awaitable<std::int64_t> fenced_lock::lock() {

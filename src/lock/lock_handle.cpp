@@ -1,19 +1,17 @@
 #include "rlock/lock_handle.hpp"
 
 #include "engine/engine_context.hpp"
-#include "lock/lock_forms.hpp"
 #include "lock/lock_kind.hpp"
 #include "lock/lock_ops.hpp"
 #include "lock/lock_state.hpp"
+#include "lock/round_trip.hpp"
 #include "resp3/request.hpp"
 #include "rlock/error.hpp"
 
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
 #include <array>
+#include <optional>
+#include <span>
+#include <string_view>
 
 namespace rlock {
 
@@ -48,41 +46,27 @@ namespace {
 
 using detail::as_integer;
 using detail::awaitable_of;
-using detail::query;
-using detail::round_trip;
-using detail::run_query;
+using detail::command;
+using detail::command_kind;
+using detail::lock_state;
 
-asio::awaitable<bool> exists_op(std::shared_ptr<detail::lock_state> s) {
-  co_await asio::this_coro::throw_if_cancelled(false);
-  co_return as_integer(co_await query(s, "EXISTS", false)) == 1;
+/// A query of the lock key (`name key [field]`).
+command query(const lock_state& s, std::string_view name, bool with_field) {
+  const std::array<std::string_view, 1> key{s.key()};
+  const std::array<std::string_view, 1> field{s.field()};
+  return command(
+      command_kind::query, name, key,
+      with_field ? std::span<const std::string_view>(field) : std::span<const std::string_view>());
 }
-asio::awaitable<std::int64_t> hold_count_op(std::shared_ptr<detail::lock_state> s) {
-  co_await asio::this_coro::throw_if_cancelled(false);
-  if (s->kind.count_question != nullptr) {
-    auto question = s->kind.count_question(s->identity());
-    co_return s->kind.count_of(co_await detail::run(s, std::move(question), "hold count"));
-  }
-  co_return as_integer(co_await query(s, "HGET", true));
+
+/// The owner's hold count: the kind's own question (a semaphore's holds), else `HGET`.
+command count_question(const lock_state& s) {
+  return s.kind.count_question != nullptr ? s.kind.count_question(s.identity())
+                                          : query(s, "HGET", true);
 }
-asio::awaitable<bool> held_op(std::shared_ptr<detail::lock_state> s) {
-  co_await asio::this_coro::throw_if_cancelled(false);
-  if (s->kind.count_question != nullptr) co_return co_await hold_count_op(std::move(s)) > 0;
-  co_return as_integer(co_await query(s, "HEXISTS", true)) == 1;
-}
-asio::awaitable<milliseconds> ttl_op(std::shared_ptr<detail::lock_state> s) {
-  co_await asio::this_coro::throw_if_cancelled(false);
-  co_return milliseconds(as_integer(co_await query(s, "PTTL", false)));
-}
-asio::awaitable<bool> force_unlock_op(std::shared_ptr<detail::lock_state> s) {
-  co_await asio::this_coro::throw_if_cancelled(false);
-  std::string unlock_to;
-  s->kind.channel(s->key(), unlock_to);
-  detail::release_script_call call;
-  s->kind.force_call(s->identity(), unlock_to, s->ctx->session.publish_command(), call);
-  if (s->local_holds > 0) s->reset(false);
-  const auto reply = co_await detail::run_script(s, call, "force_unlock");
-  s->server_holds = 0;  // deleted, or was not there
-  co_return as_integer(reply) == 1;
+std::optional<std::int64_t> count_of(const lock_state& s, const detail::resp3::value& reply) {
+  if (s.kind.count_question != nullptr) return s.kind.count_of(reply);
+  return as_integer(reply);
 }
 
 }  // namespace
@@ -91,19 +75,56 @@ void lock_handle::start_unlock(detail::handler<> h) const {
   detail::async_release(state_, std::move(h));
 }
 void lock_handle::start_force_unlock(detail::handler<bool> h) const {
-  run_query(state_, &force_unlock_op, std::move(h));
+  // The call keeps views into the channel's name, which lives in the closure until it is sent.
+  auto make = [unlock_to = std::string()](lock_state& s,
+                                          detail::release_script_call& call) mutable {
+    s.kind.channel(s.key(), unlock_to);
+    s.kind.force_call(s.identity(), unlock_to, s.ctx->session.publish_command(), call);
+    if (s.local_holds > 0) s.reset(false);
+    return detail::failure();
+  };
+  detail::run_script(state_, make, "force_unlock", std::move(h),
+                     [](lock_state& s, const detail::resp3::value& reply) -> std::optional<bool> {
+                       s.server_holds = 0;  // deleted, or was not there
+                       if (auto n = as_integer(reply)) return *n == 1;
+                       return std::nullopt;
+                     });
 }
 void lock_handle::start_is_locked(detail::handler<bool> h) const {
-  run_query(state_, &exists_op, std::move(h));
+  detail::run_command(state_, query(*state_, "EXISTS", false), "EXISTS", std::move(h),
+                      [](lock_state&, const detail::resp3::value& reply) -> std::optional<bool> {
+                        if (auto n = as_integer(reply)) return *n == 1;
+                        return std::nullopt;
+                      });
 }
 void lock_handle::start_is_held(detail::handler<bool> h) const {
-  run_query(state_, &held_op, std::move(h));
+  if (state_->kind.count_question != nullptr) {
+    detail::run_command(
+        state_, count_question(*state_), "hold count", std::move(h),
+        [](lock_state& s, const detail::resp3::value& reply) -> std::optional<bool> {
+          if (auto n = count_of(s, reply)) return *n > 0;
+          return std::nullopt;
+        });
+    return;
+  }
+  detail::run_command(state_, query(*state_, "HEXISTS", true), "HEXISTS", std::move(h),
+                      [](lock_state&, const detail::resp3::value& reply) -> std::optional<bool> {
+                        if (auto n = as_integer(reply)) return *n == 1;
+                        return std::nullopt;
+                      });
 }
 void lock_handle::start_hold_count(detail::handler<std::int64_t> h) const {
-  run_query(state_, &hold_count_op, std::move(h));
+  detail::run_command(
+      state_, count_question(*state_), "hold count", std::move(h),
+      [](lock_state& s, const detail::resp3::value& reply) { return count_of(s, reply); });
 }
 void lock_handle::start_remaining_ttl(detail::handler<milliseconds> h) const {
-  run_query(state_, &ttl_op, std::move(h));
+  detail::run_command(
+      state_, query(*state_, "PTTL", false), "PTTL", std::move(h),
+      [](lock_state&, const detail::resp3::value& reply) -> std::optional<milliseconds> {
+        if (auto n = as_integer(reply)) return milliseconds(*n);
+        return std::nullopt;
+      });
 }
 void lock_handle::start_lost(detail::handler<> h) const {
   detail::async_lost(state_, std::move(h));

@@ -20,15 +20,10 @@ namespace rlock::detail {
 
 namespace asio = boost::asio;
 
-std::exception_ptr failure_of(const engine_context& c, std::error_code ec,
-                              const resp3::value& reply, std::string_view what) {
-  if (ec == std::errc::operation_canceled) {
-    return std::make_exception_ptr(std::system_error(ec));
-  }
-  if (reply.is_error()) {
-    return std::make_exception_ptr(
-        std::system_error(ec ? ec : make_error_code(errc_of_reply(reply.str)), reply.str));
-  }
+failure failure_of(const engine_context& c, std::error_code ec, const resp3::value& reply,
+                   std::string_view what) {
+  if (ec == std::errc::operation_canceled) return cancelled();
+  if (reply.is_error()) return {ec ? ec : make_error_code(errc_of_reply(reply.str)), reply.str};
   std::string text(what);
   if (ec == errc::timeout) {
     text = fmt::format("{}: no answer within {} ms", what, c.cfg.command_timeout.count());
@@ -37,7 +32,7 @@ std::exception_ptr failure_of(const engine_context& c, std::error_code ec,
     text = last.empty() ? fmt::format("{}: not connected", what)
                         : fmt::format("{}: not connected ({})", what, last);
   }
-  return std::make_exception_ptr(std::system_error(ec, text));
+  return {ec, std::move(text)};
 }
 
 namespace {
@@ -145,23 +140,20 @@ lock_state::release_outcome lock_state::on_released(const resp3::value& reply,
              "lock '{}' (owner {}): an unlock begun before this owner's latest acquisition "
              "was answered {}; asking whether that acquisition still holds",
              name(), ctx->short_owner(owner), released ? "released" : "not held");
-    return {released ? nullptr
-                     : std::make_exception_ptr(std::system_error(
-                           make_error_code(errc::not_owner),
-                           fmt::format("lock '{}' was not held by {}", name(), shown_field()))),
+    return {released ? failure()
+                     : failure(errc::not_owner,
+                               fmt::format("lock '{}' was not held by {}", name(), shown_field())),
             false, true};
   }
   if (reply.is_null()) {
     server_holds = 0;
     maybe_orphaned = false;
     reset(false);
-    return {std::make_exception_ptr(
-        std::system_error(make_error_code(errc::not_owner),
-                          fmt::format("lock '{}' is not held by {}", name(), shown_field())))};
+    return {failure(errc::not_owner,
+                    fmt::format("lock '{}' is not held by {}", name(), shown_field()))};
   }
   if (reply.type != resp3::type::number) {
-    return {std::make_exception_ptr(std::system_error(make_error_code(errc::protocol_error),
-                                                      "release script: unexpected reply"))};
+    return {failure(errc::protocol_error, "release script: unexpected reply")};
   }
   if (reply.integer == 1) {
     server_holds = 0;
@@ -175,7 +167,7 @@ lock_state::release_outcome lock_state::on_released(const resp3::value& reply,
   } else if (local_holds == 0 && maybe_orphaned) {
     // Still held, nobody here holds it, and an acquire of ours may have run late: those holds
     // belong to no caller, and keeping (or renewing) them would keep the lock for no one.
-    return {nullptr, true};
+    return {failure(), true};
   } else {
     // The server counts a hold this owner did not know of: another handle of the same owner
     // (a blocking lock's state is looked up per call), or a re-acquisition since this release
@@ -192,17 +184,10 @@ lock_state::release_outcome lock_state::on_released(const resp3::value& reply,
   return {};
 }
 
-void lock_state::set_last_error(const std::exception_ptr& e) {
+void lock_state::set_last_error(const failure& e) {
   if (!e) return;
-  std::string text;
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& ex) {
-    text = ex.what();
-  } catch (...) {
-    text = "unknown error";
-  }
-  ctx->owners.set_last_error(this, std::move(text));
+  // The failure's own words (Redis's, the bound's); the code's message if it has none.
+  ctx->owners.set_last_error(this, e.text().empty() ? e.code.message() : std::string(e.text()));
 }
 
 std::string lock_state::last_error() const { return ctx->owners.last_error(this); }

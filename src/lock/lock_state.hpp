@@ -3,6 +3,7 @@
 #include "lock/lock_kind.hpp"
 #include "lock/names.hpp"
 #include "resp3/value.hpp"
+#include "rlock/detail/failure.hpp"
 #include "rlock/reentrant_lock.hpp"
 #include "watchdog/watchdog.hpp"
 
@@ -12,7 +13,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -23,11 +23,10 @@ namespace rlock::detail {
 
 class engine_context;
 
-/// The exception for a failed round trip of a lock operation `what` ("lock 'x'", "PTTL"):
-/// Redis's text for an error reply, the bound for a timeout, the session's last error for a lost
-/// connection. Made, not thrown: the awaitable boundary throws it.
-std::exception_ptr failure_of(const engine_context& c, std::error_code ec,
-                              const resp3::value& reply, std::string_view what);
+/// The failure of a round trip of a lock operation `what` ("lock 'x'", "PTTL"): Redis's text for
+/// an error reply, the bound for a timeout, the session's last error for a lost connection.
+failure failure_of(const engine_context& c, std::error_code ec, const resp3::value& reply,
+                   std::string_view what);
 
 /// One owner of one lock, shared by the handles of that owner. Kept small (bench S5 holds
 /// 100 000 of them): the channel is derived when needed, the name is a view into the key, and
@@ -54,7 +53,7 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   /// before_release.
   void release_not_sent(const release_undo& undo);
   struct release_outcome {
-    std::exception_ptr error;  // to report: null (not held) is errc::not_owner
+    failure error;  // to report: errc::not_owner if it was not held
     /// The server still counts holds of this owner that no caller here has (an acquire that
     /// ran after it was reconciled as not run, see maybe_orphaned): give them back.
     bool orphaned = false;
@@ -141,7 +140,7 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   /// Redis's (or the transport's) text of this owner's latest failed operation: what the
   /// async_* forms' error codes cannot carry. Kept by the client beside the state (failures are
   /// rare; a held lock should cost no bytes for them). Read from any thread.
-  void set_last_error(const std::exception_ptr& e);
+  void set_last_error(const failure& e);
   std::string last_error() const;
 
  private:

@@ -1,10 +1,11 @@
 #pragma once
 
-// What the lock operations (acquire_op.cpp, release_op.cpp) share: errors as exceptions, argument
+// What the lock operations (acquire_op.cpp, release_op.cpp) share: their failures, argument
 // checks, running on the client's executor, and delivery to the caller's handler with its
 // cancellation slot.
 #include "lock/acquire_reply.hpp"
 #include "lock/decimal.hpp"
+#include "rlock/detail/failure.hpp"
 #include "rlock/error.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -19,7 +20,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,35 +31,25 @@ namespace rlock::detail::ops {
 namespace asio = boost::asio;
 using std::chrono::milliseconds;
 
-inline std::exception_ptr cancelled_error() {
-  return std::make_exception_ptr(
-      std::system_error(std::make_error_code(std::errc::operation_canceled)));
-}
-
-inline std::exception_ptr error_with(errc e, const std::string& what) {
-  return std::make_exception_ptr(std::system_error(make_error_code(e), what));
-}
-
-/// Why the arguments are invalid, or nothing.
-inline std::exception_ptr validate(std::optional<milliseconds> wait,
-                                   std::optional<milliseconds> lease) {
+/// Why the arguments are invalid, or no failure.
+inline failure validate(std::optional<milliseconds> wait, std::optional<milliseconds> lease) {
   if (lease && lease->count() <= 0) {
-    return error_with(errc::invalid_argument,
-                      fmt::format("lease must be positive, got {} ms", lease->count()));
+    return failure(errc::invalid_argument,
+                   fmt::format("lease must be positive, got {} ms", lease->count()));
   }
   // A lease becomes time points (the holder's belief deadline, the watchdog's): one of years
   // would overflow them. Redis's answers are held to the same bound (server_wait).
   if (lease && *lease > longest_server_wait) {
-    return error_with(errc::invalid_argument,
-                      fmt::format("lease must be at most {} ms (about 24.8 days), got {} ms; use "
-                                  "the watchdog (no lease) for a hold without an end",
-                                  longest_server_wait.count(), lease->count()));
+    return failure(errc::invalid_argument,
+                   fmt::format("lease must be at most {} ms (about 24.8 days), got {} ms; use "
+                               "the watchdog (no lease) for a hold without an end",
+                               longest_server_wait.count(), lease->count()));
   }
   if (wait && wait->count() < 0) {
-    return error_with(errc::invalid_argument,
-                      fmt::format("wait must not be negative, got {} ms", wait->count()));
+    return failure(errc::invalid_argument,
+                   fmt::format("wait must not be negative, got {} ms", wait->count()));
   }
-  return nullptr;
+  return {};
 }
 
 /// Whether this thread runs the client's io_context: where dispatch to the client's executor
@@ -86,7 +76,7 @@ void on_client(const asio::any_io_executor& client_ex, Function&& f) {
 /// dispatching, so a handler never runs inside the call that started the operation.
 template <typename Handler, typename... Result>
 void deliver(const asio::any_io_executor& client_ex, Handler h, asio::cancellation_slot slot,
-             bool inside_initiation, std::exception_ptr e, Result... result) {
+             bool inside_initiation, failure e, Result... result) {
   if (!inside_initiation && h.on_client() && on_client_thread(client_ex)) {
     // Its executor is the client's, and this is its thread: dispatch would run it here.
     if (slot.is_connected()) slot.clear();

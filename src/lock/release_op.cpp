@@ -9,12 +9,12 @@
 #include "engine/engine_context.hpp"
 #include "engine/release_fsm.hpp"
 #include "lock/handoff.hpp"
-#include "lock/lock_forms.hpp"
 #include "lock/lock_kind.hpp"
 #include "lock/lock_ops.hpp"
 #include "lock/lock_state.hpp"
 #include "lock/names.hpp"
 #include "lock/op_support.hpp"
+#include "lock/round_trip.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -84,10 +84,10 @@ struct release_operation {
   static void on_deadline(void* context) {
     auto* op = static_cast<release_operation*>(context);
     if (!op->fsm.on_deadline()) return;
-    op->tell(error_with(errc::timeout,
-                        fmt::format("unlock of '{}': no answer within {} ms; the release may "
-                                    "still happen",
-                                    op->s->name(), op->s->ctx->cfg.command_timeout.count())),
+    op->tell(failure(errc::timeout,
+                     fmt::format("unlock of '{}': no answer within {} ms; the release may "
+                                 "still happen",
+                                 op->s->name(), op->s->ctx->cfg.command_timeout.count())),
              true);
   }
 
@@ -119,7 +119,7 @@ struct release_operation {
     if (plan.settle_transfer) {
       settle_transfer(std::exchange(op->ticket, nullptr), op->begun, op->s->owner);
     }
-    std::exception_ptr error;
+    failure error;
     lock_state::release_outcome outcome;
     if (plan.record) {
       resp3::value released;
@@ -192,7 +192,7 @@ struct release_operation {
                 "acquire of it may have run late; giving back a hold nobody has ({} of at most "
                 "{})",
                 s->name(), s->ctx->short_owner(s->owner), s->orphan_releases, max_orphan_releases);
-    async_release(s, [](std::exception_ptr) {});
+    async_release(s, [](const failure&) {});
   }
 
   /// After on_released's `verify`: asks the server whether this owner still holds the lock
@@ -208,12 +208,10 @@ struct release_operation {
     c.session.exec(std::move(question), opts,
                    [s, grants = s->grants](std::error_code ec, const resp3::value& answer) {
                      if (ec || answer.is_error()) return;
-                     std::int64_t count = 0;  // a reply that is no count holds nothing
-                     try {
-                       count = s->kind.count_of != nullptr ? s->kind.count_of(answer)
-                                                           : as_integer(answer);
-                     } catch (const std::system_error&) {
-                     }
+                     // A reply that is no count holds nothing.
+                     const std::int64_t count = s->kind.count_of != nullptr
+                                                    ? s->kind.count_of(answer)
+                                                    : as_integer(answer).value_or(0);
                      // Granted again since the question, or released: nothing to judge.
                      if (s->grants != grants || s->local_holds == 0) return;
                      if (count > 0) {
@@ -229,7 +227,7 @@ struct release_operation {
 
   /// Tells the caller (once). Posted when called from the deadline hook, which runs inside the
   /// session's bookkeeping.
-  void tell(std::exception_ptr e, bool from_hook = false) {
+  void tell(failure e, bool from_hook = false) {
     if (!handler) return;
     s->set_last_error(e);
     void_handler h(std::move(handler));
@@ -269,14 +267,13 @@ struct lost_operation {
   static void start(owner op) {
     if (op->link) {
       op->link->op = op.get();
-      if (op->link->requested.load()) return finish(std::move(op), cancelled_error(), true);
+      if (op->link->requested.load()) return finish(std::move(op), cancelled(), true);
     }
     lock_state& s = *op->s;
-    if (s.lost) return finish(std::move(op), nullptr, true);
+    if (s.lost) return finish(std::move(op), {}, true);
     if (!s.renewing()) {
-      auto e = error_with(errc::not_owner,
-                          fmt::format("lock '{}' is not held through the watchdog by {}", s.name(),
-                                      s.shown_field()));
+      failure e(errc::not_owner, fmt::format("lock '{}' is not held through the watchdog by {}",
+                                             s.name(), s.shown_field()));
       return finish(std::move(op), std::move(e), true);
     }
     if (!s.lost_signal) {
@@ -286,15 +283,25 @@ struct lost_operation {
     auto* p = op.get();
     s.lost_signal->async_wait(asio::bind_cancellation_slot(
         p->stop.slot(), [op = std::move(op)](boost::system::error_code) mutable {
-          const bool lost = op->s->lost;
-          finish(std::move(op), lost ? nullptr : cancelled_error(), false);
+          failure why;
+          if (op->s->lost) {
+            // Lost: what the caller waits for.
+          } else if (op->link && op->link->requested.load()) {
+            why = cancelled();
+          } else {
+            why =
+                cancelled(fmt::format("lock '{}': no longer held here (released, or the "
+                                      "client closed) before it was lost",
+                                      op->s->name()));
+          }
+          finish(std::move(op), std::move(why), false);
         }));
   }
 
   /// Cancellation, on the client's executor.
   void on_cancel() { stop.emit(asio::cancellation_type::all); }
 
-  static void finish(owner op, std::exception_ptr e, bool inside_initiation) {
+  static void finish(owner op, failure e, bool inside_initiation) {
     void_handler h(std::move(op->handler));
     const auto ex = op->s->ctx->executor;
     const auto slot = op->slot;

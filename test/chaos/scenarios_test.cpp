@@ -15,6 +15,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -436,7 +437,7 @@ TEST(chaos, an_unlock_on_a_connection_given_up_never_releases_a_later_hold) {
     std::error_code ec;
     try {
       co_await l.unlock();
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       ec = e.code();
     }
     EXPECT_EQ(ec, rlock::errc::timeout);  // written to the frozen connection
@@ -482,7 +483,7 @@ TEST(chaos, two_lost_acquires_of_one_owner_count_one_hold_once) {
     std::error_code first;
     try {
       co_await l.try_lock(0ms);
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       first = e.code();
     }
     EXPECT_EQ(first, rlock::errc::timeout);
@@ -795,7 +796,7 @@ TEST(chaos, user_without_channel_rights_contends_with_others) {
             [&]() -> asio::awaitable<void> {
               try {
                 co_await restricted.get_lock("contended").lock();
-              } catch (const std::system_error& e) {
+              } catch (const boost::system::system_error& e) {
                 waiter_error = e.code();
                 waiter_text = e.what();
               }
@@ -832,7 +833,7 @@ TEST(chaos, user_without_channel_rights_contends_with_others) {
         try {
           co_await own.unlock();
           ADD_FAILURE() << "unlock without channel rights succeeded";
-        } catch (const std::system_error& e) {
+        } catch (const boost::system::system_error& e) {
           EXPECT_EQ(e.code(), rlock::errc::permission_denied) << e.what();
           EXPECT_NE(std::string(e.what()).find("publish"), std::string::npos) << e.what();
         }

@@ -12,6 +12,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <algorithm>
 #include <array>
@@ -43,7 +44,8 @@ nanos to_ns(std::chrono::milliseconds d) {
 }
 
 std::string describe(const std::exception& e) {
-  if (const auto* se = dynamic_cast<const std::system_error*>(&e)) return se->code().message();
+  if (const auto* se = dynamic_cast<const boost::system::system_error*>(&e))
+    return se->code().message();
   return e.what();
 }
 
@@ -78,7 +80,7 @@ void record_unlock(recorder& rec, recorder::id a, recorder::id op, nanos invoked
   rec.end_at(a, outcome == "not_owner" ? end_kind::not_owner : end_kind::released, invoked);
 }
 
-std::string outcome_of(const std::system_error& e) {
+std::string outcome_of(const boost::system::system_error& e) {
   if (e.code() == rlock::errc::not_owner) return "not_owner";
   return e.code().message();
 }
@@ -105,7 +107,7 @@ asio::awaitable<void> unlock_until_known(shared_state& st, const std::string& na
     std::string outcome = "released";
     try {
       co_await l.unlock();
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       outcome = outcome_of(e);
     }
     record_unlock(rec, a, uop, invoked, outcome);
@@ -232,7 +234,7 @@ asio::awaitable<void> coroutine_multi_round(rlock::client& c, shared_state& st, 
   std::string outcome = "released";
   try {
     co_await m.unlock();
-  } catch (const std::system_error& e) {
+  } catch (const boost::system::system_error& e) {
     outcome = outcome_of(e);
   }
   rec.finished(uop, outcome);
@@ -242,7 +244,7 @@ asio::awaitable<void> coroutine_multi_round(rlock::client& c, shared_state& st, 
       member_outcome = "released";
       try {
         co_await locks[i].unlock();
-      } catch (const std::system_error& e) {
+      } catch (const boost::system::system_error& e) {
         member_outcome = outcome_of(e);
         if (worth_retrying(member_outcome)) member_outcome.clear();
       }
@@ -362,7 +364,7 @@ void thread_round(rlock::blocking::client& bc, shared_state& st, int index, cons
     std::string outcome = "released";
     try {
       l.unlock();
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       outcome = outcome_of(e);
     }
     record_unlock(rec, a, uop, invoked, outcome);

@@ -11,6 +11,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -49,7 +50,7 @@ std::pair<std::error_code, std::string> connect_as(const rlock::config& cfg) {
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
     try {
       co_await redis.connect();
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       out = {e.code(), e.what()};
     }
     co_await redis.close();
@@ -121,7 +122,7 @@ TEST(acl, the_least_privilege_line_does_everything_rlock_does_and_nothing_outsid
     try {
       co_await outside.lock();
       ADD_FAILURE() << "a key outside the prefix was taken";
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       EXPECT_EQ(e.code(), rlock::errc::key_not_permitted) << e.what();
       EXPECT_NE(std::string(e.what()).find("NOPERM"), std::string::npos) << e.what();
     }
@@ -295,7 +296,7 @@ TEST(acl, each_missing_right_has_its_own_error) {
     try {
       co_await l.lock();
       ADD_FAILURE() << "locked without evalsha";
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       EXPECT_EQ(e.code(), rlock::errc::command_not_permitted) << e.what();
       EXPECT_NE(std::string(e.what()).find("evalsha"), std::string::npos) << e.what();
     }

@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -347,7 +348,7 @@ TEST(bad_input, blocking_client_to_closed_port_throws) {
   bool threw = false;
   try {
     rlock::blocking::client redis(cfg);
-  } catch (const std::system_error&) {
+  } catch (const boost::system::system_error&) {
     threw = true;
   }
   EXPECT_TRUE(threw);

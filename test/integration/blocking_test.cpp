@@ -3,8 +3,16 @@
 #include "rlock/rlock.hpp"
 #include "support/lock_env.hpp"
 #include "support/redis_server.hpp"
+#include "support/run.hpp"
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -13,9 +21,13 @@
 #include <condition_variable>
 #include <cstdint>
 #include <dirent.h>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <type_traits>
@@ -122,7 +134,7 @@ TEST(blocking, errors_carry_the_code_and_redis_words) {
       if (form == 1) (void)lock.try_lock_for(10ms);
       if (form == 2) lock.unlock();
       ADD_FAILURE() << "no exception";
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       EXPECT_EQ(e.code(), rlock::errc::server_error);
       EXPECT_NE(std::string(e.what()).find("WRONGTYPE"), std::string::npos) << e.what();
     }
@@ -132,10 +144,172 @@ TEST(blocking, errors_carry_the_code_and_redis_words) {
   try {
     lock.unlock();
     ADD_FAILURE() << "no exception";
-  } catch (const std::system_error& e) {
+  } catch (const boost::system::system_error& e) {
     EXPECT_EQ(e.code(), rlock::errc::not_owner);
     EXPECT_NE(std::string(e.what()), "") << e.what();
   }
+}
+
+// --- one error channel: a failure reaches every form with the same code --------------------
+
+/// What a failure looked like in each form: the token form's code (and the handle's words), the
+/// awaitable form's exception, the blocking facade's exception.
+struct seen {
+  std::error_code code;
+  std::string words;
+};
+
+/// Runs `async(token)` (an async_* form given `as_tuple(use_awaitable)`), then `awaitable()`, on
+/// `io`; returns what each reported.
+template <typename Async, typename Awaitable, typename Words>
+std::pair<seen, seen> token_and_awaitable(asio::io_context& io, Async async, Awaitable awaitable,
+                                          Words words) {
+  std::pair<seen, seen> out;
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    auto token_form = async(asio::as_tuple(asio::use_awaitable));
+    auto result = co_await std::move(token_form);
+    out.first = {std::get<0>(result), words()};
+    try {
+      co_await awaitable();
+      ADD_FAILURE() << "the awaitable form did not throw";
+    } catch (const boost::system::system_error& e) {
+      out.second = {e.code(), e.what()};
+    }
+  });
+  return out;
+}
+
+seen blocking_form(const std::function<void()>& call) {
+  try {
+    call();
+    ADD_FAILURE() << "the blocking form did not throw";
+  } catch (const boost::system::system_error& e) {
+    return {e.code(), e.what()};
+  }
+  return {};
+}
+
+/// The three forms reported `code`, and words that say `why`.
+void expect_same(const std::pair<seen, seen>& async_forms, const seen& blocking, rlock::errc code,
+                 std::string_view why) {
+  const auto& [token, awaitable] = async_forms;
+  EXPECT_EQ(token.code, code) << token.code.message();
+  EXPECT_EQ(awaitable.code, code) << awaitable.words;
+  EXPECT_EQ(blocking.code, code) << blocking.words;
+  for (const auto* form : {&token, &awaitable, &blocking}) {
+    EXPECT_NE(form->words.find(why), std::string::npos) << form->words;
+  }
+}
+
+TEST(error_channel, a_lock_failure_reaches_every_form_with_the_same_code_and_words) {
+  auto cfg = make_config();
+  asio::io_context io;
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> { co_await redis.connect(); });
+  rlock::blocking::client sync(cfg);
+  rlock::test::raw_client raw(rlock::test::shared_server().port());
+
+  // Redis's error reply: server_error with Redis's words.
+  auto lock = redis.get_lock("wrong-type");
+  auto sync_lock = sync.get_lock("wrong-type");
+  raw.command({"SET", cfg.key_prefix + "wrong-type", "not a hash"});
+  expect_same(token_and_awaitable(
+                  io, [&](auto token) { return lock.async_lock(std::move(token)); },
+                  [&] { return lock.lock(); }, [&] { return lock.last_error(); }),
+              blocking_form([&] { sync_lock.lock(); }), rlock::errc::server_error, "WRONGTYPE");
+  raw.command({"DEL", cfg.key_prefix + "wrong-type"});
+
+  // Misuse: an unlock of what this owner does not hold.
+  expect_same(token_and_awaitable(
+                  io, [&](auto token) { return lock.async_unlock(std::move(token)); },
+                  [&] { return lock.unlock(); }, [&] { return lock.last_error(); }),
+              blocking_form([&] { sync_lock.unlock(); }), rlock::errc::not_owner, "not held");
+
+  // Bad input from the caller: a lease of 0.
+  expect_same(token_and_awaitable(
+                  io, [&](auto token) { return lock.async_lock(0ms, std::move(token)); },
+                  [&] { return lock.lock(0ms); }, [&] { return lock.last_error(); }),
+              blocking_form([&] { sync_lock.lock(0ms); }), rlock::errc::invalid_argument,
+              "lease must be positive");
+
+  // The semaphore's: an acquisition of no permit.
+  auto sem = redis.get_semaphore("sem");
+  auto sync_sem = sync.get_semaphore("sem");
+  expect_same(token_and_awaitable(
+                  io, [&](auto token) { return sem.async_acquire(0, std::move(token)); },
+                  [&]() -> asio::awaitable<void> { (void)co_await sem.acquire(0); },
+                  [&] { return sem.last_error(); }),
+              blocking_form([&] { sync_sem.acquire(0); }), rlock::errc::invalid_argument,
+              "0 permits");
+  rlock::test::run(io, [&]() -> asio::awaitable<void> { co_await redis.close(); });
+}
+
+TEST(error_channel, a_multi_lock_failure_reaches_its_token_and_awaitable_forms) {
+  auto cfg = make_config();
+  asio::io_context io;
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> { co_await redis.connect(); });
+  rlock::multi_lock both({redis.get_lock("m1"), redis.get_lock("m2")});
+  const auto [token, awaitable] = token_and_awaitable(
+      io, [&](auto completion) { return both.async_try_lock(-1ms, std::move(completion)); },
+      [&]() -> asio::awaitable<void> { (void)co_await both.try_lock(-1ms); },
+      [] { return std::string("the wait is negative"); });
+  EXPECT_EQ(token.code, rlock::errc::invalid_argument);
+  EXPECT_EQ(awaitable.code, rlock::errc::invalid_argument);
+  EXPECT_NE(awaitable.words.find("the wait is negative"), std::string::npos) << awaitable.words;
+  // Misuse: the group's unlock when nothing is held.
+  bool unlocked = false;
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    auto [ec] = co_await both.async_unlock(asio::as_tuple(asio::use_awaitable));
+    unlocked = true;
+    EXPECT_EQ(ec, rlock::errc::not_owner);
+    co_await redis.close();
+  });
+  EXPECT_TRUE(unlocked);
+}
+
+TEST(error_channel, a_cancellation_is_operation_aborted_in_every_form) {
+  auto cfg = make_config();
+  asio::io_context io;
+  rlock::client redis(io.get_executor(), cfg);
+  auto holder = redis.get_lock("busy");
+  auto waiter = redis.get_lock("busy");
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    co_await holder.lock();
+  });
+  // The token form: the caller's slot.
+  std::optional<boost::system::error_code> by_token;
+  asio::cancellation_signal first;
+  waiter.async_lock(asio::bind_cancellation_slot(
+      first.slot(), [&](boost::system::error_code ec) { by_token = ec; }));
+  // The awaitable form: the coroutine's slot, through co_spawn.
+  std::optional<boost::system::error_code> by_awaitable;
+  asio::cancellation_signal second;
+  auto other = redis.get_lock("busy");
+  asio::co_spawn(io, other.lock(),
+                 asio::bind_cancellation_slot(second.slot(), [&](std::exception_ptr e) {
+                   try {
+                     if (e) std::rethrow_exception(e);
+                     by_awaitable = boost::system::error_code();
+                   } catch (const boost::system::system_error& ex) {
+                     by_awaitable = ex.code();
+                   }
+                 }));
+  // Both asleep on the lock's channel (two attempts each, the holder's one), then cancelled.
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    EXPECT_TRUE(co_await rlock::test::until_asleep(redis, holder, 5));
+  });
+  first.emit(asio::cancellation_type::terminal);
+  second.emit(asio::cancellation_type::terminal);
+  for (int turn = 0; turn < 500 && !(by_token && by_awaitable); ++turn) io.run_one_for(10ms);
+  ASSERT_TRUE(by_token && by_awaitable);
+  EXPECT_EQ(*by_token, asio::error::operation_aborted);
+  EXPECT_EQ(*by_awaitable, asio::error::operation_aborted);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder.unlock();
+    co_await redis.close();
+  });
 }
 
 TEST(blocking, reentrant_in_one_thread) {
@@ -316,7 +490,7 @@ TEST(blocking, call_from_own_io_thread_is_would_deadlock) {
     try {
       (void)lock.try_lock();
       outcome.set_value({});
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       outcome.set_value(e.code());
     } catch (...) {
       outcome.set_exception(std::current_exception());

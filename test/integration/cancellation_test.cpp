@@ -19,6 +19,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -384,7 +385,7 @@ TEST(cancellation, close_ends_a_waiting_lock_with_an_error) {
         [&]() -> asio::awaitable<void> {
           try {
             co_await waiter.lock();
-          } catch (const std::system_error& e) {
+          } catch (const boost::system::system_error& e) {
             threw = true;
             code = e.code();
           }

@@ -16,6 +16,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -441,7 +442,7 @@ TEST(cluster, a_seed_that_is_not_a_cluster_node_fails_connect_clearly) {
     try {
       co_await redis.connect();
       ADD_FAILURE() << "connected to a standalone server in cluster mode";
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       EXPECT_EQ(e.code(), rlock::errc::not_a_cluster);
       EXPECT_NE(std::string(e.what()).find("cluster support disabled"), std::string::npos)
           << e.what();
@@ -505,7 +506,7 @@ TEST(cluster, uncovered_slots_fail_with_cluster_down_within_the_bound) {
     try {
       co_await lock.lock();
       ADD_FAILURE() << "locked a key whose slot nobody serves";
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       EXPECT_EQ(e.code(), rlock::errc::cluster_down) << e.what();
       EXPECT_NE(std::string(e.what()).find("CLUSTERDOWN"), std::string::npos) << e.what();
     }
@@ -553,7 +554,7 @@ TEST(cluster, after_a_master_is_killed_its_keys_are_locked_on_the_promoted_repli
                   bool got = false;
                   try {
                     got = co_await other.try_lock(100ms, 1s);
-                  } catch (const std::system_error&) {
+                  } catch (const boost::system::system_error&) {
                     // timeout, connection_lost, cluster_down while the master is dead: again
                   }
                   if (got) {
@@ -710,7 +711,7 @@ TEST(cluster, a_node_that_answers_moved_in_a_loop_fails_the_request_within_its_b
     try {
       co_await l.lock();
       ADD_FAILURE() << "locked on a node that only redirects";
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       EXPECT_EQ(e.code(), rlock::errc::too_many_redirects) << e.what();
       EXPECT_NE(std::string(e.what()).find("MOVED 42"), std::string::npos) << e.what();
     }

@@ -11,6 +11,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -79,7 +80,7 @@ TEST(connection, server_error_keeps_redis_text) {
     try {
       co_await lock.lock();
       ADD_FAILURE() << "locking a string key succeeded";
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       EXPECT_EQ(e.code(), rlock::errc::server_error);
       EXPECT_NE(std::string(e.what()).find("WRONGTYPE"), std::string::npos) << e.what();
     }

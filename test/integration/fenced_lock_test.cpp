@@ -12,6 +12,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -188,7 +189,7 @@ TEST(fenced_lock, bad_input_and_errors_are_reentrant_locks) {
   rlock::test::raw_client raw(rlock::test::shared_server().port());
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
     co_await redis.connect();
-    EXPECT_THROW((void)redis.get_fenced_lock(""), std::system_error);
+    EXPECT_THROW((void)redis.get_fenced_lock(""), boost::system::system_error);
     auto lock = redis.get_fenced_lock("typed");
     EXPECT_EQ(co_await error_of(lock.lock(-5ms)), rlock::errc::invalid_argument);
     EXPECT_EQ(co_await error_of(lock.try_lock(-1ms)), rlock::errc::invalid_argument);

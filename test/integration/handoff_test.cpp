@@ -15,6 +15,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -74,7 +75,7 @@ TEST_P(handoff_in_flight, a_waiter_that_left_gets_nothing_and_the_hold_goes_back
             try {
               acquired = co_await waiter.try_lock(1500ms);
               outcome = std::error_code{};
-            } catch (const std::system_error& e) {
+            } catch (const boost::system::system_error& e) {
               outcome = e.code();
             }
           }

@@ -9,6 +9,7 @@
 #include "support/run.hpp"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -49,7 +50,7 @@ attempt_result connect_to(std::string host, std::uint16_t port,
         const auto start = clock_type::now();
         try {
           co_await redis.connect();
-        } catch (const std::system_error& e) {
+        } catch (const boost::system::system_error& e) {
           r.ec = e.code();
           r.what = e.what();
         }

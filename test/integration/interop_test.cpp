@@ -18,6 +18,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 #include <boost/uuid/random_generator.hpp>
 #include <boost/uuid/uuid_io.hpp>
 
@@ -508,7 +509,7 @@ TEST(interop, foreign_holder_excludes_us_until_its_release) {
     bool refused = false;
     try {
       co_await lock.unlock();
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       refused = e.code() == rlock::errc::not_owner;
     }
     EXPECT_TRUE(refused);
@@ -747,7 +748,7 @@ TEST(interop, foreign_force_unlock_deletes_our_lock_and_wakes_our_waiter) {
     bool refused = false;
     try {
       co_await holder.unlock();
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       refused = e.code() == rlock::errc::not_owner;
     }
     EXPECT_TRUE(refused);

@@ -17,6 +17,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -183,7 +184,7 @@ TEST(fair_lock, a_waiter_that_gives_up_or_is_cancelled_leaves_the_queue) {
                    asio::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr e) {
                      try {
                        if (e) std::rethrow_exception(e);
-                     } catch (const std::system_error& err) {
+                     } catch (const boost::system::system_error& err) {
                        ec = err.code();
                      }
                      done = true;
@@ -504,7 +505,7 @@ TEST(spin_lock, a_polling_waiter_is_cancelled_at_once_and_failed_by_close) {
     auto record = [&](std::exception_ptr e) {
       try {
         if (e) std::rethrow_exception(e);
-      } catch (const std::system_error& err) {
+      } catch (const boost::system::system_error& err) {
         ec = err.code();
       }
       ++done;

@@ -16,6 +16,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -176,7 +177,7 @@ TEST(multi_lock, a_failure_or_a_cancellation_part_way_gives_back_what_was_taken)
                    asio::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr e) {
                      try {
                        if (e) std::rethrow_exception(e);
-                     } catch (const std::system_error& err) {
+                     } catch (const boost::system::system_error& err) {
                        cancelled = err.code();
                      }
                      finished = true;
@@ -192,8 +193,9 @@ TEST(multi_lock, a_failure_or_a_cancellation_part_way_gives_back_what_was_taken)
     EXPECT_EQ(existing(raw, {members[0], members[1]}), 0);
     co_await blocker.unlock();
     // Bad input: no member, one lock twice.
-    EXPECT_THROW(rlock::multi_lock(std::vector<rlock::lock_handle>{}), std::system_error);
-    EXPECT_THROW(rlock::multi_lock({one.get_lock("d"), two.get_fair_lock("d")}), std::system_error);
+    EXPECT_THROW(rlock::multi_lock(std::vector<rlock::lock_handle>{}), boost::system::system_error);
+    EXPECT_THROW(rlock::multi_lock({one.get_lock("d"), two.get_fair_lock("d")}),
+                 boost::system::system_error);
     EXPECT_EQ(co_await error_of(m.try_lock(-1ms)), rlock::errc::invalid_argument);
     co_await one.close();
     co_await two.close();

@@ -17,6 +17,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -267,7 +268,7 @@ TEST(read_write_lock, a_cancelled_or_killed_waiter_leaves_nothing_and_a_late_ans
                    asio::bind_cancellation_slot(stop.slot(), [&](std::exception_ptr e) {
                      try {
                        if (e) std::rethrow_exception(e);
-                     } catch (const std::system_error& err) {
+                     } catch (const boost::system::system_error& err) {
                        cancelled = err.code();
                      }
                      done = true;

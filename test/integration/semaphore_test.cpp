@@ -18,6 +18,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -90,7 +91,7 @@ TEST(semaphore, permits_are_counted_held_given_back_once_and_bad_input_is_refuse
     try {
       (void)co_await fixed.try_acquire(3, 5s);
       ADD_FAILURE() << "no refusal";
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       EXPECT_EQ(e.code(), rlock::errc::invalid_argument);
       EXPECT_NE(std::string(e.what()).find("PERMITS_EXCEED_TOTAL"), std::string::npos) << e.what();
     }
@@ -202,7 +203,7 @@ TEST(semaphore, a_cancelled_or_killed_waiter_and_a_late_answer_leave_no_permit_t
                        stop.slot(), [&](std::exception_ptr e, std::optional<rlock::permit>) {
                          try {
                            if (e) std::rethrow_exception(e);
-                         } catch (const std::system_error& err) {
+                         } catch (const boost::system::system_error& err) {
                            cancelled = err.code();
                          }
                          done = true;
@@ -281,7 +282,7 @@ TEST(permit_expirable_semaphore, permits_have_ids_any_process_releases_and_lease
     try {
       (void)co_await sem.release("not-an-id");
       ADD_FAILURE() << "no refusal";
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       EXPECT_EQ(e.code(), rlock::errc::invalid_argument);
       EXPECT_NE(std::string(e.what()).find("32 hex digits"), std::string::npos) << e.what();
     }

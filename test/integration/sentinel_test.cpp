@@ -12,6 +12,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -105,7 +106,7 @@ TEST(sentinel, an_unknown_master_name_fails_connect_naming_every_sentinel) {
   });
   try {
     rlock::test::run(io, [&]() -> asio::awaitable<void> { co_await redis.connect(); });
-  } catch (const std::system_error& e) {
+  } catch (const boost::system::system_error& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("no-such-master"), std::string::npos) << what;
     for (const auto& node : cfg.sentinel.nodes) {

@@ -13,6 +13,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -63,7 +64,7 @@ attempt connect_with(const rlock::config& cfg) {
     const auto start = clock_type::now();
     try {
       co_await redis.connect();
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       out.ec = e.code();
       out.words = e.what();
     }

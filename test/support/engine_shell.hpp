@@ -15,22 +15,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <exception>
 #include <memory>
 #include <optional>
 #include <system_error>
 
 namespace rlock::test {
-
-/// The error code an operation's exception carries (empty: none).
-inline std::error_code code_of(const std::exception_ptr& e) {
-  if (!e) return {};
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::system_error& ex) {
-    return ex.code();
-  }
-}
 
 /// What an operation completed with, once it has.
 struct completion {
@@ -65,10 +54,10 @@ struct engine_shell {
   void acquire(const std::shared_ptr<detail::lock_state>& s,
                std::optional<std::chrono::milliseconds> wait, completion& out,
                boost::asio::cancellation_signal* cancel = nullptr) {
-    auto done = [&out](std::exception_ptr e, bool got) {
+    auto done = [&out](const detail::failure& e, bool got) {
       out.done = true;
       out.acquired = got;
-      out.error = code_of(e);
+      out.error = e.code;
     };
     if (cancel == nullptr) {
       detail::async_acquire(s, wait, std::nullopt, detail::bool_handler(std::move(done)));
@@ -80,9 +69,9 @@ struct engine_shell {
   }
   /// Starts the release of one of `s`'s holds, reporting into `out`.
   void release(const std::shared_ptr<detail::lock_state>& s, completion& out) {
-    detail::async_release(s, detail::void_handler([&out](std::exception_ptr e) {
+    detail::async_release(s, detail::void_handler([&out](const detail::failure& e) {
                             out.done = true;
-                            out.error = code_of(e);
+                            out.error = e.code;
                           }));
   }
 

@@ -13,6 +13,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -37,7 +38,7 @@ template <typename Awaitable>
 boost::asio::awaitable<std::error_code> error_of(Awaitable op) {
   try {
     co_await std::move(op);
-  } catch (const std::system_error& e) {
+  } catch (const boost::system::system_error& e) {
     co_return e.code();
   }
   co_return std::error_code{};
@@ -48,7 +49,7 @@ template <typename F>
 std::error_code thrown_by(F&& f) {
   try {
     f();
-  } catch (const std::system_error& e) {
+  } catch (const boost::system::system_error& e) {
     return e.code();
   }
   return {};

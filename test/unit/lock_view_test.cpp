@@ -1,6 +1,8 @@
 // rlockctl's reading of lock keys, without a server: the replies are built by hand.
 #include "lock_view.hpp"
 
+#include <boost/system/system_error.hpp>
+
 #include <gtest/gtest.h>
 
 #include <rlock/error.hpp>
@@ -240,11 +242,11 @@ TEST(lock_view, a_refused_command_is_an_error_with_redis_text) {
   try {
     rlockctl::read_status("x", {str("NOPERM this user has no permissions", type::simple_error)});
     FAIL() << "no error";
-  } catch (const std::system_error& e) {
+  } catch (const boost::system::system_error& e) {
     EXPECT_EQ(e.code(), rlock::errc::permission_denied);
     EXPECT_NE(std::string(e.what()).find("NOPERM"), std::string::npos);
   }
-  EXPECT_THROW(rlockctl::read_status("x", {}), std::system_error);
+  EXPECT_THROW(rlockctl::read_status("x", {}), boost::system::system_error);
 }
 
 TEST(lock_view, a_key_gone_between_hgetall_and_pttl_is_free) {

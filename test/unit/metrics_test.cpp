@@ -6,6 +6,8 @@
 #include "metrics/log_histogram.hpp"
 #include "rlock/error.hpp"
 
+#include <boost/system/system_error.hpp>
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -124,7 +126,7 @@ TEST(prometheus, refuses_names_prometheus_does_not_accept) {
     try {
       (void)rlock::to_prometheus(m, prefix);
       ADD_FAILURE() << "accepted prefix '" << prefix << "'";
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       EXPECT_EQ(e.code(), rlock::errc::invalid_argument);
     }
   }
@@ -132,7 +134,7 @@ TEST(prometheus, refuses_names_prometheus_does_not_accept) {
     try {
       (void)rlock::to_prometheus(m, "rlock", {{label, "x"}});
       ADD_FAILURE() << "accepted label '" << label << "'";
-    } catch (const std::system_error& e) {
+    } catch (const boost::system::system_error& e) {
       EXPECT_EQ(e.code(), rlock::errc::invalid_argument);
     }
   }

@@ -5,6 +5,7 @@
 
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <fmt/format.h>
 
@@ -26,7 +27,7 @@ std::string encode(const command& cmd) {
 
 }  // namespace
 
-std::system_error reply_error(const reply& r, std::string_view what) {
+boost::system::system_error reply_error(const reply& r, std::string_view what) {
   return {make_error_code(detail::errc_of_reply(r.str)), fmt::format("{}: {}", what, r.str)};
 }
 
@@ -44,8 +45,8 @@ void admin_connection::close() { conn_->close(make_error_code(rlock::errc::conne
 
 void admin_connection::fail(std::error_code ec, std::string_view what) const {
   const auto& last = conn_->last_error();
-  if (last.empty()) throw std::system_error(ec, std::string(what));
-  throw std::system_error(ec, fmt::format("{} ({})", what, last));
+  if (last.empty()) throw boost::system::system_error(ec, std::string(what));
+  throw boost::system::system_error(ec, fmt::format("{} ({})", what, last));
 }
 
 asio::awaitable<void> admin_connection::connect() {
@@ -54,9 +55,9 @@ asio::awaitable<void> admin_connection::connect() {
       [this](auto handler) { conn_->async_connect(std::move(handler)); }, asio::use_awaitable);
   if (ec) {
     // The connection's diagnostic already names the address.
-    throw std::system_error(ec, diagnostic.empty()
-                                    ? fmt::format("cannot connect to {}", conn_->node_address())
-                                    : diagnostic);
+    throw boost::system::system_error(
+        ec, diagnostic.empty() ? fmt::format("cannot connect to {}", conn_->node_address())
+                               : diagnostic);
   }
 }
 

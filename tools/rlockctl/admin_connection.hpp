@@ -8,6 +8,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <functional>
 #include <memory>
@@ -32,10 +33,10 @@ class admin_connection : private rlock::detail::connection::listener {
   admin_connection& operator=(const admin_connection&) = delete;
   ~admin_connection();
 
-  /// Connects once (config::connect_timeout); throws std::system_error with the reason.
+  /// Connects once (config::connect_timeout); throws boost::system::system_error with the reason.
   boost::asio::awaitable<void> connect();
 
-  /// Runs one command; an error reply throws std::system_error (server_error or
+  /// Runs one command; an error reply throws boost::system::system_error (server_error or
   /// permission_denied) with Redis's text, as does a failure (timeout, connection_lost).
   boost::asio::awaitable<reply> run(command cmd);
 
@@ -84,6 +85,6 @@ class admin_connection : private rlock::detail::connection::listener {
 };
 
 /// The error a reply stands for: permission_denied for `-NOPERM`, server_error otherwise.
-std::system_error reply_error(const reply& r, std::string_view what);
+boost::system::system_error reply_error(const reply& r, std::string_view what);
 
 }  // namespace rlockctl

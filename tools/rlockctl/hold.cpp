@@ -8,6 +8,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <fmt/format.h>
 
@@ -137,7 +138,9 @@ int run_hold(const context& ctx, const hold_options& opts) {
                {{"event", "interrupted"}, {"lock", name}, {"waited_ms", since(t0)}});
       co_return exit_not_acquired;
     }
-    if (ec) throw std::system_error(ec, fmt::format("acquiring '{}': {}", name, lock.last_error()));
+    if (ec)
+      throw boost::system::system_error(ec,
+                                        fmt::format("acquiring '{}': {}", name, lock.last_error()));
     if (!acquired) {
       out.emit(fmt::format("{}: not acquired within {} ms", name, opts.wait->count()),
                {{"event", "not-acquired"}, {"lock", name}, {"waited_ms", since(t0)}});
@@ -210,8 +213,8 @@ int run_hold(const context& ctx, const hold_options& opts) {
       co_return exit_lost;
     }
     if (unlock_ec) {
-      throw std::system_error(unlock_ec,
-                              fmt::format("releasing '{}': {}", name, lock.last_error()));
+      throw boost::system::system_error(unlock_ec,
+                                        fmt::format("releasing '{}': {}", name, lock.last_error()));
     }
     out.emit(fmt::format("{}: released by {}, after {} ms", name, owner, since(acquired_at)),
              {{"event", "released"},

@@ -5,6 +5,7 @@
 #include "run.hpp"
 
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <fmt/format.h>
 
@@ -67,8 +68,8 @@ int run_list(const context& ctx, const list_options& opts) {
         command scan{"SCAN", cursor, "MATCH", match, "COUNT", count, "TYPE", "hash"};
         const reply page = co_await redis.run_on(node, std::move(scan));
         if (page.elements.size() != 2) {
-          throw std::system_error(make_error_code(rlock::errc::protocol_error),
-                                  "SCAN: unexpected answer");
+          throw boost::system::system_error(make_error_code(rlock::errc::protocol_error),
+                                            "SCAN: unexpected answer");
         }
         cursor = page.elements[0].str;
         const auto& keys = page.elements[1].elements;

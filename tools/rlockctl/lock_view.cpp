@@ -4,6 +4,8 @@
 #include "lock/permit_id.hpp"
 #include "session/redis_error.hpp"
 
+#include <boost/system/system_error.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -35,13 +37,13 @@ bool is_owner_field(std::string_view f) {
 
 const reply& checked(const std::vector<reply>& answers, std::size_t i, std::string_view what) {
   if (i >= answers.size()) {
-    throw std::system_error(make_error_code(rlock::errc::protocol_error),
-                            fmt::format("{}: no answer", what));
+    throw boost::system::system_error(make_error_code(rlock::errc::protocol_error),
+                                      fmt::format("{}: no answer", what));
   }
   const reply& r = answers[i];
   if (r.is_error()) {
-    throw std::system_error(make_error_code(rlock::detail::errc_of_reply(r.str)),
-                            fmt::format("{}: {}", what, r.str));
+    throw boost::system::system_error(make_error_code(rlock::detail::errc_of_reply(r.str)),
+                                      fmt::format("{}: {}", what, r.str));
   }
   return r;
 }

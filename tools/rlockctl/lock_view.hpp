@@ -3,6 +3,7 @@
 #include "resp3/value.hpp"
 
 #include <boost/json/object.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -99,7 +100,7 @@ std::optional<std::vector<holder>> lock_holders(const reply& hgetall, std::strin
 /// this order (all in the key's slot; answers that do not apply to the key's type are errors
 /// nobody reads).
 std::vector<command> status_commands(const std::string& key, bool sharded = false);
-/// Decodes the answers to status_commands (an error reply throws std::system_error).
+/// Decodes the answers to status_commands (an error reply throws boost::system::system_error).
 lock_view read_status(std::string name, const std::vector<reply>& answers);
 
 /// list and watch: HGETALL, PTTL, GET and ZRANGE <holds> of a key (the last two for a

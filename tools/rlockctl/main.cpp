@@ -1,6 +1,8 @@
 // rlockctl: see and handle rlock (and Redisson) locks from a shell. README, "rlockctl".
 #include "commands.hpp"
 
+#include <boost/system/system_error.hpp>
+
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -148,7 +150,7 @@ int main(int argc, char** argv) {
   rlockctl::context ctx{rlock::config{}, rlockctl::output(json)};
   try {
     ctx.cfg = rlock::config::from_url(url);
-  } catch (const std::system_error& e) {
+  } catch (const boost::system::system_error& e) {
     ctx.out.error("invalid-url", e.what());
     return rlockctl::exit_error;
   }
@@ -210,7 +212,7 @@ int main(int argc, char** argv) {
       bench_opts.duration = ms(static_cast<std::int64_t>(bench_seconds * 1000));
       return rlockctl::run_bench(ctx, bench_opts);
     }
-  } catch (const std::system_error& e) {
+  } catch (const boost::system::system_error& e) {
     ctx.out.error(e.code().message(), e.what());
     return rlockctl::exit_error;
   } catch (const std::exception& e) {
