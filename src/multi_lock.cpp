@@ -101,12 +101,22 @@ asio::awaitable<bool> caller_cancelled() {
   co_return state.cancelled() != asio::cancellation_type::none;
 }
 
+/// Every kind of cancellation the caller's slot carries reaches the coroutine (co_spawn lets
+/// terminal only through), and none is thrown: the coroutine decides what one means. One
+/// already requested is kept.
+asio::awaitable<void> let_every_cancellation_in() {
+  if (!co_await caller_cancelled()) {
+    co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
+  }
+  co_await asio::this_coro::throw_if_cancelled(false);
+}
+
 }  // namespace
 
 asio::awaitable<detail::failure> multi_lock::lock_all(member_list members,
                                                       std::optional<milliseconds> lease) {
   // The rounds below decide what a cancellation means (release what was taken), not Asio.
-  co_await asio::this_coro::throw_if_cancelled(false);
+  co_await let_every_cancellation_in();
   if (lease && lease->count() <= 0) {
     co_return detail::failure(errc::invalid_argument, "multi_lock: the lease must be positive");
   }
@@ -131,6 +141,9 @@ asio::awaitable<detail::failure> multi_lock::lock_all(member_list members,
       ++taken;
     }
     if (!failure && all_held(members, starts, lease)) co_return detail::failure();
+    // A cancellation that came while the last member was taken ends the call here, not after
+    // another round.
+    if (!failure && co_await caller_cancelled()) failure = detail::cancelled();
     // All or nothing: what was taken goes back before the caller hears why (a cancellation of
     // the caller does not reach these releases), or before the group is taken again.
     co_await asio::this_coro::reset_cancellation_state();
@@ -141,7 +154,7 @@ asio::awaitable<detail::failure> multi_lock::lock_all(member_list members,
 
 asio::awaitable<std::pair<detail::failure, bool>> multi_lock::try_lock_all(
     member_list members, milliseconds wait, std::optional<milliseconds> lease) {
-  co_await asio::this_coro::throw_if_cancelled(false);
+  co_await let_every_cancellation_in();
   if (wait.count() < 0) {
     co_return std::pair{detail::failure(errc::invalid_argument, "multi_lock: the wait is negative"),
                         false};
@@ -185,6 +198,7 @@ asio::awaitable<std::pair<detail::failure, bool>> multi_lock::try_lock_all(
     }
     const bool held = all && !failure && all_held(members, starts, lease);
     if (held) co_return std::pair{detail::failure(), true};
+    if (!failure && co_await caller_cancelled()) failure = detail::cancelled();
     co_await asio::this_coro::reset_cancellation_state();
     (void)co_await release(members, taken);
     if (failure) co_return std::pair{std::move(failure), false};
@@ -219,6 +233,7 @@ asio::awaitable<detail::failure> multi_lock::release(member_list members, std::s
 }
 
 asio::awaitable<detail::failure> multi_lock::first_lost(member_list members) {
+  co_await let_every_cancellation_in();  // a cancellation is the group's answer
   // Every member's lost() at once; the first that reports a loss ends the wait and cancels the
   // others. Members that cannot be lost (not held through the watchdog) answer not_owner and are
   // passed over, unless all do.

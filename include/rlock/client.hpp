@@ -107,8 +107,8 @@ class RLOCK_EXPORT client {
  public:
   using executor_type = boost::asio::any_io_executor;
 
-  /// Throws boost::system::system_error with errc::invalid_argument for settings that cannot work (a
-  /// sync_replicas timeout not below command_timeout, sentinels without a master name, ...).
+  /// Throws boost::system::system_error with errc::invalid_argument for settings that cannot work
+  /// (a sync_replicas timeout not below command_timeout, sentinels without a master name, ...).
   client(executor_type ex, config cfg);
   client(const client&) = delete;
   client& operator=(const client&) = delete;

@@ -59,8 +59,8 @@ using metric_labels = std::vector<std::pair<std::string, std::string>>;
 /// `m` in Prometheus' text exposition format (version 0.0.4): a `# HELP` and `# TYPE` line per
 /// family, counters named `<prefix>_..._total`, histograms as cumulative `_bucket{le=...}` with
 /// `le="+Inf"`, `_sum` and `_count`, label values escaped. A service can serve it as is
-/// (Content-Type `text/plain; version=0.0.4`). Throws boost::system::system_error (errc::invalid_argument)
-/// for a prefix or label name Prometheus does not accept.
+/// (Content-Type `text/plain; version=0.0.4`). Throws boost::system::system_error
+/// (errc::invalid_argument) for a prefix or label name Prometheus does not accept.
 RLOCK_EXPORT std::string to_prometheus(const client_metrics& m, std::string_view prefix = "rlock",
                                        const metric_labels& labels = {});
 

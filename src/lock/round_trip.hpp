@@ -86,15 +86,20 @@ void run_command(std::shared_ptr<lock_state> s, command c, std::string what, han
 
 /// Runs the kind's script call that `make(state, call)` builds on the client's executor (or the
 /// failure it returns: bad input) and completes `h` as answer_to says. The call's views may point
-/// into `make`'s own captures: it lives until the call is sent.
+/// into `make`'s own captures: both live on the heap until the answer, since the registry may
+/// send the call again (a NOSCRIPT answer, a script not loaded yet).
 template <typename T, typename Make, typename Read>
 void run_script(std::shared_ptr<lock_state> s, Make make, std::string what, handler<T> h,
                 Read read) {
-  const auto ex = s->ctx->executor;
-  boost::asio::post(ex, [s = std::move(s), make = std::move(make), what = std::move(what),
-                         h = std::move(h), read]() mutable {
+  struct prepared {
+    Make make;
     release_script_call call;
-    if (auto f = make(*s, call)) {
+  };
+  auto p = std::make_unique<prepared>(prepared{std::move(make), {}});
+  const auto ex = s->ctx->executor;
+  boost::asio::post(ex, [s = std::move(s), p = std::move(p), what = std::move(what),
+                         h = std::move(h), read]() mutable {
+    if (auto f = p->make(*s, p->call)) {
       s->set_last_error(f);
       const auto client_ex = s->ctx->executor;
       ops::deliver(client_ex, std::move(h), boost::asio::cancellation_slot(), false, std::move(f),
@@ -103,8 +108,13 @@ void run_script(std::shared_ptr<lock_state> s, Make make, std::string what, hand
     }
     auto& scripts = s->ctx->scripts;
     const auto opts = round_trip(*s);
-    scripts.async_run(call.which, call.key_span(), call.arg_span(), opts,
-                      answer_to<T>(std::move(s), std::move(what), std::move(h), read));
+    auto* call = &p->call;
+    auto done = answer_to<T>(std::move(s), std::move(what), std::move(h), read);
+    scripts.async_run(call->which, call->key_span(), call->arg_span(), opts,
+                      [p = std::move(p), done = std::move(done)](
+                          std::error_code ec, const resp3::value& reply) mutable {
+                        done(ec, reply);  // `p` (the call's bytes) lives until here
+                      });
   });
 }
 
