@@ -105,10 +105,13 @@ asio::awaitable<bool> caller_cancelled() {
 /// terminal only through), and none is thrown: the coroutine decides what one means. One
 /// already requested is kept.
 asio::awaitable<void> let_every_cancellation_in() {
-  if (!co_await caller_cancelled()) {
+  // Named, not a co_await inside a condition (g++ 12, UBSan: an illegal instruction there).
+  const bool already = co_await caller_cancelled();
+  if (!already) {
     co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
   }
   co_await asio::this_coro::throw_if_cancelled(false);
+  co_return;
 }
 
 }  // namespace
@@ -127,7 +130,8 @@ asio::awaitable<detail::failure> multi_lock::lock_all(member_list members,
     detail::failure failure;
     starts.clear();
     for (const auto& m : *members) {
-      if (co_await caller_cancelled()) {
+      const bool cancelled_before = co_await caller_cancelled();
+      if (cancelled_before) {
         failure = detail::cancelled();
         break;
       }
@@ -143,7 +147,10 @@ asio::awaitable<detail::failure> multi_lock::lock_all(member_list members,
     if (!failure && all_held(members, starts, lease)) co_return detail::failure();
     // A cancellation that came while the last member was taken ends the call here, not after
     // another round.
-    if (!failure && co_await caller_cancelled()) failure = detail::cancelled();
+    if (!failure) {
+      const bool cancelled_meanwhile = co_await caller_cancelled();
+      if (cancelled_meanwhile) failure = detail::cancelled();
+    }
     // All or nothing: what was taken goes back before the caller hears why (a cancellation of
     // the caller does not reach these releases), or before the group is taken again.
     co_await asio::this_coro::reset_cancellation_state();
@@ -172,7 +179,8 @@ asio::awaitable<std::pair<detail::failure, bool>> multi_lock::try_lock_all(
     bool all = true;
     starts.clear();
     for (const auto& m : *members) {
-      if (co_await caller_cancelled()) {
+      const bool cancelled_before = co_await caller_cancelled();
+      if (cancelled_before) {
         failure = detail::cancelled();
         break;
       }
@@ -198,7 +206,10 @@ asio::awaitable<std::pair<detail::failure, bool>> multi_lock::try_lock_all(
     }
     const bool held = all && !failure && all_held(members, starts, lease);
     if (held) co_return std::pair{detail::failure(), true};
-    if (!failure && co_await caller_cancelled()) failure = detail::cancelled();
+    if (!failure) {
+      const bool cancelled_meanwhile = co_await caller_cancelled();
+      if (cancelled_meanwhile) failure = detail::cancelled();
+    }
     co_await asio::this_coro::reset_cancellation_state();
     (void)co_await release(members, taken);
     if (failure) co_return std::pair{std::move(failure), false};

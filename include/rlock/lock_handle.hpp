@@ -80,10 +80,11 @@ class RLOCK_EXPORT lock_handle {
   executor_type get_executor() const noexcept;
   /// How this owner's latest successful acquisition came about.
   wake_reason last_wake() const noexcept;
-  /// The text of this owner's latest failed lock, try_lock or unlock: Redis's error text (e.g.
-  /// "WRONGTYPE ...", "NOPERM ...") or what the client knows of a transport failure. The
-  /// async_* forms complete with an error_code only; read this in the handler for the words.
-  /// Empty if none failed. May be called from any thread.
+  /// The words of this owner's latest failed operation (an acquisition, an unlock, a query):
+  /// Redis's error text (e.g. "WRONGTYPE ...", "NOPERM ..."), the bound that ran out, or what
+  /// the client knows of a transport failure. The async_* forms complete with an error_code
+  /// only; read this in the handler for the words. Empty if none failed. May be called from any
+  /// thread.
   std::string last_error() const;
 
   // --- unlock -----------------------------------------------------------------------------
