@@ -29,12 +29,12 @@
 // S1 only, readers never exclude each other; multi: a multi-lock over the key and `<key>:2`;
 // semaphore: a semaphore of one permit).
 // Results: one JSON line on stdout; progress on stderr. Only 127.0.0.1 is contacted.
-#include "lock/lock_state.hpp"
+#include "engine/lock_state.hpp"
 #include "resp3/parser.hpp"
 #include "resp3/request.hpp"
 #include "rlock/rlock.hpp"
 #include "script/scripts.hpp"
-#include "session/connection.hpp"
+#include "session/node/connection.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>

@@ -162,6 +162,14 @@ class RLOCK_EXPORT client {
   /// The asynchronous client underneath, for code that mixes both styles.
   rlock::client& async_client() noexcept;
 
+  /// Runs `op` (an awaitable form of anything made from async_client(): a count_down_latch's
+  /// count(), a lock's is_held(), ...) to its end on the calling thread and returns its result;
+  /// its failure is thrown as it is (boost::system::system_error with Redis's words). How a
+  /// kind whose header comes with its own blocking facade builds it without this class knowing
+  /// the kind.
+  template <typename T>
+  T run(boost::asio::awaitable<T> op);
+
  private:
   std::shared_ptr<detail::client_state> state_;
 };
@@ -562,6 +570,37 @@ class semaphore {
   std::mutex mutex_;
   std::vector<rlock::permit> held_;  // oldest first
 };
+
+template <typename T>
+T client::run(boost::asio::awaitable<T> op) {
+  using result = std::conditional_t<std::is_void_v<T>, bool, T>;
+  std::optional<result> value;
+  std::exception_ptr error;
+  auto begin = [&](rlock::detail::handler<> done) {
+    auto finish = [&error, done = std::move(done)](std::exception_ptr e) mutable {
+      error = std::move(e);
+      std::move(done)(rlock::detail::failure());
+    };
+    if constexpr (std::is_void_v<T>) {
+      boost::asio::co_spawn(async_client().get_executor(), std::move(op),
+                            [&value, finish = std::move(finish)](std::exception_ptr e) mutable {
+                              if (!e) value.emplace(true);
+                              finish(std::move(e));
+                            });
+    } else {
+      boost::asio::co_spawn(
+          async_client().get_executor(), std::move(op),
+          [&value, finish = std::move(finish)](std::exception_ptr e, T v) mutable {
+            if (!e) value.emplace(std::move(v));
+            finish(std::move(e));
+          });
+    }
+  };
+  auto nothing = [] {};
+  detail::wait(*state_, begin, nothing, false);
+  if (error) std::rethrow_exception(error);
+  if constexpr (!std::is_void_v<T>) return std::move(*value);
+}
 
 inline semaphore client::get_semaphore(std::string_view name) {
   return semaphore(state_, async_client().get_semaphore(name));

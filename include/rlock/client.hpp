@@ -28,6 +28,7 @@ namespace rlock {
 
 namespace detail {
 class client_impl;
+struct kind_access;
 }  // namespace detail
 
 /// Counters of one client since it was made: what its locks cost in Redis commands and how
@@ -242,6 +243,7 @@ class RLOCK_EXPORT client {
   static void start_metrics(const std::shared_ptr<detail::client_impl>& impl,
                             detail::handler<client_metrics> h);
 
+  friend struct detail::kind_access;  // a kind's own factory (its header) makes its states
   std::shared_ptr<detail::client_impl> impl_;
 };
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "rlock/exclusive_lock.hpp"
+#include "rlock/basic_owned_lock.hpp"
 #include "rlock/export.hpp"
 
 #include <memory>
@@ -30,26 +30,26 @@ namespace rlock {
 /// dropped.
 ///
 /// try_lock() without a wait is one attempt that never joins the queue. Everything else is
-/// exclusive_lock's and lock_handle's. Get one from client::get_fair_lock().
-class RLOCK_EXPORT fair_lock : public exclusive_lock<fair_lock> {
+/// basic_owned_lock's and lock_handle's. Get one from client::get_fair_lock().
+class RLOCK_EXPORT fair_lock : public basic_owned_lock<fair_lock> {
  private:
   friend class client;
-  friend class exclusive_lock<fair_lock>;
+  friend class basic_owned_lock<fair_lock>;
   friend class basic_hold<fair_lock>;
   explicit fair_lock(std::shared_ptr<detail::lock_state> state) noexcept
-      : exclusive_lock(std::move(state)) {}
+      : basic_owned_lock(std::move(state)) {}
 };
 
 /// Redisson's RNonReentrantFairLock (4.4.0): the fair lock, except that an acquisition by the
 /// owner that already holds it fails at once with errc::reentry_refused. Get one from
 /// client::get_non_reentrant_fair_lock().
-class RLOCK_EXPORT non_reentrant_fair_lock : public exclusive_lock<non_reentrant_fair_lock> {
+class RLOCK_EXPORT non_reentrant_fair_lock : public basic_owned_lock<non_reentrant_fair_lock> {
  private:
   friend class client;
-  friend class exclusive_lock<non_reentrant_fair_lock>;
+  friend class basic_owned_lock<non_reentrant_fair_lock>;
   friend class basic_hold<non_reentrant_fair_lock>;
   explicit non_reentrant_fair_lock(std::shared_ptr<detail::lock_state> state) noexcept
-      : exclusive_lock(std::move(state)) {}
+      : basic_owned_lock(std::move(state)) {}
 };
 
 }  // namespace rlock

@@ -27,7 +27,7 @@ namespace rlock {
 
 class reentrant_lock;
 template <typename Lock>
-class exclusive_lock;
+class basic_owned_lock;
 
 /// One hold of a lock of kind `Lock` (reentrant_lock, fenced_lock, ...), owned by a scope: what
 /// `co_await lock.scoped()` returns. Move-only. One template for every kind: a kind gets its
@@ -99,7 +99,7 @@ class basic_hold {
 
  private:
   friend Lock;
-  friend class exclusive_lock<Lock>;  // the shared acquisitions of the exclusive kinds
+  friend class basic_owned_lock<Lock>;  // the shared acquisitions of the exclusive kinds
   explicit basic_hold(Lock l) noexcept : lock_(std::move(l)) {}
 
   /// What an acquisition's result says: lock() completes with nothing or a token (acquired),

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "rlock/exclusive_lock.hpp"
+#include "rlock/basic_owned_lock.hpp"
 #include "rlock/export.hpp"
 
 #include <memory>
@@ -14,15 +14,15 @@ namespace rlock {
 /// where a second acquisition by the same owner is a bug to report, not a nesting to allow: it
 /// would otherwise pass silently, and with a wait it would wait for itself.
 ///
-/// Everything else is exclusive_lock's and lock_handle's (forms, bounds, cancellation, holds,
+/// Everything else is basic_owned_lock's and lock_handle's (forms, bounds, cancellation, holds,
 /// with_lock, the blocking facade). Get one from client::get_non_reentrant_lock().
-class RLOCK_EXPORT non_reentrant_lock : public exclusive_lock<non_reentrant_lock> {
+class RLOCK_EXPORT non_reentrant_lock : public basic_owned_lock<non_reentrant_lock> {
  private:
   friend class client;
-  friend class exclusive_lock<non_reentrant_lock>;
+  friend class basic_owned_lock<non_reentrant_lock>;
   friend class basic_hold<non_reentrant_lock>;
   explicit non_reentrant_lock(std::shared_ptr<detail::lock_state> state) noexcept
-      : exclusive_lock(std::move(state)) {}
+      : basic_owned_lock(std::move(state)) {}
 };
 
 }  // namespace rlock

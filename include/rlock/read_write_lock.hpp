@@ -1,6 +1,6 @@
 #pragma once
 
-#include "rlock/exclusive_lock.hpp"
+#include "rlock/basic_owned_lock.hpp"
 #include "rlock/export.hpp"
 
 #include <memory>
@@ -14,26 +14,26 @@ namespace rlock {
 /// `{<key>}:<owner field>:rwlock_timeout:<n>` keys) and the lock lives as long as the longest.
 /// The writer of the lock may take it too (a downgrade: it then keeps reading after its write
 /// unlock). Get it from read_write_lock::read_lock().
-class RLOCK_EXPORT read_lock : public exclusive_lock<read_lock> {
+class RLOCK_EXPORT read_lock : public basic_owned_lock<read_lock> {
  private:
   friend class read_write_lock;
-  friend class exclusive_lock<read_lock>;
+  friend class basic_owned_lock<read_lock>;
   friend class basic_hold<read_lock>;
   explicit read_lock(std::shared_ptr<detail::lock_state> state) noexcept
-      : exclusive_lock(std::move(state)) {}
+      : basic_owned_lock(std::move(state)) {}
 };
 
 /// The write half of a read_write_lock: exclusive against every other owner's reads and writes,
 /// reentrant for its owner. An owner that holds the read half and asks for the write half fails
 /// at once with errc::upgrade_refused: it would wait for its own reads (Redisson's client waits
 /// forever there). Get it from read_write_lock::write_lock().
-class RLOCK_EXPORT write_lock : public exclusive_lock<write_lock> {
+class RLOCK_EXPORT write_lock : public basic_owned_lock<write_lock> {
  private:
   friend class read_write_lock;
-  friend class exclusive_lock<write_lock>;
+  friend class basic_owned_lock<write_lock>;
   friend class basic_hold<write_lock>;
   explicit write_lock(std::shared_ptr<detail::lock_state> state) noexcept
-      : exclusive_lock(std::move(state)) {}
+      : basic_owned_lock(std::move(state)) {}
 };
 
 /// A Redisson-compatible read-write lock (Redisson's RReadWriteLock): one hash `<key>` with

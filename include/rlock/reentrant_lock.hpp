@@ -1,6 +1,6 @@
 #pragma once
 
-#include "rlock/exclusive_lock.hpp"
+#include "rlock/basic_owned_lock.hpp"
 #include "rlock/export.hpp"
 
 #include <memory>
@@ -25,14 +25,14 @@ namespace rlock {
 /// **Forms and execution** are lock_handle's: an awaitable and an `async_*` form of every
 /// operation, run on the client's executor. The release, force_unlock, the queries and lost()
 /// are lock_handle's too; the acquisitions (lock, try_lock, scoped, try_scoped) are
-/// exclusive_lock's, shared with the other exclusive kinds.
-class RLOCK_EXPORT reentrant_lock : public exclusive_lock<reentrant_lock> {
+/// basic_owned_lock's, shared with the other exclusive kinds.
+class RLOCK_EXPORT reentrant_lock : public basic_owned_lock<reentrant_lock> {
  private:
   friend class client;
-  friend class exclusive_lock<reentrant_lock>;
+  friend class basic_owned_lock<reentrant_lock>;
   friend class basic_hold<reentrant_lock>;
   explicit reentrant_lock(std::shared_ptr<detail::lock_state> state) noexcept
-      : exclusive_lock(std::move(state)) {}
+      : basic_owned_lock(std::move(state)) {}
 };
 
 }  // namespace rlock

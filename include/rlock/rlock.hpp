@@ -1,11 +1,11 @@
 #pragma once
 
+#include "rlock/basic_owned_lock.hpp"
 #include "rlock/blocking.hpp"
 #include "rlock/client.hpp"
 #include "rlock/config.hpp"
 #include "rlock/connection_state.hpp"
 #include "rlock/error.hpp"
-#include "rlock/exclusive_lock.hpp"
 #include "rlock/fair_lock.hpp"
 #include "rlock/fenced_lock.hpp"
 #include "rlock/hold.hpp"

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "rlock/exclusive_lock.hpp"
+#include "rlock/basic_owned_lock.hpp"
 #include "rlock/export.hpp"
 
 #include <memory>
@@ -17,14 +17,14 @@ namespace rlock {
 ///
 /// The cost is the polling: a waiter makes about log2(cap / initial) attempts in its first
 /// `cap` and then one per `cap`, and gets the lock up to `cap` after it was released. Everything
-/// else is exclusive_lock's and lock_handle's. Get one from client::get_spin_lock().
-class RLOCK_EXPORT spin_lock : public exclusive_lock<spin_lock> {
+/// else is basic_owned_lock's and lock_handle's. Get one from client::get_spin_lock().
+class RLOCK_EXPORT spin_lock : public basic_owned_lock<spin_lock> {
  private:
   friend class client;
-  friend class exclusive_lock<spin_lock>;
+  friend class basic_owned_lock<spin_lock>;
   friend class basic_hold<spin_lock>;
   explicit spin_lock(std::shared_ptr<detail::lock_state> state) noexcept
-      : exclusive_lock(std::move(state)) {}
+      : basic_owned_lock(std::move(state)) {}
 };
 
 }  // namespace rlock

@@ -3,10 +3,10 @@
 // What the engine (the acquire and release shells, lost(), handoff, lock state) and the kinds
 // see of the client: one narrow context the client builds once. No engine or kind file includes
 // the client's internals; a unit test can build a context over its own parts.
+#include "engine/attempt_gate.hpp"
+#include "engine/decimal.hpp"
+#include "engine/latch_sweeper.hpp"
 #include "engine/owner_table.hpp"
-#include "lock/attempt_gate.hpp"
-#include "lock/decimal.hpp"
-#include "lock/latch_sweeper.hpp"
 #include "metrics/log_histogram.hpp"
 #include "notify/notify_hub.hpp"
 #include "rlock/config.hpp"

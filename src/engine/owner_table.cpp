@@ -1,6 +1,6 @@
 #include "engine/owner_table.hpp"
 
-#include "lock/lock_state.hpp"
+#include "engine/lock_state.hpp"
 #include "rlock/error.hpp"
 
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "lock/lock_kind.hpp"
+#include "engine/lock_kind.hpp"
 
 #include <atomic>
 #include <cstdint>

@@ -1,7 +1,7 @@
 #pragma once
 
 // What a release's answer, or its absence, means: sans-I/O, as acquire_fsm is for an
-// acquisition. The shell (release_op.cpp) sends the unlock script and does what this says; the
+// acquisition. The shell (release_shell.cpp) sends the unlock script and does what this says; the
 // owner's bookkeeping of the answer is lock_state::on_released.
 //
 // A release is made idempotent by Redisson's unlock latch: written and unanswered when its

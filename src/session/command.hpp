@@ -1,6 +1,6 @@
 #pragma once
 
-#include "session/multiplexer.hpp"
+#include "session/node/multiplexer.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -15,7 +15,7 @@ namespace rlock::detail {
 /// (written, then the connection died): the fault model's table (docs/design/fault-model.md), in
 /// one place. The deadline comes with the call, from the same table: an acquire's is its attempt's
 /// bound, a renewal's the lease's belief deadline, the others' config::command_timeout
-/// (lock/round_trip.hpp).
+/// (engine/round_trip.hpp).
 enum class command_kind : std::uint8_t {
   query,          // reads (HGET, GET, PTTL ...): written again after a reconnect
   acquire,        // may have taken the lock: never written again, the lock reconciles it

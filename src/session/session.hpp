@@ -3,8 +3,8 @@
 #include "rlock/config.hpp"
 #include "rlock/connection_state.hpp"
 #include "session/command.hpp"
-#include "session/connection.hpp"
-#include "session/multiplexer.hpp"
+#include "session/node/connection.hpp"
+#include "session/node/multiplexer.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 

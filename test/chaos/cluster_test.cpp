@@ -10,7 +10,7 @@
 #include "chaos/history.hpp"
 #include "chaos/scenario.hpp"
 #include "chaos/workload.hpp"
-#include "session/key_slot.hpp"
+#include "session/cluster/key_slot.hpp"
 #include "support/cluster_topology.hpp"
 #include "support/raw_client.hpp"
 #include "support/settle.hpp"

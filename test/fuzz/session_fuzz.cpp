@@ -10,8 +10,8 @@
 // by what was added; a channel is active only while connected.
 #include "resp3/parser.hpp"
 #include "rlock/error.hpp"
-#include "session/multiplexer.hpp"
-#include "session/subscription_set.hpp"
+#include "session/node/multiplexer.hpp"
+#include "session/node/subscription_set.hpp"
 
 #include <array>
 #include <charconv>

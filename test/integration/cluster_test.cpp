@@ -3,7 +3,7 @@
 // shards, hash tags, renewals per slot, a resharding under a held lock, bad input.
 #include "resp3/parser.hpp"
 #include "rlock/rlock.hpp"
-#include "session/key_slot.hpp"
+#include "session/cluster/key_slot.hpp"
 #include "support/acl_users.hpp"
 #include "support/cluster_topology.hpp"
 #include "support/fake_server.hpp"

@@ -1,11 +1,11 @@
 // Redisson interop: a foreign Redisson client, played with raw_client and Redisson's own Lua
 // scripts (quoted from /work/shared/redisson-wire.md, deliberately not rlock's scripts.hpp),
 // and rlock must exclude each other and wake each other on unlock.
-#include "lock/latch_sweeper.hpp"
-#include "lock/lock_state.hpp"
+#include "engine/latch_sweeper.hpp"
+#include "engine/lock_state.hpp"
 #include "rlock/rlock.hpp"
 #include "script/scripts.hpp"
-#include "session/key_slot.hpp"
+#include "session/cluster/key_slot.hpp"
 #include "support/cluster_topology.hpp"
 #include "support/lock_env.hpp"
 #include "support/raw_client.hpp"

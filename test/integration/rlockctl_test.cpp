@@ -1,6 +1,6 @@
 // rlockctl driven as an operator drives it: separate processes against this suite's server,
 // judged by their output and exit codes (README, "rlockctl").
-#include "session/key_slot.hpp"
+#include "session/cluster/key_slot.hpp"
 #include "support/child_process.hpp"
 #include "support/cluster_topology.hpp"
 #include "support/raw_client.hpp"

@@ -5,7 +5,7 @@
 // addPermits and release(n) beside rlock's total. Each case runs on one server and on a
 // 3-master cluster (where Redisson publishes with `spublish`).
 #include "rlock/rlock.hpp"
-#include "session/key_slot.hpp"
+#include "session/cluster/key_slot.hpp"
 #include "support/cluster_topology.hpp"
 #include "support/lock_env.hpp"
 #include "support/raw_client.hpp"

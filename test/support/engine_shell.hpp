@@ -1,11 +1,11 @@
 #pragma once
 
-// A harness for unit tests of the engine's I/O shells (acquire_op.cpp, release_op.cpp): an
+// A harness for unit tests of the engine's I/O shells (acquire_shell.cpp, release_shell.cpp): an
 // io_context, an engine over a fake session (engine_fixture), owners of one lock, and helpers to
 // start their operations, run the engine's handlers until something happens, and find the
 // requests it made. The test plays the server: it answers each request when it chooses.
-#include "lock/lock_ops.hpp"
-#include "lock/lock_state.hpp"
+#include "engine/lock_state.hpp"
+#include "engine/operations.hpp"
 #include "support/engine_fixture.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>

@@ -1,6 +1,6 @@
 // The acquisition state machine without a server or a clock: scripted answers, wake-ups,
 // cancellations and bounds, and the rules every lock kind relies on.
-#include "lock/acquire_fsm.hpp"
+#include "engine/acquire_fsm.hpp"
 
 #include <gtest/gtest.h>
 

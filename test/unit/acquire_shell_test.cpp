@@ -1,4 +1,4 @@
-// The acquisition's I/O shell (acquire_op.cpp) over an engine context without a client or a
+// The acquisition's I/O shell (acquire_shell.cpp) over an engine context without a client or a
 // server: the test answers each request the shell makes, as a server or a failing connection
 // would, and delivers the channel's messages itself.
 #include "rlock/error.hpp"

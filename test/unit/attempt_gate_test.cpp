@@ -1,6 +1,6 @@
 // The attempt gate: attempts beyond the limit wait in FIFO order, each answer lets the oldest
 // through, and a waiting attempt can leave the line.
-#include "lock/attempt_gate.hpp"
+#include "engine/attempt_gate.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The channel registry without a server: placement on the slot owner, moves after a map change.
-#include "session/channel_registry.hpp"
+#include "session/cluster/channel_registry.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // CRC16 and hash tags without a server (the server's own CLUSTER KEYSLOT is checked against
 // many keys in cluster_test).
-#include "session/key_slot.hpp"
+#include "session/cluster/key_slot.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The lock kinds' descriptors without a server: the decoding of their acquire replies and the
 // judgement of their reconcile answers.
-#include "lock/lock_kind.hpp"
+#include "engine/lock_kind.hpp"
 
 #include "support/resp3_values.hpp"
 

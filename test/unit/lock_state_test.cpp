@@ -1,7 +1,7 @@
 // An owner's bookkeeping (lock_state) without a server: what a release's answer does to the
 // holds granted around it. Over an engine context of its own, never connected: nothing here does
 // I/O.
-#include "lock/lock_state.hpp"
+#include "engine/lock_state.hpp"
 
 #include "support/engine_fixture.hpp"
 #include "support/resp3_values.hpp"

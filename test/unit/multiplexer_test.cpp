@@ -1,5 +1,5 @@
 // The multiplexer without a server: requests in, bytes out, answers and pushes in, completions out.
-#include "session/multiplexer.hpp"
+#include "session/node/multiplexer.hpp"
 
 #include "resp3/parser.hpp"
 #include "rlock/error.hpp"

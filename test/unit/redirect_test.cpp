@@ -1,6 +1,6 @@
 // The redirect decision without a server: what MOVED, ASK, TRYAGAIN and CLUSTERDOWN make the
 // router do, and that no reply can keep a request past its bound.
-#include "session/redirect.hpp"
+#include "session/cluster/redirect.hpp"
 
 #include <gtest/gtest.h>
 

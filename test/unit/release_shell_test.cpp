@@ -1,4 +1,4 @@
-// The release's I/O shell (release_op.cpp) over an engine context without a client or a server:
+// The release's I/O shell (release_shell.cpp) over an engine context without a client or a server:
 // the test answers the unlock script as a server or a failing connection would, and passes its
 // deadline when it chooses.
 #include "rlock/error.hpp"

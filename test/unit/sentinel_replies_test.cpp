@@ -1,5 +1,5 @@
 // What sentinels and data nodes say about the master, decoded without a server.
-#include "session/sentinel_replies.hpp"
+#include "session/sentinel/sentinel_replies.hpp"
 
 #include "support/resp3_values.hpp"
 

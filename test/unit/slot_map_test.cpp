@@ -1,5 +1,5 @@
 // The slot map without a server: CLUSTER SHARDS decoding, MOVED updates, owners.
-#include "session/slot_map.hpp"
+#include "session/cluster/slot_map.hpp"
 
 #include "resp3/parser.hpp"
 #include "support/resp3_values.hpp"

@@ -1,5 +1,5 @@
 // The subscription set without a server: what to send, when a channel is active, what to replay.
-#include "session/subscription_set.hpp"
+#include "session/node/subscription_set.hpp"
 
 #include <gtest/gtest.h>
 

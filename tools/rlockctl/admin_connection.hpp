@@ -3,7 +3,7 @@
 #include "resp3/value.hpp"
 #include "rlock/config.hpp"
 #include "rlock/connection_state.hpp"
-#include "session/connection.hpp"
+#include "session/node/connection.hpp"
 #include "session/session.hpp"
 
 #include <boost/asio/any_io_executor.hpp>

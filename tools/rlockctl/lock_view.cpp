@@ -1,7 +1,7 @@
 #include "lock_view.hpp"
 
-#include "lock/names.hpp"
-#include "lock/permit_id.hpp"
+#include "kinds/names.hpp"
+#include "kinds/permit_id.hpp"
 #include "session/redis_error.hpp"
 
 #include <boost/system/system_error.hpp>

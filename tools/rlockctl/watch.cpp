@@ -6,7 +6,7 @@
 // and who joined or left it is printed.
 #include "admin_connection.hpp"
 #include "commands.hpp"
-#include "lock/names.hpp"
+#include "kinds/names.hpp"
 #include "lock_view.hpp"
 #include "run.hpp"
 

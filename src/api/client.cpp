@@ -1,0 +1,465 @@
+#include "rlock/client.hpp"
+
+#include "api/client_impl.hpp"
+#include "engine/kind_access.hpp"
+#include "engine/lock_state.hpp"
+#include "engine/operations.hpp"
+#include "engine/spawn.hpp"
+#include "rlock/error.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/uuid/random_generator.hpp>
+#include <boost/uuid/uuid_io.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace rlock {
+
+namespace asio = boost::asio;
+
+namespace detail {
+
+namespace {
+
+/// Boost.Uuid's random_generator draws from the operating system's CSPRNG (getrandom).
+std::string random_uuid() { return boost::uuids::to_string(boost::uuids::random_generator()()); }
+
+/// Settings that cannot work together are refused when the client is made, not at first use.
+const config& validated(const config& cfg) {
+  const auto& sync = cfg.sync_replicas;
+  if (sync.replicas < 0) {
+    throw_error(errc::invalid_argument,
+                fmt::format("sync_replicas.replicas must not be negative, got {}", sync.replicas));
+  }
+  if (sync.replicas > 0 && (sync.timeout.count() <= 0 || sync.timeout >= cfg.command_timeout)) {
+    // WAIT 0 would block the connection until a replica answers, however long that takes.
+    throw_error(errc::invalid_argument,
+                fmt::format("sync_replicas.timeout must be positive and below command_timeout "
+                            "({} ms), got {} ms",
+                            cfg.command_timeout.count(), sync.timeout.count()));
+  }
+  const auto& spin = cfg.spin_lock;
+  if (spin.initial.count() <= 0 || spin.cap < spin.initial || spin.multiplier == 0) {
+    throw_error(errc::invalid_argument,
+                fmt::format("spin_lock backoff needs initial > 0, cap >= initial and multiplier "
+                            ">= 1, got {} ms, {} ms, {}",
+                            spin.initial.count(), spin.cap.count(), spin.multiplier));
+  }
+  if (cfg.fair_lock.wait_timeout.count() <= 0) {
+    throw_error(errc::invalid_argument,
+                fmt::format("fair_lock.wait_timeout must be positive, got {} ms",
+                            cfg.fair_lock.wait_timeout.count()));
+  }
+  if (!cfg.cluster.nodes.empty() && !cfg.sentinel.nodes.empty()) {
+    throw_error(
+        errc::invalid_argument,
+        "cluster.nodes and sentinel.nodes are both set: a client talks to one or the other");
+  }
+  if (cfg.pubsub == config::pubsub_mode::sharded && cfg.cluster.nodes.empty()) {
+    throw_error(errc::invalid_argument,
+                "pubsub = sharded needs cluster.nodes: sharded channels are a Cluster feature");
+  }
+  if (!cfg.sentinel.nodes.empty() && cfg.sentinel.master_name.empty()) {
+    throw_error(errc::invalid_argument, "sentinel.master_name must be set with sentinel.nodes");
+  }
+  for (const auto& node : cfg.sentinel.nodes) {
+    if (node.host.empty() || node.port == 0) {
+      throw_error(
+          errc::invalid_argument,
+          fmt::format("sentinel node '{}:{}' needs a host and a port", node.host, node.port));
+    }
+  }
+  return cfg;
+}
+
+}  // namespace
+
+client_impl::client_impl(const asio::any_io_executor& ex, config c)
+    : executor_(ex),
+      cfg_(std::move(c)),
+      session_(make_session(executor_, cfg_)),
+      scripts_(*session_),
+      hub_(*session_, executor_),
+      attempts_(cfg_.max_attempts_in_flight),
+      dog_(executor_, scripts_, cfg_.watchdog_timeout),
+      latches_(executor_, *session_, cfg_.command_timeout),
+      ctx_(executor_, cfg_, random_uuid(), {*session_, scripts_, hub_, dog_, attempts_, latches_}) {
+}
+
+client_impl::~client_impl() {
+  // The connection may outlive us by a few handlers: it must not call back into a dead hub.
+  session_->set_listener(nullptr);
+  shutdown(std::make_error_code(std::errc::operation_canceled));
+}
+
+void client_impl::start() {
+  dog_.set_owner(weak_from_this());
+  dog_.on_failure([this](std::span<const watchdog::lease* const> locks, std::error_code ec,
+                         const resp3::value& reply) { log_renewal_failure(locks, ec, reply); });
+  latches_.set_owner(weak_from_this());
+  hub_.set_owner(weak_from_this());
+  session_->set_listener(this);
+}
+
+void client_impl::log_renewal_failure(std::span<const watchdog::lease* const> locks,
+                                      std::error_code ec, const resp3::value& reply) {
+  // Named (a few at most), each with its short owner: the client's UUID in full is noise.
+  constexpr std::size_t named = 5;
+  std::string which;
+  for (std::size_t i = 0; i < locks.size() && i < named; ++i) {
+    std::string_view key = locks[i]->lease_key();
+    std::string_view field = locks[i]->lease_field();
+    key.remove_prefix(std::min(key.size(), cfg_.key_prefix.size()));
+    const auto colon = field.rfind(':');
+    which += fmt::format("{}'{}' (owner {}:{})", i == 0 ? "" : ", ", key,
+                         std::string_view(ctx_.uuid).substr(0, 8),
+                         colon == std::string_view::npos ? field : field.substr(colon + 1));
+  }
+  if (locks.size() > named) which += fmt::format(" and {} more", locks.size() - named);
+  ctx_.log(log_level::warning,
+           "renewal of {} lock(s) failed: {}: {}{}{} (the next rounds retry; lost() if none "
+           "succeeds in time)",
+           locks.size(), which, ec.message(), reply.is_error() ? ": " : "",
+           reply.is_error() ? reply.str : std::string());
+}
+
+void client_impl::shutdown(std::error_code reason) {
+  dog_.stop();  // pending lost() waiters complete with operation_aborted: nobody watches now
+  session_->close(reason);
+  hub_.fail_all(reason);
+  fail_waiting_attempts(ctx_, reason);
+}
+
+void client_impl::on_message(std::string_view channel, std::string_view payload,
+                             std::chrono::steady_clock::time_point since) {
+  hub_.on_message(channel, payload, since);
+}
+
+void client_impl::on_subscribed(std::string_view channel) { hub_.on_subscribed(channel); }
+
+void client_impl::on_refused(std::string_view channel, std::error_code ec, std::string_view text) {
+  hub_.on_refused(channel, ec, text);
+}
+
+void client_impl::on_state(connection_state state, std::error_code reason,
+                           const std::string& diagnostic) {
+  state_.store(state, std::memory_order_relaxed);
+  const bool protocol = reason == errc::protocol_error;
+  switch (state) {
+    case connection_state::reconnecting:
+      ctx_.log(protocol ? log_level::error : log_level::warning,
+               "connection lost ({}); reconnecting",
+               diagnostic.empty() ? reason.message() : diagnostic);
+      break;
+    case connection_state::connected: {
+      const auto node = session_->node_address();
+      if (was_connected_) {
+        ctx_.log(log_level::info, "reconnected{} ({} reconnects so far)",
+                 node != node_ ? fmt::format(" to {} (was {})", node, node_) : std::string(),
+                 session_->stats().reconnects);
+        if (node != node_) {
+          // A new node (a failover) has the old one's data as replication had it: releases the
+          // old master acknowledged may be missing, so it may count holds of our owners that no
+          // caller has; renewing them would keep a lock for nobody. Until every hold from before
+          // the move has expired, a release that leaves such holds gives them back.
+          ctx_.counts_uncertain_until = std::chrono::steady_clock::now() +
+                                        std::max(ctx_.longest_lease, cfg_.watchdog_timeout);
+        }
+      } else {
+        ctx_.log(log_level::debug, "connected to {}{}", node, cfg_.tls.enabled ? " over TLS" : "");
+      }
+      node_ = node;
+      if (cfg_.tls.enabled && !cfg_.tls.verify_peer) {
+        ctx_.log(log_level::warning,
+                 "TLS certificate verification is OFF (tls.verify_peer = false): any server is "
+                 "accepted, a man in the middle included");
+      }
+      was_connected_ = true;
+      break;
+    }
+    case connection_state::disconnected:
+      if (reason) {
+        ctx_.log(protocol ? log_level::error : log_level::warning, "disconnected: {}",
+                 diagnostic.empty() ? reason.message() : diagnostic);
+      }
+      break;
+    default:
+      break;
+  }
+  if (state_handler_) {
+    state_handler_(connection_event{state, boost::system::error_code(reason), diagnostic});
+  }
+}
+
+asio::awaitable<failure> client_impl::connect_op(std::shared_ptr<client_impl> c) {
+  co_await asio::this_coro::throw_if_cancelled(false);  // bounded by connect_timeout instead
+  // The initiation captures a plain pointer: g++ 12 destroys some temporaries of a co_await
+  // expression twice, and a captured shared_ptr then loses a reference.
+  auto result = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
+                                              void(std::error_code, std::string)>(
+      [impl = c.get()](auto handler) { impl->session_->async_connect(std::move(handler)); },
+      asio::use_awaitable);
+  co_return failure(std::get<0>(result), std::move(std::get<1>(result)));
+}
+
+asio::awaitable<failure> client_impl::close_op(std::shared_ptr<client_impl> c) {
+  co_await asio::this_coro::throw_if_cancelled(false);
+  // Unlocks already answered still owe their latch DEL: send it and wait for its answer (at most
+  // command_timeout; cancellation ends the wait), so a closed client leaves no latch behind.
+  c->latches_.flush();
+  if (c->latches_.in_flight() != 0) {
+    asio::steady_timer drained(c->executor_, c->cfg_.command_timeout);
+    c->latches_.on_drained([&drained] { drained.cancel(); });
+    co_await drained.async_wait(asio::as_tuple(asio::use_awaitable));
+    c->latches_.on_drained({});
+  }
+  c->shutdown(std::make_error_code(std::errc::operation_canceled));
+  co_return failure();
+}
+
+}  // namespace detail
+
+client::client(executor_type ex, config cfg)
+    : impl_(std::make_shared<detail::client_impl>(ex, detail::validated(cfg))) {
+  impl_->start();
+}
+
+client::~client() {
+  if (impl_) impl_->shutdown(std::make_error_code(std::errc::operation_canceled));
+}
+
+client::executor_type client::get_executor() const noexcept { return impl_->executor_; }
+const config& client::get_config() const noexcept { return impl_->cfg_; }
+const std::string& client::id() const noexcept { return impl_->ctx_.uuid; }
+
+client_stats client::stats() const noexcept {
+  client_stats s;
+  s.acquire_attempts = impl_->ctx_.counters.acquire_attempts.load(std::memory_order_relaxed);
+  s.notified_wakeups = impl_->ctx_.counters.notified_wakeups.load(std::memory_order_relaxed);
+  s.expiry_wakeups = impl_->ctx_.counters.expiry_wakeups.load(std::memory_order_relaxed);
+  s.renewal_calls = impl_->dog_.renew_calls();
+  s.lost_locks = impl_->ctx_.counters.lost_locks.load(std::memory_order_relaxed);
+  const auto link = impl_->session_->stats();
+  s.reconnects = link.reconnects;
+  s.health_check_failures = link.health_check_failures;
+  s.retried_commands = link.retried_commands;
+  s.writes = link.writes;
+  s.reconciled_acquires = impl_->ctx_.counters.reconciled_acquires.load(std::memory_order_relaxed);
+  s.given_back = impl_->ctx_.counters.given_back.load(std::memory_order_relaxed);
+  s.local_handoffs = impl_->ctx_.counters.local_handoffs.load(std::memory_order_relaxed);
+  s.handoffs_given_back = impl_->ctx_.counters.handoffs_given_back.load(std::memory_order_relaxed);
+  return s;
+}
+
+client_activity client::activity() const noexcept {
+  client_activity a;
+  a.renewed_locks = impl_->dog_.size();
+  a.renewal_batches = impl_->dog_.batches_in_flight();
+  a.watchdog_armed = impl_->dog_.armed();
+  a.waiters = impl_->hub_.waiter_total();
+  a.waiter_channels = impl_->hub_.channel_count();
+  a.queued_attempts = impl_->attempts_.waiting();
+  a.subscriptions = impl_->session_->subscriptions();
+  a.requests = impl_->session_->outstanding();
+  a.latches = impl_->latches_.pending();
+  return a;
+}
+
+client_metrics detail::client_impl::metrics() const {
+  client_metrics m;
+  m.acquisitions_immediate = ctx_.counters.acquired_immediate.load(std::memory_order_relaxed);
+  m.acquisitions_notification = ctx_.counters.acquired_notification.load(std::memory_order_relaxed);
+  m.acquisitions_expiry = ctx_.counters.acquired_expiry.load(std::memory_order_relaxed);
+  m.acquisitions_handoff = ctx_.counters.acquired_handoff.load(std::memory_order_relaxed);
+  m.acquire_attempts = ctx_.counters.acquire_attempts.load(std::memory_order_relaxed);
+  m.acquire_wait = ctx_.wait_times.snapshot();
+  m.hold = ctx_.hold_times.snapshot();
+  m.renewal_calls = dog_.renew_calls();
+  m.renewal_failures = dog_.renew_failures();
+  m.lost_locks = ctx_.counters.lost_locks.load(std::memory_order_relaxed);
+  m.reconnects = session_->stats().reconnects;
+  m.reconciled_acquires = ctx_.counters.reconciled_acquires.load(std::memory_order_relaxed);
+  m.given_back = ctx_.counters.given_back.load(std::memory_order_relaxed);
+  m.requests_in_flight = session_->outstanding();
+  m.subscriptions = session_->subscriptions();
+  m.renewed_locks = dog_.size();
+  m.waiters = hub_.waiter_total();
+  m.connected = state() == connection_state::connected;
+  return m;
+}
+
+client_metrics client::metrics() const { return impl_->metrics(); }
+
+void client::start_metrics(const std::shared_ptr<detail::client_impl>& impl,
+                           detail::handler<client_metrics> h) {
+  detail::spawn(
+      impl->executor_,
+      [](std::shared_ptr<detail::client_impl> c)
+          -> asio::awaitable<std::pair<detail::failure, client_metrics>> {
+        co_return std::pair{detail::failure(), c->metrics()};
+      }(impl),
+      std::move(h));
+}
+
+connection_state client::state() const noexcept { return impl_->state(); }
+
+void client::on_state_change(std::function<void(const connection_event&)> handler) {
+  impl_->set_state_handler(std::move(handler));
+}
+
+std::chrono::milliseconds client::lease_margin() const noexcept { return impl_->dog_.margin(); }
+
+void client::start_connect(const std::shared_ptr<detail::client_impl>& impl, detail::handler<> h) {
+  detail::spawn(impl->executor_, detail::client_impl::connect_op(impl), std::move(h));
+}
+
+void client::start_close(const std::shared_ptr<detail::client_impl>& impl, detail::handler<> h) {
+  detail::spawn(impl->executor_, detail::client_impl::close_op(impl), std::move(h));
+}
+
+namespace {
+
+/// The awaitable form: a failure is thrown with its code and Redis's or the OS's words.
+template <typename Start>
+asio::awaitable<void> awaitable_of(const std::shared_ptr<detail::client_impl>& impl, Start st) {
+  return asio::async_initiate<const asio::use_awaitable_t<>&, void(std::exception_ptr)>(
+      [](auto handler, std::shared_ptr<detail::client_impl> c, Start start) {
+        start(c, detail::handler<>(detail::throwing(std::move(handler))));
+      },
+      asio::use_awaitable, impl, st);
+}
+
+}  // namespace
+
+asio::awaitable<void> client::connect() { return awaitable_of(impl_, &client::start_connect); }
+
+asio::awaitable<void> client::close() { return awaitable_of(impl_, &client::start_close); }
+
+reentrant_lock client::get_lock(std::string_view name) {
+  return reentrant_lock(impl_->new_owner(name));
+}
+
+reentrant_lock client::get_lock(std::string_view name, std::uint64_t owner_id) {
+  return reentrant_lock(impl_->state_for(name, owner_id));
+}
+
+fenced_lock client::get_fenced_lock(std::string_view name) {
+  return fenced_lock(impl_->new_owner(name, detail::fenced_kind));
+}
+
+fenced_lock client::get_fenced_lock(std::string_view name, std::uint64_t owner_id) {
+  return fenced_lock(impl_->state_for(name, owner_id, detail::fenced_kind));
+}
+
+non_reentrant_lock client::get_non_reentrant_lock(std::string_view name) {
+  return non_reentrant_lock(impl_->new_owner(name, detail::non_reentrant_kind));
+}
+non_reentrant_lock client::get_non_reentrant_lock(std::string_view name, std::uint64_t owner_id) {
+  return non_reentrant_lock(impl_->state_for(name, owner_id, detail::non_reentrant_kind));
+}
+fair_lock client::get_fair_lock(std::string_view name) {
+  return fair_lock(impl_->new_owner(name, detail::fair_kind));
+}
+fair_lock client::get_fair_lock(std::string_view name, std::uint64_t owner_id) {
+  return fair_lock(impl_->state_for(name, owner_id, detail::fair_kind));
+}
+non_reentrant_fair_lock client::get_non_reentrant_fair_lock(std::string_view name) {
+  return non_reentrant_fair_lock(impl_->new_owner(name, detail::non_reentrant_fair_kind));
+}
+non_reentrant_fair_lock client::get_non_reentrant_fair_lock(std::string_view name,
+                                                            std::uint64_t owner_id) {
+  return non_reentrant_fair_lock(impl_->state_for(name, owner_id, detail::non_reentrant_fair_kind));
+}
+
+spin_lock client::get_spin_lock(std::string_view name) {
+  return spin_lock(impl_->new_owner(name, detail::spin_kind));
+}
+spin_lock client::get_spin_lock(std::string_view name, std::uint64_t owner_id) {
+  return spin_lock(impl_->state_for(name, owner_id, detail::spin_kind));
+}
+
+read_write_lock client::get_read_write_lock(std::string_view name) {
+  auto read = impl_->new_owner(name, detail::read_kind);
+  auto write = impl_->new_owner(name, detail::write_kind, read->owner);
+  return read_write_lock(std::move(read), std::move(write));
+}
+read_write_lock client::get_read_write_lock(std::string_view name, std::uint64_t owner_id) {
+  return read_write_lock(impl_->state_for(name, owner_id, detail::read_kind),
+                         impl_->state_for(name, owner_id, detail::write_kind));
+}
+
+semaphore client::get_semaphore(std::string_view name) {
+  return semaphore(impl_->new_owner(name, detail::semaphore_kind));
+}
+permit_expirable_semaphore client::get_permit_expirable_semaphore(std::string_view name) {
+  return permit_expirable_semaphore(get_semaphore(name));
+}
+
+config config::from_url(const std::string& url) {
+  auto bad = [&url](std::string_view why) {
+    throw_error(errc::invalid_argument, fmt::format("bad Redis URL '{}': {}", url, why));
+  };
+  config c;
+  std::string_view rest = url;
+  if (rest.starts_with("redis://")) {
+    rest.remove_prefix(8);
+  } else if (rest.starts_with("rediss://")) {
+    rest.remove_prefix(9);
+    c.tls.enabled = true;
+  } else {
+    bad("it must start with redis:// or rediss://");
+  }
+  if (auto at = rest.rfind('@'); at != std::string_view::npos) {
+    std::string_view auth = rest.substr(0, at);
+    rest.remove_prefix(at + 1);
+    if (auto colon = auth.find(':'); colon != std::string_view::npos) {
+      c.username = std::string(auth.substr(0, colon));
+      c.password = std::string(auth.substr(colon + 1));
+    } else {
+      c.password = std::string(auth);
+    }
+  }
+  if (auto slash = rest.find('/'); slash != std::string_view::npos) {
+    std::string_view db = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+    if (!db.empty()) {
+      auto [p, ec] = std::from_chars(db.data(), db.data() + db.size(), c.database);
+      if (ec != std::errc{} || p != db.data() + db.size() || c.database < 0) bad("bad database");
+    }
+  }
+  if (auto colon = rest.rfind(':'); colon != std::string_view::npos) {
+    std::string_view port = rest.substr(colon + 1);
+    unsigned value = 0;
+    auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+    if (ec != std::errc{} || p != port.data() + port.size() || value == 0 || value > 65535) {
+      bad("bad port");
+    }
+    c.port = static_cast<std::uint16_t>(value);
+    rest = rest.substr(0, colon);
+  }
+  if (rest.empty()) bad("no host");
+  c.host = std::string(rest);
+  return c;
+}
+
+}  // namespace rlock
+
+namespace rlock::detail {
+
+std::shared_ptr<lock_state> kind_access::new_owner(client& c, std::string_view name,
+                                                   const lock_kind& kind) {
+  return c.impl_->new_owner(name, kind);
+}
+
+}  // namespace rlock::detail

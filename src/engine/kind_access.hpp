@@ -1,0 +1,22 @@
+#pragma once
+
+// How a kind's public type gets its state from a client without the client knowing the kind: a
+// kind whose factory is its own constructor (count_down_latch(client&, name)) asks here, so
+// adding it touches neither client.hpp nor the client's sources.
+#include "engine/lock_kind.hpp"
+#include "engine/lock_state.hpp"
+#include "rlock/client.hpp"
+
+#include <memory>
+#include <string_view>
+
+namespace rlock::detail {
+
+struct kind_access {
+  /// The state of a new owner of `name` on `c`, of `kind` (owner_table::new_owner).
+  /// Thread-safe.
+  static std::shared_ptr<lock_state> new_owner(client& c, std::string_view name,
+                                               const lock_kind& kind);
+};
+
+}  // namespace rlock::detail

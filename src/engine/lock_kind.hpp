@@ -1,0 +1,241 @@
+#pragma once
+
+#include "rlock/error.hpp"
+
+// A lock kind as data: everything the acquire engine (acquire_fsm, the acquire and release
+// operations), the wait hub and the watchdog need to know about one kind of Redisson lock. The
+// engine branches on nothing else, so a new kind is a new descriptor, its scripts and its API
+// header (README, "Adding a lock kind").
+#include "engine/acquire_reply.hpp"
+#include "notify/wake_policy.hpp"
+#include "resp3/value.hpp"
+#include "script/scripts.hpp"
+#include "session/command.hpp"
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace rlock::detail {
+
+struct engine_config;
+
+/// What a kind sees of a lock: the key and the owner's hash field. Nothing of the client: a kind
+/// builds commands and reads replies, the engine does the I/O.
+struct lock_identity {
+  std::string_view key;
+  std::string_view field;
+  /// A semaphore hold's size (lock_state::permits); 1 for every lock.
+  std::uint32_t permits = 1;
+};
+
+/// The keys and arguments of one script call, viewing the lock's state and `scratch` (keys the
+/// kind derives, such as the fenced lock's token counter or the fair lock's queue): filled in
+/// place, no allocation for a kind that derives nothing. Built per request, never kept while a
+/// waiter sleeps.
+template <std::size_t Keys, std::size_t Args>
+struct basic_script_call {
+  script which{};
+  std::array<std::string_view, Keys> keys{};
+  std::array<std::string_view, Args> args{};
+  std::uint8_t key_count = 0;
+  std::uint8_t arg_count = 0;
+  std::string scratch;
+
+  std::span<const std::string_view> key_span() const noexcept { return {keys.data(), key_count}; }
+  std::span<const std::string_view> arg_span() const noexcept { return {args.data(), arg_count}; }
+};
+/// An acquire attempt: up to 5 keys and 6 arguments (a semaphore's counter, holds, sizes,
+/// channel and total; a fair lock's queue, timeouts and handoff registrations, its wait, ticket
+/// and registration).
+using acquire_script_call = basic_script_call<5, 6>;
+/// A release or a handoff: the fair lock's 6 keys (its own 5 and the latch), or the latched
+/// unlock's 3; up to 7 arguments. Also a fair waiter's leave and a force unlock.
+using release_script_call = basic_script_call<6, 7>;
+
+/// What an acquire attempt needs beyond the state.
+struct acquire_inputs {
+  std::string_view lease_ms;
+  /// Fair kinds: the allowance for the waiter's queue deadline (Redisson's threadWaitTime).
+  std::string_view wait_ms;
+  /// Fair kinds: the acquisition's ticket in decimal, naming it in a handoff by push; empty for
+  /// a single attempt (which never joins the queue).
+  std::string_view ticket;
+  /// Fair kinds: `<lease>:<wait>` to register for a handoff by push; empty: Redisson's protocol.
+  std::string_view handoff;
+  /// `publish` or `spublish` (a semaphore's attempt tells waiters of the permits it gives back).
+  std::string_view publish;
+};
+
+/// What a release script call needs beyond the state: views the release operation owns.
+struct release_inputs {
+  std::string_view channel;
+  std::string_view latch;      // the unlock latch key (one per unlock, reused by retries)
+  std::string_view lease_ms;   // what a nested release sets the TTL to
+  std::string_view latch_ttl;  // how long the latch keeps the first answer
+  std::string_view publish;    // `publish` or `spublish`
+  /// A local handoff (lock_kind::transfer_call): the owner the lock goes to, and its lease.
+  std::string_view to_field;
+  std::string_view to_lease_ms;
+};
+
+/// What a waiter that gives up needs to leave a fair queue.
+struct leave_inputs {
+  std::string_view channel;  // the lock's unlock channel (the next waiter's is derived)
+  std::string_view wait_ms;  // the allowance its attempts gave
+  std::string_view ticket;   // the acquisition's
+  std::string_view publish;
+};
+
+/// What the answer to a reconcile question says about a lost attempt.
+struct reconcile_result {
+  enum class outcome : std::uint8_t {
+    ran,           // the attempt took a hold
+    not_run,       // it did not (and should not any more)
+    ran_no_token,  // it ran, but its result (the fenced token) cannot be recovered
+  };
+  outcome what = outcome::not_run;
+  std::int64_t token = 0;
+};
+
+/// An error reply a kind's script makes on purpose, by the word it carries, and the rlock error
+/// it stands for (Redis's text travels beside the code). The session layer knows no such words.
+struct refusal {
+  std::string_view word;
+  errc code;
+};
+
+/// How a kind's waiters wait for their turn.
+enum class wait_mode : std::uint8_t {
+  /// On the lock's channel, which its unlocks publish on; a message wakes one or all.
+  lock_channel,
+  /// In a queue on the server, each on its own channel `<channel>:<owner field>`, where a release
+  /// may hand it the lock (a grant by push, named by the acquisition's ticket); a waiter that
+  /// gives up leaves the queue (`leave_call`). The fair locks.
+  queue,
+  /// On nothing: it sleeps with config::spin_lock's backoff and tries again. The spin lock, whose
+  /// releases publish nothing (and so hand nothing over locally either).
+  poll,
+};
+
+/// A polling waiter's sleeps so far (wait_mode::poll): what lock_kind::backoff reads and moves.
+struct backoff_state {
+  std::uint8_t naps = 0;      // sleeps so far (the jitter grows with them)
+  std::uint32_t next_ms = 0;  // the next sleep; 0: none yet
+};
+
+struct lock_kind {
+  /// For logs and the owner table ("reentrant", "fenced", "fair", ...).
+  std::string_view name;
+
+  /// The acquire attempt: KEYS and ARGV of the kind's acquire script.
+  void (*acquire_call)(const lock_identity& s, const acquire_inputs& in, acquire_script_call& call);
+  /// Its reply: acquired (with a token, if the kind has them) or busy (with the holder's TTL, or
+  /// how long to sleep without a message), malformed otherwise. An error reply (a refusal such
+  /// as NON_REENTRANT_REACQUIRE) never reaches it: `refusals` name it.
+  acquire_reply (*decode)(const resp3::value& reply) noexcept;
+
+  /// After an attempt's answer was lost: one round trip whose answer, judged against the holds
+  /// the server counted for this owner as answers in order tell it (lock_state::server_holds),
+  /// says whether the attempt ran. Queries only: they may be asked again after a reconnect.
+  command (*reconcile_question)(const lock_identity& s);
+  reconcile_result (*judge)(std::uint64_t server_holds, const resp3::value& answer) noexcept;
+
+  /// The release of one hold (Redisson's latched unlock): KEYS and ARGV of its script; the reply
+  /// is nil (not the owner), 0 (still held) or 1 (released and published).
+  void (*release_call)(const lock_identity& s, const release_inputs& in, release_script_call& call);
+  /// A final release that hands the lock to another owner of this client in the same script
+  /// (config::local_handoff): the release's KEYS and ARGV plus `in.to_field` and
+  /// `in.to_lease_ms`; the reply is nil, 0, or 2 (handed over: the new owner holds it once).
+  /// Null: the kind does not hand off locally (a fenced acquisition must take a new token; a
+  /// fair lock hands over to the head of its queue only).
+  void (*transfer_call)(const lock_identity& s, const release_inputs& in,
+                        release_script_call& call);
+  /// force_unlock: deletes the lock whoever holds it and tells its waiters; 1 if it was locked.
+  void (*force_call)(const lock_identity& s, std::string_view channel, std::string_view publish,
+                     release_script_call& call);
+
+  /// wait_mode::queue: the script a waiter that gives up (out of time, cancelled, failed) runs
+  /// to leave the queue; idempotent (a release-kind command, written again after a reconnect).
+  /// Null for the other modes.
+  void (*leave_call)(const lock_identity& s, const leave_inputs& in, release_script_call& call);
+
+  /// The watchdog's batched renewal: KEYS = lock keys, ARGV[1] = lease ms, ARGV[i + 1] = the
+  /// owner field of KEYS[i]; one 1 (renewed) or 0 (no longer ours) per key.
+  script renew;
+
+  /// The channel its unlocks publish on (appended to `out`), and whom a message there wakes.
+  void (*channel)(std::string_view key, std::string& out);
+  /// How its waiters wait for their turn (the shell's only question about waiting).
+  wait_mode waiting;
+  message_policy on_message;
+  /// This owner's hold count in one round trip (is_held(), hold_count()), for a kind whose
+  /// holds are not counts in the lock's hash (a semaphore's are in its holds zset); null: `HGET
+  /// <key> <field>`.
+  command (*count_question)(const lock_identity& s) = nullptr;
+  std::int64_t (*count_of)(const resp3::value& answer) noexcept = nullptr;
+  /// Appended to `<client uuid>:<owner>` to make the owner's hash field: `:write` for the
+  /// read-write lock's write half, so one owner's two halves are two fields of one hash.
+  std::string_view field_suffix = {};
+  /// The owner's field is a Redisson permit id (RPermitExpirableSemaphore): 16 bytes on the wire
+  /// (permit_id.hpp), shown as 32 lowercase hex digits; false: `<client uuid>:<owner>` + suffix.
+  bool permit_id_field = false;
+  /// The refusals its acquire script makes (a re-acquire of a non-reentrant lock by its holder,
+  /// a write by an owner that reads, more permits than a semaphore has): what they mean.
+  std::span<const refusal> refusals = {};
+  /// wait_mode::poll: how long a waiter sleeps before its next attempt (at most until its next
+  /// look at the lock anyway), advancing `state`; null for the other modes.
+  std::chrono::milliseconds (*backoff)(const engine_config& c, backoff_state& state) = nullptr;
+  /// Whether an acquisition takes a hold. False for a kind that only waits for a condition on
+  /// the server (a count-down latch's zero): "acquired" means the condition holds; nothing is
+  /// recorded, renewed, released or given back, and no acquisition metrics are counted.
+  bool takes_hold = true;
+};
+
+/// The rlock error an error reply of `kind`'s script stands for: its refusal's, if the text
+/// carries one of its words, else `otherwise` (what the session made of it).
+inline std::error_code refusal_code(const lock_kind& kind, std::string_view text,
+                                    std::error_code otherwise) noexcept {
+  for (const auto& r : kind.refusals) {
+    if (text.find(r.word) != std::string_view::npos) return make_error_code(r.code);
+  }
+  return otherwise;
+}
+
+/// Redisson's RLock: nil when acquired, the holder's PTTL when busy.
+extern const lock_kind reentrant_kind;
+/// Redisson's RFencedLock: {-1, token} when acquired, {pttl, -1} when busy; every acquisition
+/// increments the token counter `redisson_lock_token:{<key>}`.
+extern const lock_kind fenced_kind;
+/// Redisson's RNonReentrantLock: RLock, except that a re-acquire by the holder is refused
+/// (errc::reentry_refused) instead of counted.
+extern const lock_kind non_reentrant_kind;
+/// Redisson's RFairLock: FIFO across processes through a queue on the server, a channel per
+/// waiter, and rlock's handoff by push (scripts.hpp, RLOCK_FAIR_LUA).
+extern const lock_kind fair_kind;
+/// Redisson's RNonReentrantFairLock: the fair lock refusing a re-acquire by its holder.
+extern const lock_kind non_reentrant_fair_kind;
+/// Redisson's RSpinLock: RLock's hash and acquire; releases publish nothing, waiters poll.
+extern const lock_kind spin_kind;
+/// Redisson's RReadWriteLock, its read half: shared by every reader while no other owner
+/// writes; a hold timeout key per read hold (scripts.hpp, acquire_read).
+extern const lock_kind read_kind;
+/// Its write half: exclusive, field `<owner field>:write`; refuses an owner that reads
+/// (errc::upgrade_refused).
+extern const lock_kind write_kind;
+/// A hold of a semaphore's permits (Redisson's RSemaphore counter and channel, kept as a hold in
+/// RPermitExpirableSemaphore's `{<key>}:timeout` zset): an owner per acquisition, with a lease
+/// the watchdog renews; scripts.hpp, RLOCK_SEMAPHORE_LUA.
+extern const lock_kind semaphore_kind;
+/// A semaphore's operation owned by nobody (scripts.hpp, semaphore_admin): `what` is
+/// available, set, add, drain or release; `n` its count in decimal; `latch` names the request
+/// (release); the state is any of the semaphore's (its key is the counter).
+void semaphore_admin_call(const lock_identity& s, std::string_view what, std::string_view n,
+                          std::string_view publish, std::string_view latch,
+                          std::string_view latch_ttl, release_script_call& call);
+
+}  // namespace rlock::detail

@@ -1,0 +1,45 @@
+#pragma once
+
+// The lock operations as callback operations on a lock_state, for reentrant_lock to start (the
+// blocking facade calls reentrant_lock's public async_* forms). Each runs on the lock's client
+// executor, is callable from any thread, and runs its handler on the handler's associated
+// executor (default: the client's), never inside the call.
+#include "engine/lock_state.hpp"
+#include "rlock/detail/completion.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <system_error>
+
+namespace rlock::detail {
+
+class engine_context;
+
+using void_handler = handler<>;
+using bool_handler = handler<bool>;
+using token_handler = handler<std::optional<std::int64_t>>;
+
+/// An acquisition that reports whether it got the lock (wait: none = forever, 0 = one attempt;
+/// lease: none = watchdog).
+void async_acquire(std::shared_ptr<lock_state> s, std::optional<std::chrono::milliseconds> wait,
+                   std::optional<std::chrono::milliseconds> lease, bool_handler handler);
+/// async_acquire of a fenced lock, reporting the acquisition's token (none: not acquired).
+void async_acquire_token(std::shared_ptr<lock_state> s,
+                         std::optional<std::chrono::milliseconds> wait,
+                         std::optional<std::chrono::milliseconds> lease, token_handler handler);
+/// async_acquire waiting until acquired, without a result to report.
+void async_lock(std::shared_ptr<lock_state> s, std::optional<std::chrono::milliseconds> lease,
+                void_handler handler);
+/// Completes when the watchdog reports the lock lost (see reentrant_lock::lost()); cancellable
+/// (terminal, partial, total) from any thread.
+void async_lost(std::shared_ptr<lock_state> s, void_handler handler);
+/// The release of one hold.
+void async_release(std::shared_ptr<lock_state> s, void_handler handler);
+
+/// Fails every acquisition waiting for its turn to send an attempt (engine_context::attempts) with
+/// `reason`: the client is closing.
+void fail_waiting_attempts(engine_context& c, std::error_code reason);
+
+}  // namespace rlock::detail

@@ -1,0 +1,138 @@
+// Redisson's RFairLock and RNonReentrantFairLock: a queue on the server, a channel per waiter,
+// and rlock's handoff by push (scripts.hpp, RLOCK_FAIR_LUA).
+#include "kinds/hash_lock.hpp"
+
+#include <string>
+
+namespace rlock::detail {
+
+namespace {
+
+using namespace hash_lock;
+
+/// The fair lock's keys: the lock, its queue, its timeouts and the handoff registrations (in
+/// `scratch`, views taken once it is complete), then the channel.
+template <typename Call>
+void fair_keys(std::string_view key, Call& call) {
+  auto& names = call.scratch;
+  names.clear();
+  names.reserve(3 * key.size() + 72);
+  append_tagged_name(fair_queue_prefix, key, names);
+  const std::size_t queue_end = names.size();
+  append_tagged_name(fair_timeout_prefix, key, names);
+  const std::size_t timeouts_end = names.size();
+  append_tagged_name(fair_handoff_prefix, key, names);
+  const std::string_view all(names);
+  call.keys[0] = key;
+  call.keys[1] = all.substr(0, queue_end);
+  call.keys[2] = all.substr(queue_end, timeouts_end - queue_end);
+  call.keys[3] = all.substr(timeouts_end);
+  call.key_count = 4;
+}
+
+void fair_acquire_with(const lock_identity& s, const acquire_inputs& in, std::string_view refusal,
+                       acquire_script_call& call) {
+  call.which = script::acquire_fair;
+  fair_keys(s.key, call);
+  call.args = {in.lease_ms, s.field, in.wait_ms, in.ticket, in.handoff, refusal};
+  call.arg_count = 6;
+}
+
+void fair_acquire(const lock_identity& s, const acquire_inputs& in, acquire_script_call& call) {
+  fair_acquire_with(s, in, {}, call);
+}
+
+void non_reentrant_fair_acquire(const lock_identity& s, const acquire_inputs& in,
+                                acquire_script_call& call) {
+  fair_acquire_with(s, in, reentry_refusal, call);
+}
+
+/// nil: acquired; -3: handed over by push already (the attempt restarted the lease); a number
+/// >= -1: busy, sleep that long (-1: the holder has no TTL).
+acquire_reply fair_decode(const resp3::value& reply) noexcept {
+  acquire_reply out;
+  if (reply.is_null() || (reply.type == resp3::type::number && reply.integer == -3)) {
+    out.what = acquire_reply::outcome::acquired;
+  } else if (reply.type == resp3::type::number && reply.integer >= -1) {
+    out.what = acquire_reply::outcome::busy;
+    out.ttl = server_wait(reply.integer);
+  }
+  return out;
+}
+
+void fair_release(const lock_identity& s, const release_inputs& in, release_script_call& call) {
+  call.which = script::release_fair;
+  fair_keys(s.key, call);
+  call.keys[4] = in.channel;
+  call.keys[5] = in.latch;
+  call.key_count = 6;
+  call.args = {in.lease_ms, s.field, in.publish, in.latch_ttl};
+  call.arg_count = 4;
+}
+
+void fair_force(const lock_identity& s, std::string_view channel, std::string_view publish,
+                release_script_call& call) {
+  call.which = script::force_unlock_fair;
+  fair_keys(s.key, call);
+  call.keys[4] = channel;
+  call.key_count = 5;
+  call.args[0] = publish;
+  call.arg_count = 1;
+}
+
+void fair_leave(const lock_identity& s, const leave_inputs& in, release_script_call& call) {
+  call.which = script::leave_fair;
+  fair_keys(s.key, call);
+  call.keys[4] = in.channel;
+  call.key_count = 5;
+  call.args = {s.field, in.wait_ms, in.ticket, in.publish};
+  call.arg_count = 4;
+}
+
+/// On a waiter's own channel: Redisson's "0" (the lock is free and it is this waiter's turn: it
+/// acquires), or rlock's `g<ticket>` (the lock was handed to the acquisition with that ticket).
+wake_policy on_fair_message(std::string_view payload, std::uint32_t& ticket) noexcept {
+  if (payload.size() > 1 && payload.front() == 'g') {
+    const auto* end = payload.data() + payload.size();
+    auto [p, ec] = std::from_chars(payload.data() + 1, end, ticket);
+    return ec == std::errc{} && p == end ? wake_policy::grant : wake_policy::none;
+  }
+  return payload == "1" ? wake_policy::all : wake_policy::one;
+}
+
+}  // namespace
+
+const lock_kind fair_kind{
+    .name = "fair",
+    .acquire_call = &fair_acquire,
+    .decode = &fair_decode,
+    .reconcile_question = &reentrant_question,
+    .judge = &reentrant_judge,
+    .release_call = &fair_release,
+    .transfer_call = nullptr,  // the queue's head is next, not a waiter of this client
+    .force_call = &fair_force,
+    .leave_call = &fair_leave,
+    .renew = script::renew,
+    .channel = &append_unlock_channel,
+    .waiting = wait_mode::queue,
+    .on_message = &on_fair_message,
+};
+
+const lock_kind non_reentrant_fair_kind{
+    .name = "non-reentrant-fair",
+    .acquire_call = &non_reentrant_fair_acquire,
+    .decode = &fair_decode,
+    .reconcile_question = &reentrant_question,
+    .judge = &reentrant_judge,
+    .release_call = &fair_release,
+    .transfer_call = nullptr,
+    .force_call = &fair_force,
+    .leave_call = &fair_leave,
+    .renew = script::renew,
+    .channel = &append_unlock_channel,
+    .waiting = wait_mode::queue,
+    .on_message = &on_fair_message,
+    .refusals = reentry_refusals,
+};
+
+}  // namespace rlock::detail

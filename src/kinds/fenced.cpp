@@ -1,0 +1,183 @@
+// Redisson's RFencedLock: RLock plus a token counter `redisson_lock_token:{<key>}` every
+// acquisition increments; the descriptor, then fenced_lock's own forms.
+#include "engine/operations.hpp"
+#include "engine/round_trip.hpp"
+#include "kinds/hash_lock.hpp"
+#include "kinds/names.hpp"
+#include "rlock/fenced_lock.hpp"
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+
+namespace rlock::detail {
+
+namespace {
+
+using namespace hash_lock;
+
+void fenced_acquire(const lock_identity& s, const acquire_inputs& in, acquire_script_call& call) {
+  call.which = script::acquire_fenced;
+  if (call.scratch.empty()) call.scratch = token_counter(s.key);
+  call.keys[0] = s.key;
+  call.keys[1] = call.scratch;
+  call.key_count = 2;
+  call.args[0] = in.lease_ms;
+  call.args[1] = s.field;
+  call.arg_count = 2;
+}
+
+acquire_reply fenced_decode(const resp3::value& reply) noexcept {
+  // {-1, token} or {pttl, -1}. A token is positive (an INCR result); a busy lock's PTTL is >= 0,
+  // or -1 for a key without a TTL, which reads {-1, -1}: busy, not a token.
+  acquire_reply out;
+  if (reply.type != resp3::type::array || reply.elements.size() != 2) return out;
+  const auto& first = reply.elements[0];
+  const auto& second = reply.elements[1];
+  if (first.type != resp3::type::number || second.type != resp3::type::number) return out;
+  if (first.integer == -1 && second.integer > 0) {
+    out.what = acquire_reply::outcome::acquired;
+    out.token = second.integer;
+  } else if (second.integer == -1 && first.integer >= -1) {
+    out.what = acquire_reply::outcome::busy;
+    out.ttl = server_wait(first.integer);
+  }
+  return out;
+}
+
+/// The hold count and the token counter, in one round trip (the counter shares the key's slot).
+command fenced_question(const lock_identity& s) {
+  command c = reentrant_question(s);
+  const std::string counter = token_counter(s.key);
+  c.then(command(command_kind::query, "GET", {std::string_view(counter)}).take_payload());
+  return c;
+}
+
+/// A fenced acquisition whose answer (with its token) was lost: while the owner holds the lock
+/// nobody else can acquire, so the counter moved since the lost attempt only by this owner's own
+/// acquisitions: the value read is this acquisition's token or a later one of the same owner,
+/// above every token an earlier holder got, which is what a fenced resource checks.
+reconcile_result fenced_judge(std::uint64_t holds, const resp3::value& answer) noexcept {
+  if (answer.type != resp3::type::array || answer.elements.size() != 2) return {};
+  if (!ran(holds, answer.elements[0])) return {};
+  const std::int64_t token = integer_of(answer.elements[1]);
+  if (token <= 0) return {reconcile_result::outcome::ran_no_token};
+  return {reconcile_result::outcome::ran, token};
+}
+
+}  // namespace
+
+const lock_kind fenced_kind{
+    .name = "fenced",
+    .acquire_call = &fenced_acquire,
+    .decode = &fenced_decode,
+    .reconcile_question = &fenced_question,
+    .judge = &fenced_judge,
+    .release_call = &release_call,
+    .transfer_call = nullptr,  // every acquisition takes a new token: no handoff
+    .force_call = &force_call,
+    .leave_call = nullptr,
+    .renew = script::renew,
+    .channel = &append_unlock_channel,
+    .waiting = wait_mode::lock_channel,
+    .on_message = &on_unlock_message,
+};
+
+}  // namespace rlock::detail
+
+namespace rlock {
+
+namespace asio = boost::asio;
+using std::chrono::milliseconds;
+using token_result = std::optional<std::int64_t>;
+
+std::int64_t fenced_lock::token() const noexcept {
+  return state_of(*this)->token.load(std::memory_order_relaxed);
+}
+
+std::string fenced_lock::token_key() const { return detail::token_counter(state_of(*this)->key()); }
+
+void fenced_lock::start_try_lock_token(const lock_handle& l, milliseconds wait,
+                                       std::optional<milliseconds> lease,
+                                       detail::handler<token_result> h) {
+  detail::async_acquire_token(state_of(l), wait, lease, std::move(h));
+}
+
+void fenced_lock::start_lock_token(const lock_handle& l, std::optional<milliseconds> lease,
+                                   detail::handler<std::int64_t> h) {
+  // lock() is an acquisition without a bound: the token operation with no wait limit, its
+  // optional always set on success. The caller's slot and executor go with the adapter.
+  auto slot = asio::get_associated_cancellation_slot(h);
+  auto ex = asio::get_associated_executor(h, l.get_executor());
+  detail::async_acquire_token(
+      state_of(l), std::nullopt, lease,
+      asio::bind_cancellation_slot(
+          slot, asio::bind_executor(
+                    ex, [h = std::move(h)](detail::failure e, token_result token) mutable {
+                      std::move(h)(std::move(e), token.value_or(0));
+                    })));
+}
+
+void fenced_lock::start_current_token(const lock_handle& l, detail::handler<std::int64_t> h) {
+  const auto& s = state_of(l);
+  const std::string counter = detail::token_counter(s->key());
+  const std::array<std::string_view, 1> key{counter};
+  detail::run_command(s, detail::command(detail::command_kind::query, "GET", key), "GET token",
+                      std::move(h), [](detail::lock_state&, const detail::resp3::value& reply) {
+                        return detail::as_integer(reply);
+                      });
+}
+
+asio::awaitable<std::int64_t> fenced_lock::lock() {
+  return detail::awaitable_of<std::int64_t>(
+      *this, [](const lock_handle& l, detail::handler<std::int64_t> h) {
+        start_lock_token(l, std::nullopt, std::move(h));
+      });
+}
+asio::awaitable<std::int64_t> fenced_lock::lock(milliseconds lease) {
+  return detail::awaitable_of<std::int64_t>(
+      *this, [lease](const lock_handle& l, detail::handler<std::int64_t> h) {
+        start_lock_token(l, lease, std::move(h));
+      });
+}
+asio::awaitable<token_result> fenced_lock::try_lock() { return try_lock(milliseconds::zero()); }
+asio::awaitable<token_result> fenced_lock::try_lock(milliseconds wait) {
+  return detail::awaitable_of<token_result>(
+      *this, [wait](const lock_handle& l, detail::handler<token_result> h) {
+        start_try_lock_token(l, wait, std::nullopt, std::move(h));
+      });
+}
+asio::awaitable<token_result> fenced_lock::try_lock(milliseconds wait, milliseconds lease) {
+  return detail::awaitable_of<token_result>(
+      *this, [wait, lease](const lock_handle& l, detail::handler<token_result> h) {
+        start_try_lock_token(l, wait, lease, std::move(h));
+      });
+}
+asio::awaitable<std::int64_t> fenced_lock::current_token() {
+  return detail::awaitable_of<std::int64_t>(
+      *this, [](const lock_handle& l, detail::handler<std::int64_t> h) {
+        start_current_token(l, std::move(h));
+      });
+}
+
+asio::awaitable<fenced_lock::hold_type> fenced_lock::scoped() { return scoped_awaitable({}, {}); }
+asio::awaitable<fenced_lock::hold_type> fenced_lock::scoped(milliseconds lease) {
+  return scoped_awaitable({}, lease);
+}
+asio::awaitable<fenced_lock::hold_type> fenced_lock::try_scoped(milliseconds wait) {
+  return scoped_awaitable(wait, {});
+}
+asio::awaitable<fenced_lock::hold_type> fenced_lock::try_scoped(milliseconds wait,
+                                                                milliseconds lease) {
+  return scoped_awaitable(wait, lease);
+}
+asio::awaitable<fenced_lock::hold_type> fenced_lock::scoped_awaitable(
+    std::optional<milliseconds> wait, std::optional<milliseconds> lease) {
+  return detail::awaitable_of<hold_type>(
+      *this, [wait, lease](const lock_handle& l, detail::handler<hold_type> h) {
+        hold_type::start_scoped(fenced_lock(state_of(l)), wait, lease, std::move(h));
+      });
+}
+
+}  // namespace rlock

@@ -1,0 +1,100 @@
+#pragma once
+
+// What the kinds built on Redisson's lock hash share (RLock's: `<owner field>` -> hold count,
+// a PTTL answer when busy, a latched unlock that publishes on the lock's channel): the
+// reentrant, non-reentrant, fenced, fair, spin and read-write kinds take their pieces from here.
+// Inline: each kind's descriptor points at them.
+#include "engine/lock_kind.hpp"
+#include "kinds/names.hpp"
+#include "resp3/request.hpp"
+
+#include <charconv>
+#include <cstdint>
+#include <string_view>
+
+namespace rlock::detail::hash_lock {
+
+inline std::int64_t integer_of(const resp3::value& v) noexcept {
+  if (v.type == resp3::type::number) return v.integer;
+  std::int64_t n = 0;
+  if (!v.is_null()) std::from_chars(v.str.data(), v.str.data() + v.str.size(), n);
+  return n;
+}
+
+/// Redisson's refusal of a re-acquire by a non-reentrant lock's holder.
+inline constexpr std::string_view reentry_refusal = "NON_REENTRANT_REACQUIRE";
+inline constexpr refusal reentry_refusals[] = {{"NON_REENTRANT_REACQUIRE", errc::reentry_refused}};
+
+inline void release_call(const lock_identity& s, const release_inputs& in,
+                         release_script_call& call) {
+  call.which = script::release;
+  call.keys = {s.key, in.channel, in.latch};
+  call.key_count = 3;
+  call.args = {"0", in.lease_ms, s.field, in.publish, in.latch_ttl};
+  call.arg_count = 5;
+}
+
+inline void transfer_call(const lock_identity& s, const release_inputs& in,
+                          release_script_call& call) {
+  release_call(s, in, call);
+  call.which = script::transfer;
+  call.args[5] = in.to_field;
+  call.args[6] = in.to_lease_ms;
+  call.arg_count = 7;
+}
+
+inline void force_call(const lock_identity& s, std::string_view channel, std::string_view publish,
+                       release_script_call& call) {
+  call.which = script::force_unlock;
+  call.keys = {s.key, channel};
+  call.key_count = 2;
+  call.args = {"0", publish};
+  call.arg_count = 2;
+}
+
+/// Redisson publishes "0" (an unlock: one waiter per process may take it) or "1" (a read
+/// unlock, or a forced one: everybody tries).
+inline wake_policy on_unlock_message(std::string_view payload, std::uint32_t&) noexcept {
+  return payload == "1" ? wake_policy::all : wake_policy::one;
+}
+
+/// The owner's hold count now against the holds it had where the question ran: more means the
+/// lost attempt ran. A hold two questions both see is claimed by the first answer only (the
+/// shell raises server_holds as it records the hold).
+inline bool ran(std::uint64_t server_holds, const resp3::value& count) noexcept {
+  return integer_of(count) > static_cast<std::int64_t>(server_holds);
+}
+
+// --- RLock ------------------------------------------------------------------------------------
+
+inline void reentrant_acquire(const lock_identity& s, const acquire_inputs& in,
+                              acquire_script_call& call) {
+  call.which = script::acquire;
+  call.keys[0] = s.key;
+  call.key_count = 1;
+  call.args[0] = in.lease_ms;
+  call.args[1] = s.field;
+  call.arg_count = 2;
+}
+
+inline acquire_reply reentrant_decode(const resp3::value& reply) noexcept {
+  acquire_reply out;
+  if (reply.is_null()) {
+    out.what = acquire_reply::outcome::acquired;
+  } else if (reply.type == resp3::type::number) {
+    out.what = acquire_reply::outcome::busy;
+    out.ttl = server_wait(reply.integer);
+  }
+  return out;
+}
+
+inline command reentrant_question(const lock_identity& s) {
+  return command(command_kind::query, "HGET", {std::string_view(s.key)},
+                 {std::string_view(s.field)});
+}
+
+inline reconcile_result reentrant_judge(std::uint64_t holds, const resp3::value& answer) noexcept {
+  return {ran(holds, answer) ? reconcile_result::outcome::ran : reconcile_result::outcome::not_run};
+}
+
+}  // namespace rlock::detail::hash_lock

@@ -1,0 +1,69 @@
+// Redisson's RSpinLock: RLock's hash and acquire; releases publish nothing and waiters poll
+// with config::spin_lock's backoff.
+#include "engine/engine_context.hpp"
+#include "kinds/hash_lock.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+namespace rlock::detail {
+
+namespace {
+
+using namespace hash_lock;
+
+void spin_release(const lock_identity& s, const release_inputs& in, release_script_call& call) {
+  call.which = script::release_spin;
+  call.keys[0] = s.key;
+  call.keys[1] = in.latch;
+  call.key_count = 2;
+  call.args = {in.lease_ms, s.field, in.latch_ttl};
+  call.arg_count = 3;
+}
+
+void spin_force(const lock_identity& s, std::string_view, std::string_view,
+                release_script_call& call) {
+  call.which = script::force_unlock_spin;
+  call.keys[0] = s.key;
+  call.key_count = 1;
+  call.arg_count = 0;
+}
+
+/// Redisson's exponential backoff (config::spin_lock): from `initial`, times `multiplier` plus a
+/// jitter that grows with the sleeps, at most `cap`.
+std::chrono::milliseconds spin_backoff(const engine_config& c, backoff_state& st) {
+  thread_local std::minstd_rand jitter_source(std::random_device{}());
+  const auto& b = c.spin_lock;
+  const auto cap = static_cast<std::uint32_t>(b.cap.count());
+  if (st.next_ms == 0) st.next_ms = static_cast<std::uint32_t>(b.initial.count());
+  const auto nap = std::chrono::milliseconds(st.next_ms);
+  if (st.next_ms < cap) {
+    if (st.naps < 255) ++st.naps;
+    const auto jitter = std::uniform_int_distribution<std::uint32_t>(0, st.naps)(jitter_source);
+    st.next_ms = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(cap, std::uint64_t{st.next_ms} * b.multiplier + jitter));
+  }
+  return nap;
+}
+
+}  // namespace
+
+const lock_kind spin_kind{
+    .name = "spin",
+    .acquire_call = &reentrant_acquire,  // RSpinLock's acquire is RLock's
+    .decode = &reentrant_decode,
+    .reconcile_question = &reentrant_question,
+    .judge = &reentrant_judge,
+    .release_call = &spin_release,
+    .transfer_call = nullptr,  // its waiters are not in the hub: nobody to hand over to
+    .force_call = &spin_force,
+    .leave_call = nullptr,
+    .renew = script::renew,
+    .channel = &append_unlock_channel,  // names the latch's neighbour only: never subscribed
+    .waiting = wait_mode::poll,
+    .on_message = &on_unlock_message,
+    .backoff = &spin_backoff,
+};
+
+}  // namespace rlock::detail
