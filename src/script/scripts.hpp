@@ -37,6 +37,10 @@ enum class script : std::uint8_t {
   renew_semaphore,
   force_release_semaphore,
   semaphore_admin,
+  latch_wait,
+  latch_try_set,
+  latch_count_down,
+  latch_delete,
   count,  // not a script: how many there are (script_table has a row for each)
 };
 
@@ -630,6 +634,45 @@ inline constexpr script_row script_table[] = {
      "if value == nil then return 0; end; "
      "redis.call('set', KEYS[1], 0); return value; end; "
      "return redis.error_reply('ERR semaphore_admin: unknown operation');"},
+    // Redisson's RCountDownLatch: the count is the string key `<key>` (absent: 0, open); the
+    // channel `redisson_countdownlatch__channel__{<key>}` hears "0" when the count reaches zero
+    // and "1" when a new count is set or the latch is deleted. The changes are latched as an
+    // unlock is (KEYS[3] = `redisson_unlock_latch:{<key>}:<request id>` keeps the first answer,
+    // so a retry after a lost answer counts down once).
+    {script::latch_wait, command_kind::query, false,
+     // latch_wait — KEYS[1] = latch key. nil: open (count absent or <= 0); -1: not yet (wait
+     // for "0" on the channel). Read-only: asked again after a reconnect.
+     "local v = redis.call('get', KEYS[1]); if v == false then return nil; end; "
+     "local n = tonumber(v); "
+     "if n == nil then return redis.error_reply('ERR NOT_A_COUNT the key holds a string that is "
+     "not "
+     "the count of a count-down latch'); end; "
+     "if n <= 0 then return nil; end; return -1;"},
+    {script::latch_try_set, command_kind::release, true,
+     // latch_try_set (trySetCount) — KEYS[1] = latch key, KEYS[2] = channel, KEYS[3] = request
+     // latch; ARGV[1] = count, ARGV[2] = publish command, ARGV[3] = latch TTL ms. 1: set (and
+     // "1" published); 0: a count was set already.
+     "local done = redis.call('get', KEYS[3]); if done ~= false then return tonumber(done); end; "
+     "local r = 0; "
+     "if redis.call('exists', KEYS[1]) == 0 then redis.call('set', KEYS[1], ARGV[1]); "
+     "redis.call(ARGV[2], KEYS[2], '1'); r = 1; end; "
+     "redis.call('set', KEYS[3], r, 'px', ARGV[3]); return r;"},
+    {script::latch_count_down, command_kind::release, true,
+     // latch_count_down (countDown) — KEYS and ARGV[1..2] as latch_try_set without the count:
+     // ARGV[1] = publish command, ARGV[2] = latch TTL ms. The new count; the key goes at <= 0
+     // and "0" is published when it reaches exactly 0, as in Redisson.
+     "local done = redis.call('get', KEYS[3]); if done ~= false then return tonumber(done); end; "
+     "local v = redis.call('decr', KEYS[1]); "
+     "if v <= 0 then redis.call('del', KEYS[1]); end; "
+     "if v == 0 then redis.call(ARGV[1], KEYS[2], '0'); end; "
+     "redis.call('set', KEYS[3], v, 'px', ARGV[2]); return v;"},
+    {script::latch_delete, command_kind::release, true,
+     // latch_delete (delete) — as latch_count_down's keys and arguments. 1: it existed ("1"
+     // published); 0: it did not.
+     "local done = redis.call('get', KEYS[3]); if done ~= false then return tonumber(done); end; "
+     "local r = 0; "
+     "if redis.call('del', KEYS[1]) == 1 then redis.call(ARGV[1], KEYS[2], '1'); r = 1; end; "
+     "redis.call('set', KEYS[3], r, 'px', ARGV[2]); return r;"},
 };
 
 inline constexpr std::size_t script_count = std::size(script_table);
