@@ -361,6 +361,24 @@ TEST(rlockctl, status_and_watch_show_a_semaphores_permits_and_holds) {
                    "rlock_semaphore_permits:{st:sem}"});
 }
 
+TEST(rlockctl, status_shows_a_count_down_latch_with_waiters) {
+  // Redisson's RCountDownLatch: a count, and a waiter on its channel.
+  redis().command({"SET", "st:gate", "2"});
+  rlock::test::raw_client waiter(rlock::test::shared_server().port());
+  waiter.send({"SUBSCRIBE", "redisson_countdownlatch__channel__{st:gate}"});
+  (void)waiter.read_push(bound);  // the confirmation
+  const auto r = run_process(cmd({"status", "st:gate"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("st:gate: count-down latch, count 2, 1 waiter(s)"), std::string::npos)
+      << r.out;
+  const auto j = run_process(cmd({"--json", "status", "st:gate"}));
+  const auto objects = json_lines(j.out);
+  ASSERT_EQ(objects.size(), 1U) << j.out;
+  EXPECT_EQ(str(objects[0], "kind"), "count-down-latch");
+  EXPECT_EQ(objects[0].at("count").as_int64(), 2);
+  redis().command({"DEL", "st:gate"});
+}
+
 TEST(rlockctl, list_pages_through_locks_only) {
   for (int i = 0; i < 25; ++i) plant_lock("ls:a:" + std::to_string(i), "u:" + std::to_string(i), 1);
   redis().command({"HSET", "ls:a:not-a-lock", "colour", "blue"});

@@ -294,4 +294,40 @@ TEST(lock_view, changes_between_two_views) {
   EXPECT_EQ(kind(describe_change(held({{"a:1", 1}}), held({{"a:1", 1}}), "hset")), "none");
 }
 
+TEST(lock_view, status_of_a_count_down_latch_shows_its_count_and_waiters) {
+  rlock::detail::resp3::value empty;
+  empty.type = type::array;
+  rlock::detail::resp3::value time;
+  time.type = type::array;
+  time.elements = {str("1000000"), str("0")};
+  const rlock::detail::resp3::value wrongtype =
+      str("WRONGTYPE Operation against a key", type::simple_error);
+  // A count with waiters on Redisson's latch channel, no holds and no total.
+  const auto v =
+      rlockctl::read_status("gate", {str("string", type::simple_string), wrongtype, num(-1),
+                                     numsub(0), null(), empty, empty, hash({}), time, numsub(0),
+                                     str("2"), empty, hash({}), null(), numsub(0), numsub(3)});
+  EXPECT_EQ(v.kind(), "count-down-latch");
+  EXPECT_EQ(rlockctl::describe(v), "gate: count-down latch, count 2, 3 waiter(s)");
+  EXPECT_EQ(rlockctl::to_json(v).at("count").as_int64(), 2);
+  // Without waiters the key alone reads as a semaphore's counter, as it always has.
+  const auto quiet =
+      rlockctl::read_status("gate", {str("string", type::simple_string), wrongtype, num(-1),
+                                     numsub(0), null(), empty, empty, hash({}), time, numsub(0),
+                                     str("2"), empty, hash({}), null(), numsub(0), numsub(0)});
+  EXPECT_EQ(quiet.kind(), "semaphore");
+  // watch: a count with no holds either side is told as either's.
+  rlockctl::lock_view before;
+  before.available = 2;
+  rlockctl::lock_view after;
+  after.available = 1;
+  const auto change = rlockctl::describe_change(before, after, "decrby");
+  ASSERT_TRUE(change);
+  EXPECT_EQ(change->kind, "count");
+  EXPECT_EQ(change->text, "count 1 (a count-down latch's, or a semaphore's free permits)");
+  const auto opened = rlockctl::describe_change(after, rlockctl::lock_view{}, "del");
+  ASSERT_TRUE(opened);
+  EXPECT_EQ(opened->text, "count 0, open (a count-down latch's, or a semaphore's free permits)");
+}
+
 }  // namespace

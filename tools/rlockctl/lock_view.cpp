@@ -253,7 +253,9 @@ std::vector<command> status_commands(const std::string& key, bool sharded) {
           {"ZRANGE", holds_of(key), "0", "-1", "WITHSCORES"},
           {"HGETALL", tagged(rlock::detail::semaphore_sizes_prefix, key)},
           {"GET", tagged(rlock::detail::semaphore_total_prefix, key)},
-          {"PUBSUB", sharded ? "SHARDNUMSUB" : "NUMSUB", tagged("redisson_sc:", key)}};
+          {"PUBSUB", sharded ? "SHARDNUMSUB" : "NUMSUB", tagged("redisson_sc:", key)},
+          {"PUBSUB", sharded ? "SHARDNUMSUB" : "NUMSUB",
+           "redisson_countdownlatch__channel__{" + key + "}"}};
 }
 
 std::vector<command> state_commands(const std::string& key) {
@@ -314,6 +316,11 @@ lock_view read_status(std::string name, const std::vector<reply>& answers) {
     v.status = v.permits.empty() ? lock_view::state::free : lock_view::state::held;
     const reply& waiters = checked(answers, 14, "PUBSUB NUMSUB");
     if (waiters.elements.size() == 2) v.subscribers = waiters.elements[1].integer;
+    if (answers.size() > 15) {
+      const reply& latch = checked(answers, 15, "PUBSUB NUMSUB");
+      if (latch.elements.size() == 2) v.latch_waiters = latch.elements[1].integer;
+    }
+    if (v.is_latch()) v.status = lock_view::state::free;
     return v;
   } else {
     v.name = std::move(name);
@@ -335,6 +342,10 @@ lock_view read_status(std::string name, const std::vector<reply>& answers) {
 }
 
 std::string describe(const lock_view& v) {
+  if (v.is_latch()) {
+    return fmt::format("{}: count-down latch, count {}{}, {} waiter(s)", v.name, *v.available,
+                       *v.available <= 0 ? " (open)" : "", *v.latch_waiters);
+  }
   if (v.available) {
     std::string text = fmt::format("{}: semaphore, {} permit(s) available", v.name, *v.available);
     if (v.total) text += fmt::format(" of {}", *v.total);
@@ -386,7 +397,10 @@ boost::json::object to_json(const lock_view& v) {
     if (!v.mode.empty()) o["mode"] = v.mode;
     if (v.ttl_ms) o["ttl_ms"] = *v.ttl_ms;
   }
-  if (v.available) {
+  if (v.is_latch()) {
+    o["count"] = *v.available;
+    o["waiters"] = *v.latch_waiters;
+  } else if (v.available) {
     o["available"] = *v.available;
     if (v.total) o["total"] = *v.total;
     boost::json::array hs;
@@ -419,6 +433,14 @@ std::optional<lock_change> describe_change(const lock_view& before, const lock_v
     // A semaphore: its count and its holds.
     if (before.available == after.available && before.permits == after.permits) {
       return std::nullopt;
+    }
+    if (before.permits.empty() && after.permits.empty()) {
+      // A count and no holds either side: the key alone cannot tell a count-down latch's count
+      // (Redisson's RCountDownLatch) from a semaphore's free permits (RSemaphore).
+      const auto n = after.available.value_or(0);
+      return lock_change{"count", fmt::format("count {}{} (a count-down latch's, or a semaphore's "
+                                              "free permits)",
+                                              n, n <= 0 ? ", open" : "")};
     }
     return lock_change{"permits", fmt::format("{} permit(s) available, {} hold(s)",
                                               after.available.value_or(0), after.permits.size())};

@@ -76,9 +76,17 @@ struct lock_view {
   std::optional<std::int64_t> available;
   std::optional<std::int64_t> total;
   std::vector<permit_hold> permits;
+  /// Connections subscribed to `redisson_countdownlatch__channel__{name}`: a count with
+  /// listeners there and no holds or total is a count-down latch's (Redisson's RCountDownLatch).
+  /// Without waiters the key alone cannot tell a latch's count from a semaphore's counter.
+  std::optional<std::int64_t> latch_waiters;
 
+  bool is_latch() const noexcept {
+    return available && latch_waiters && *latch_waiters > 0 && permits.empty() && !total;
+  }
   std::string_view kind() const noexcept {
-    return available        ? "semaphore"
+    return is_latch()       ? "count-down-latch"
+           : available      ? "semaphore"
            : !mode.empty()  ? "read-write"
            : token          ? "fenced"
            : !queue.empty() ? "fair"
@@ -96,9 +104,9 @@ std::optional<std::vector<holder>> lock_holders(const reply& hgetall, std::strin
 /// status: TYPE, HGETALL, PTTL, PUBSUB NUMSUB <channel>, GET <token counter>, then a fair
 /// lock's LRANGE <queue>, ZRANGE <timeouts> WITHSCORES, HGETALL <handoff registrations> and
 /// TIME, then PUBSUB NUMSUB of a read-write lock's channel, then a semaphore's GET <key>, ZRANGE
-/// <holds> WITHSCORES, HGETALL <hold sizes>, GET <total> and PUBSUB NUMSUB of its channel, in
-/// this order (all in the key's slot; answers that do not apply to the key's type are errors
-/// nobody reads).
+/// <holds> WITHSCORES, HGETALL <hold sizes>, GET <total> and PUBSUB NUMSUB of its channel, then
+/// PUBSUB NUMSUB of a count-down latch's channel, in this order (all in the key's slot; answers
+/// that do not apply to the key's type are errors nobody reads).
 std::vector<command> status_commands(const std::string& key, bool sharded = false);
 /// Decodes the answers to status_commands (an error reply throws boost::system::system_error).
 lock_view read_status(std::string name, const std::vector<reply>& answers);
