@@ -7,8 +7,7 @@
 // `spublish`).
 #include "chaos/fault_proxy.hpp"
 #include "rlock/rlock.hpp"
-#include "session/cluster/key_slot.hpp"
-#include "support/cluster_topology.hpp"
+#include "support/deployment.hpp"
 #include "support/lock_env.hpp"
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
@@ -107,31 +106,9 @@ class redisson_latch {
   std::string publish_;
 };
 
-/// Where a case runs: one server, or a cluster (the latch's node found from its key).
-struct setup {
-  rlock::config cfg;
-  std::function<std::uint16_t(std::string_view key)> node_of;
-  std::string publish;
-};
-
-setup one_server() {
-  const auto cfg = rlock::test::make_config();
-  return {cfg, [port = cfg.port](std::string_view) { return port; }, "publish"};
-}
-
-rlock::test::cluster_topology& cluster() {
-  static rlock::test::cluster_topology topology(3, 0);
-  return topology;
-}
-
-setup a_cluster() {
-  rlock::config cfg;
-  cfg.cluster.nodes = cluster().seeds();
-  cfg.key_prefix = rlock::test::unique_prefix();
-  return {cfg,
-          [](std::string_view key) { return cluster().owner_of(rlock::detail::key_slot(key)); },
-          "spublish"};
-}
+using setup = rlock::test::deployment;
+using rlock::test::a_cluster;
+using rlock::test::one_server;
 
 /// A waiter beside the test: `latch.wait()` on `io`; `done` is set and `bell` rung when it
 /// returns. Completes once it is asleep on the channel (its two looks made: the first, and the

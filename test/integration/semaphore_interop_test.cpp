@@ -5,8 +5,7 @@
 // addPermits and release(n) beside rlock's total. Each case runs on one server and on a
 // 3-master cluster (where Redisson publishes with `spublish`).
 #include "rlock/rlock.hpp"
-#include "session/cluster/key_slot.hpp"
-#include "support/cluster_topology.hpp"
+#include "support/deployment.hpp"
 #include "support/lock_env.hpp"
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
@@ -183,31 +182,9 @@ class redisson_semaphore {
   std::string publish_;
 };
 
-/// Where a case runs: one server, or a cluster (the semaphore's node found from its key).
-struct setup {
-  rlock::config cfg;
-  std::function<std::uint16_t(std::string_view key)> node_of;
-  std::string publish;
-};
-
-setup one_server() {
-  const auto cfg = rlock::test::make_config();
-  return {cfg, [port = cfg.port](std::string_view) { return port; }, "publish"};
-}
-
-rlock::test::cluster_topology& cluster() {
-  static rlock::test::cluster_topology topology(3, 0);
-  return topology;
-}
-
-setup a_cluster() {
-  rlock::config cfg;
-  cfg.cluster.nodes = cluster().seeds();
-  cfg.key_prefix = rlock::test::unique_prefix();
-  return {cfg,
-          [](std::string_view key) { return cluster().owner_of(rlock::detail::key_slot(key)); },
-          "spublish"};
-}
+using setup = rlock::test::deployment;
+using rlock::test::a_cluster;
+using rlock::test::one_server;
 
 /// A waiter beside the test: `take()` (a try_acquire with a wait) runs on `io`, its permit
 /// goes to `got` and `bell` rings when it is done. Completes once the waiter sleeps on its
