@@ -6,11 +6,6 @@
 #include "kinds/names.hpp"
 #include "rlock/fenced_lock.hpp"
 
-#include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/bind_executor.hpp>
-
 namespace rlock::detail {
 
 namespace {
@@ -108,15 +103,10 @@ void fenced_lock::start_lock_token(const lock_handle& l, std::optional<milliseco
                                    detail::handler<std::int64_t> h) {
   // lock() is an acquisition without a bound: the token operation with no wait limit, its
   // optional always set on success. The caller's slot and executor go with the adapter.
-  auto slot = asio::get_associated_cancellation_slot(h);
-  auto ex = asio::get_associated_executor(h, l.get_executor());
   detail::async_acquire_token(
       state_of(l), std::nullopt, lease,
-      asio::bind_cancellation_slot(
-          slot, asio::bind_executor(
-                    ex, [h = std::move(h)](detail::failure e, token_result token) mutable {
-                      std::move(h)(std::move(e), token.value_or(0));
-                    })));
+      detail::ops::mapped<token_result>(std::move(h), l.get_executor(),
+                                        [](token_result token) { return token.value_or(0); }));
 }
 
 void fenced_lock::start_current_token(const lock_handle& l, detail::handler<std::int64_t> h) {
