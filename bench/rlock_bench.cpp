@@ -34,7 +34,6 @@
 #include "resp3/request.hpp"
 #include "rlock/rlock.hpp"
 #include "script/scripts.hpp"
-#include "session/node/connection.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -642,38 +641,52 @@ void run_s3_worker_blocking(const options& o) {
 
 // --- helpers for server-side counters and process resources -----------------------------------
 
-/// A raw connection for INFO / PUBSUB, apart from the client under test.
-struct inspector {
-  explicit inspector(asio::io_context& io, std::uint16_t port)
-      : conn(std::make_shared<rlock::detail::connection>(io.get_executor(), [port] {
-          rlock::config c;
-          c.port = port;
-          return c;
-        }())) {}
-
-  asio::awaitable<void> connect() {
-    auto [ec, diagnostic] = co_await asio::async_initiate<const asio::use_awaitable_t<>&,
-                                                          void(std::error_code, std::string)>(
-        [this](auto h) { conn->async_connect(std::move(h)); }, asio::use_awaitable);
-    if (ec) throw boost::system::system_error(ec, diagnostic);
+/// A blocking RESP3 connection: send one command, read values. No coroutines, no buffering
+/// beyond one read: the tightest client this machine can run, for the floors and the counters.
+class tight_client {
+ public:
+  tight_client(asio::io_context& io, std::uint16_t port) : socket_(io) {
+    socket_.connect({asio::ip::make_address("127.0.0.1"), port});
+    socket_.set_option(asio::ip::tcp::no_delay(true));
+    command({"HELLO", "3"});
   }
-
-  // A vector, not an initializer_list: g++ 12 cannot copy the latter into a coroutine frame.
-  asio::awaitable<rlock::detail::resp3::value> command(std::vector<std::string_view> args) {
+  void send(std::initializer_list<std::string_view> args) {
     std::string cmd;
-    rlock::detail::resp3::append_command(cmd, std::span<const std::string_view>(args));
-    auto [ec, reply] =
-        co_await asio::async_initiate<const asio::use_awaitable_t<>&,
-                                      void(std::error_code, rlock::detail::resp3::value)>(
-            [&](auto h) { conn->exec(std::move(cmd), {}, std::move(h)); }, asio::use_awaitable);
-    if (ec) throw boost::system::system_error(ec);
-    co_return reply;
+    rlock::detail::resp3::append_command(cmd, args);
+    asio::write(socket_, asio::buffer(cmd));
+  }
+  /// Writes commands already in RESP form (a whole pipeline at once).
+  void send_raw(std::string_view commands) {
+    asio::write(socket_, asio::buffer(commands.data(), commands.size()));
+  }
+  rlock::detail::resp3::value read() {
+    std::error_code ec;
+    for (;;) {
+      if (auto v = parser_.next(ec)) return std::move(*v);
+      if (ec) throw boost::system::system_error(ec);
+      const std::size_t n = socket_.read_some(asio::buffer(buffer_));
+      parser_.feed(std::string_view(buffer_.data(), n));
+    }
+  }
+  rlock::detail::resp3::value command(std::initializer_list<std::string_view> args) {
+    send(args);
+    return read();
   }
 
-  /// calls per command name, from INFO commandstats.
-  asio::awaitable<std::map<std::string, long>> commandstats() {
-    std::vector<std::string_view> info{"INFO", "commandstats"};
-    auto v = co_await command(std::move(info));
+ private:
+  asio::ip::tcp::socket socket_;
+  rlock::detail::resp3::parser parser_;
+  std::array<char, 4096> buffer_{};
+};
+
+/// The server's counters (INFO commandstats), read on a blocking connection of its own, apart
+/// from the client under test.
+struct server_counters {
+  explicit server_counters(std::uint16_t port) : conn(io, port) {}
+
+  /// calls per command name.
+  std::map<std::string, long> commandstats() {
+    const auto v = conn.command({"INFO", "commandstats"});
     std::map<std::string, long> calls;
     std::size_t pos = 0;
     while ((pos = v.str.find("cmdstat_", pos)) != std::string::npos) {
@@ -682,10 +695,11 @@ struct inspector {
       calls[v.str.substr(pos + 8, colon - pos - 8)] = std::stol(v.str.substr(c + 6));
       pos = colon;
     }
-    co_return calls;
+    return calls;
   }
 
-  std::shared_ptr<rlock::detail::connection> conn;
+  asio::io_context io;
+  tight_client conn;
 };
 
 long rss_kib() {
@@ -714,8 +728,7 @@ void run_s4(const options& o) {
   with_client(
       o,
       [&](asio::io_context& io, rlock::client& redis) -> asio::awaitable<void> {
-        inspector inspect(io, o.port);
-        co_await inspect.connect();
+        server_counters server(o.port);
         auto holder = redis.get_lock("s4");
         co_await holder.lock(60s);
         // W waiters queue behind the holder; each, once it has the lock, releases it at once,
@@ -747,13 +760,13 @@ void run_s4(const options& o) {
         }
         // ...and the server has run them: this round trip on the same connection comes after.
         (void)co_await holder.is_locked();
-        const auto before = co_await inspect.commandstats();
+        const auto before = server.commandstats();
         co_await holder.unlock();
         for (int i = 0; i < 100'000 && acquired < w; ++i) {
           bell.expires_after(10s);
           co_await bell.async_wait(asio::as_tuple(asio::use_awaitable));
         }
-        const auto after = co_await inspect.commandstats();
+        const auto after = server.commandstats();
         last_may_go.cancel();
         // The waiters use this frame's locals: wait until the last one is done with them.
         for (int i = 0; i < 1000 && finished < w; ++i) {
@@ -770,7 +783,6 @@ void run_s4(const options& o) {
           per_command[name] = n;
           commands += n;
         }
-        inspect.conn->close(std::make_error_code(std::errc::operation_canceled));
       },
       config_for(o));
   fmt::print(R"({{"library": "rlock", "mode": "s4", "params": {{"waiters": {}}}, "metrics": )"
@@ -796,8 +808,7 @@ void run_s4_rw(const options& o) {
   with_client(
       o,
       [&](asio::io_context& io, rlock::client& redis) -> asio::awaitable<void> {
-        inspector inspect(io, o.port);
-        co_await inspect.connect();
+        server_counters server(o.port);
         auto writer = redis.get_read_write_lock("s4rw").write_lock();
         co_await writer.lock(60s);
         int finished = 0;
@@ -824,14 +835,14 @@ void run_s4_rw(const options& o) {
           co_await sleep_for(10ms);
         }
         (void)co_await writer.is_locked();
-        const auto before = co_await inspect.commandstats();
+        const auto before = server.commandstats();
         const auto attempts_before = redis.stats().acquire_attempts;
         co_await writer.unlock();
         for (int i = 0; i < 100'000 && acquired < w; ++i) {
           bell.expires_after(10s);
           co_await bell.async_wait(asio::as_tuple(asio::use_awaitable));
         }
-        const auto after = co_await inspect.commandstats();
+        const auto after = server.commandstats();
         attempts = redis.stats().acquire_attempts - attempts_before;
         may_go.cancel();
         for (int i = 0; i < 1000 && finished < w; ++i) {
@@ -844,7 +855,6 @@ void run_s4_rw(const options& o) {
           commands += (after.contains(name) ? after.at(name) : 0) -
                       (before.contains(name) ? before.at(name) : 0);
         }
-        inspect.conn->close(std::make_error_code(std::errc::operation_canceled));
       },
       config_for(o));
   const double per = acquired > 0 ? static_cast<double>(acquired) : 1.0;
@@ -926,8 +936,6 @@ void run_s6(const options& o) {
   with_client(
       o,
       [&](asio::io_context& io, rlock::client& redis) -> asio::awaitable<void> {
-        inspector inspect(io, o.port);
-        co_await inspect.connect();
         std::vector<rlock::reentrant_lock> holders;
         for (int j = 0; j < k; ++j) {
           holders.push_back(redis.get_lock(fmt::format("s6:{}", j)));
@@ -966,16 +974,18 @@ void run_s6(const options& o) {
           co_await sleep_for(10ms);
         }
         rss_waiting = rss_kib();
-        std::vector<std::string_view> pubsub{"PUBSUB", "CHANNELS", "redisson_lock__channel:*"};
-        auto channels = co_await inspect.command(std::move(pubsub));
-        subscriptions = static_cast<long>(channels.elements.size());
+        // The subscriptions each name's channel has, as rlock::inspect reads them (PUBSUB
+        // NUMSUB of the kind's channel): one per name when the client shares them.
+        for (int j = 0; j < k; ++j) {
+          const auto info = co_await rlock::inspect(redis, fmt::format("s6:{}", j));
+          subscriptions += info.subscribers.value_or(0);
+        }
         progress(fmt::format("s6: {} waiters asleep on {} names", n, k));
         for (auto& h : holders) co_await h.unlock();
         for (int i = 0; i < 100'000 && acquired < n; ++i) {
           bell.expires_after(10s);
           co_await bell.async_wait(asio::as_tuple(asio::use_awaitable));
         }
-        inspect.conn->close(std::make_error_code(std::errc::operation_canceled));
       },
       config_for(o));
   fmt::print(
@@ -1038,44 +1048,6 @@ void run_s6_floor(const options& o) {
 }
 
 // --- s3-floor: the handoff path with the least possible client work -------------------------
-
-/// A blocking RESP3 connection: send one command, read values. No coroutines, no buffering
-/// beyond one read: the tightest client this machine can run, for the S3 floor.
-class tight_client {
- public:
-  tight_client(asio::io_context& io, std::uint16_t port) : socket_(io) {
-    socket_.connect({asio::ip::make_address("127.0.0.1"), port});
-    socket_.set_option(asio::ip::tcp::no_delay(true));
-    command({"HELLO", "3"});
-  }
-  void send(std::initializer_list<std::string_view> args) {
-    std::string cmd;
-    rlock::detail::resp3::append_command(cmd, args);
-    asio::write(socket_, asio::buffer(cmd));
-  }
-  /// Writes commands already in RESP form (a whole pipeline at once).
-  void send_raw(std::string_view commands) {
-    asio::write(socket_, asio::buffer(commands.data(), commands.size()));
-  }
-  rlock::detail::resp3::value read() {
-    std::error_code ec;
-    for (;;) {
-      if (auto v = parser_.next(ec)) return std::move(*v);
-      if (ec) throw boost::system::system_error(ec);
-      const std::size_t n = socket_.read_some(asio::buffer(buffer_));
-      parser_.feed(std::string_view(buffer_.data(), n));
-    }
-  }
-  rlock::detail::resp3::value command(std::initializer_list<std::string_view> args) {
-    send(args);
-    return read();
-  }
-
- private:
-  asio::ip::tcp::socket socket_;
-  rlock::detail::resp3::parser parser_;
-  std::array<char, 4096> buffer_{};
-};
 
 /// Two processes: the parent publishes an unlock message, the child, subscribed, answers it with
 /// the acquire script at once; the gap from the publish to the child's reply is the floor of

@@ -10,6 +10,7 @@
 #include "rlock/fair_lock.hpp"
 #include "rlock/fenced_lock.hpp"
 #include "rlock/hold.hpp"
+#include "rlock/inspect.hpp"
 #include "rlock/lock_handle.hpp"
 #include "rlock/multi_lock.hpp"
 #include "rlock/non_reentrant_lock.hpp"

@@ -413,4 +413,6 @@ std::shared_ptr<lock_state> kind_access::new_owner(client& c, std::string_view n
   return c.impl_->new_owner(name, kind);
 }
 
+std::shared_ptr<engine_context> kind_access::context(client& c) { return c.impl_->context(); }
+
 }  // namespace rlock::detail

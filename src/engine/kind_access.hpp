@@ -2,7 +2,9 @@
 
 // How a kind's public type gets its state from a client without the client knowing the kind: a
 // kind whose factory is its own constructor (count_down_latch(client&, name)) asks here, so
-// adding it touches neither client.hpp nor the client's sources.
+// adding it touches neither client.hpp nor the client's sources. Inspection (rlock/inspect.hpp)
+// asks here for the context its queries run on.
+#include "engine/engine_context.hpp"
 #include "engine/lock_kind.hpp"
 #include "engine/lock_state.hpp"
 #include "rlock/client.hpp"
@@ -17,6 +19,8 @@ struct kind_access {
   /// Thread-safe.
   static std::shared_ptr<lock_state> new_owner(client& c, std::string_view name,
                                                const lock_kind& kind);
+  /// The client's engine context, kept alive by the pointer. Thread-safe.
+  static std::shared_ptr<engine_context> context(client& c);
 };
 
 }  // namespace rlock::detail

@@ -23,11 +23,6 @@ namespace rlock::detail {
 
 namespace {
 
-/// `redisson_countdownlatch__channel__{<key>}`: braces always, as Redisson names it.
-void latch_channel(std::string_view key, std::string& out) {
-  out.append("redisson_countdownlatch__channel__{").append(key).push_back('}');
-}
-
 /// A look at the count: open (nil) or not yet (-1).
 void latch_wait_call(const lock_identity& s, const acquire_inputs&, acquire_script_call& call) {
   call.which = script::latch_wait;
@@ -61,7 +56,7 @@ const lock_kind count_down_latch_kind{
     .force_call = nullptr,
     .leave_call = nullptr,
     .renew = script::renew,
-    .channel = &latch_channel,
+    .channel = &append_latch_channel,
     .waiting = wait_mode::lock_channel,
     .on_message = &on_latch_message,
     .takes_hold = false,
@@ -76,7 +71,7 @@ void run_change(const std::shared_ptr<lock_state>& s, script which, std::string 
   auto make = [which, count = std::move(count), channel = std::string(), latch = std::string()](
                   lock_state& st, release_script_call& call) mutable {
     auto& c = *st.ctx;
-    latch_channel(st.key(), channel);
+    append_latch_channel(st.key(), channel);
     append_unlock_latch(st.key(), latch);
     c.append_request_id(latch);
     call.which = which;

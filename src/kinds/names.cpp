@@ -58,6 +58,10 @@ void append_rwlock_channel(std::string_view key, std::string& out) {
   append_tagged(out, "redisson_rwlock:", key);
 }
 
+void append_latch_channel(std::string_view key, std::string& out) {
+  out.append("redisson_countdownlatch__channel__{").append(key).push_back('}');
+}
+
 void append_read_timeouts(std::string_view key, std::string_view field, std::string& out) {
   append_tagged(out, {}, key);
   if (field.empty()) return;

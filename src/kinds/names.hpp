@@ -40,6 +40,9 @@ inline constexpr std::string_view semaphore_total_prefix = "rlock_semaphore_tota
 /// The read-write lock's channel, `redisson_rwlock:{<key>}`, appended to `out` (both halves
 /// publish on it: "0" after the last read hold, "1" after a write).
 void append_rwlock_channel(std::string_view key, std::string& out);
+/// The count-down latch's channel, `redisson_countdownlatch__channel__{<key>}` (braces always, as
+/// Redisson names it: "0" when the count reaches zero, "1" on a new count), appended to `out`.
+void append_latch_channel(std::string_view key, std::string& out);
 /// The read-write lock's write field: `<owner field>:write` (the read field is the owner's).
 inline constexpr std::string_view write_field_suffix = ":write";
 /// Appends the prefix of an owner's read hold timeouts, `{<key>}:<field>:rwlock_timeout` (hold n

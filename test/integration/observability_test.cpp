@@ -1,9 +1,11 @@
 // What operators see: the log lines of a client (once per event, with the lock and a short
 // owner, never the client's full UUID) and its metrics against a real server.
+#include "support/acl_users.hpp"
 #include "support/lock_env.hpp"
 #include "support/raw_client.hpp"
 #include "support/run.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -249,6 +251,169 @@ TEST(observability, metrics_from_another_thread_and_a_throwing_logger) {
   asio::co_spawn(io, redis.close(), asio::use_future).get();
   work.reset();
   runner.join();
+}
+
+/// Reads `name` until `ready(info)` holds or 5 s pass (bounded: 500 reads), for a state another
+/// coroutine is reaching (a waiter queued or listening).
+template <typename Ready>
+asio::awaitable<rlock::lock_info> inspect_until(rlock::client& c, std::string name, Ready ready) {
+  asio::steady_timer pause(co_await asio::this_coro::executor);
+  rlock::lock_info info;
+  for (int i = 0; i < 500; ++i) {
+    info = co_await rlock::inspect(c, name);
+    if (ready(info)) break;
+    pause.expires_after(10ms);
+    co_await pause.async_wait(asio::use_awaitable);
+  }
+  co_return info;
+}
+
+TEST(observability, inspect_reads_every_kind_as_the_server_holds_it) {
+  asio::io_context io;
+  const auto cfg = make_config();  // one prefix for both clients
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::client other(io.get_executor(), cfg);
+  rlock::test::raw_client raw(rlock::test::shared_server().port());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    co_await other.connect();
+
+    // Absent, and a key that is no lock's.
+    auto none = co_await rlock::inspect(redis, "insp:none");
+    EXPECT_EQ(none.kind, rlock::key_kind::absent);
+    EXPECT_FALSE(none.held());
+    EXPECT_EQ(none.key, std::string(redis.get_lock("insp:none").key()));
+    raw.command({"SET", std::string(redis.get_lock("insp:text").key()), "hello"});
+    auto text = co_await rlock::inspect(redis, "insp:text");
+    EXPECT_EQ(text.kind, rlock::key_kind::other);
+    EXPECT_EQ(text.key_type, "string");
+
+    // Reentrant, held twice: its owner's field and count, a TTL.
+    auto lock = redis.get_lock("insp:plain");
+    co_await lock.lock();
+    co_await lock.lock();
+    auto plain = co_await rlock::inspect(redis, "insp:plain");
+    EXPECT_EQ(plain.kind, rlock::key_kind::reentrant);
+    EXPECT_EQ(plain.holders.size(), 1U);
+    EXPECT_EQ(plain.holders.at(0).owner, lock.owner_field());
+    EXPECT_EQ(plain.holders.at(0).count, 2);
+    EXPECT_GT(plain.ttl.value_or(0ms).count(), 0);
+    co_await lock.unlock();
+    co_await lock.unlock();
+
+    // Fenced: its last token.
+    auto fenced = redis.get_fenced_lock("insp:fenced");
+    const auto token = co_await fenced.lock();
+    auto f = co_await rlock::inspect(redis, "insp:fenced");
+    EXPECT_EQ(f.kind, rlock::key_kind::fenced);
+    EXPECT_EQ(f.token, token);
+    co_await fenced.unlock();
+
+    // Fair, with a waiter of another client in its queue.
+    auto fair = redis.get_fair_lock("insp:fair");
+    co_await fair.lock();
+    auto waiter = other.get_fair_lock("insp:fair");
+    bool waited = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          waited = co_await waiter.try_lock(5000ms, 1000ms);
+          if (waited) co_await waiter.unlock();
+        },
+        asio::detached);
+    auto queued = co_await inspect_until(
+        redis, "insp:fair", [](const rlock::lock_info& i) { return !i.queue.empty(); });
+    EXPECT_EQ(queued.kind, rlock::key_kind::fair);
+    EXPECT_EQ(queued.queue.size(), 1U);
+    EXPECT_EQ(queued.queue.at(0).owner, waiter.owner_field());
+    co_await fair.unlock();
+
+    // Read-write: two readers.
+    auto rw1 = redis.get_read_write_lock("insp:rw");
+    auto rw2 = other.get_read_write_lock("insp:rw");
+    co_await rw1.read_lock().lock();
+    co_await rw2.read_lock().lock();
+    auto rw = co_await rlock::inspect(redis, "insp:rw");
+    EXPECT_EQ(rw.kind, rlock::key_kind::read_write);
+    EXPECT_EQ(rw.mode, rlock::hold_role::read);
+    EXPECT_EQ(rw.holders.size(), 2U);
+    for (const auto& h : rw.holders) EXPECT_EQ(h.role, rlock::hold_role::read);
+    co_await rw1.read_lock().unlock();
+    co_await rw2.read_lock().unlock();
+
+    // Semaphore: 3 permits, one out.
+    auto sem = redis.get_semaphore("insp:sem");
+    EXPECT_TRUE(co_await sem.try_set_permits(3));
+    auto permit = co_await sem.acquire();
+    auto s = co_await rlock::inspect(redis, "insp:sem");
+    EXPECT_EQ(s.kind, rlock::key_kind::semaphore);
+    EXPECT_EQ(s.available, 2);
+    EXPECT_EQ(s.total, 3);
+    EXPECT_EQ(s.permits.size(), 1U);
+    EXPECT_TRUE(s.held());
+    co_await permit.unlock();
+
+    // Count-down latch: count 1 and a waiter.
+    rlock::count_down_latch latch(redis, "insp:latch");
+    EXPECT_TRUE(co_await latch.try_set_count(1));
+    rlock::count_down_latch waiting(other, "insp:latch");
+    bool opened = false;
+    asio::co_spawn(
+        io, [&]() -> asio::awaitable<void> { opened = co_await waiting.try_wait(5000ms); },
+        asio::detached);
+    auto l = co_await inspect_until(redis, "insp:latch", [](const rlock::lock_info& i) {
+      return i.kind == rlock::key_kind::count_down_latch;
+    });
+    EXPECT_EQ(l.kind, rlock::key_kind::count_down_latch);
+    EXPECT_EQ(l.count, 1);
+    EXPECT_EQ(l.subscribers, 1);
+    co_await latch.count_down();
+
+    // The token form completes with an error_code, as Asio's own operations do.
+    auto [ec, info] =
+        co_await rlock::async_inspect(redis, "insp:plain", asio::as_tuple(asio::use_awaitable));
+    EXPECT_FALSE(ec);
+    EXPECT_EQ(info.kind, rlock::key_kind::absent);
+
+    // Let the spawned waiters finish before the clients close.
+    asio::steady_timer settle(io);
+    for (int i = 0; i < 500 && !(waited && opened); ++i) {
+      settle.expires_after(10ms);
+      co_await settle.async_wait(asio::use_awaitable);
+    }
+    EXPECT_TRUE(waited);
+    EXPECT_TRUE(opened);
+    co_await other.close();
+    co_await redis.close();
+  });
+}
+
+TEST(observability, inspect_refused_by_acl_names_the_refusal_in_every_form) {
+  asio::io_context io;
+  rlock::test::raw_client raw(rlock::test::shared_server().port());
+  auto cfg = make_config();
+  const std::string user = "inspector";
+  // The least-privilege line: enough to lock, not to read a lock's keys (no TYPE, no HGETALL).
+  rlock::test::set_user(raw, user, rlock::test::least_privilege_rules(cfg.key_prefix));
+  cfg.username = user;
+  cfg.password = "pw";
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto [ec, info] =
+        co_await rlock::async_inspect(redis, "insp:acl", asio::as_tuple(asio::use_awaitable));
+    EXPECT_EQ(ec, rlock::errc::command_not_permitted) << ec.message();
+    EXPECT_EQ(info.kind, rlock::key_kind::absent);  // nothing read
+    try {
+      co_await rlock::inspect(redis, "insp:acl");
+      ADD_FAILURE() << "no error";
+    } catch (const boost::system::system_error& e) {
+      EXPECT_EQ(e.code(), rlock::errc::command_not_permitted);
+      EXPECT_NE(std::string(e.what()).find("NOPERM"), std::string::npos) << e.what();
+    }
+    co_await redis.close();
+  });
+  raw.command({"ACL", "DELUSER", user});
 }
 
 }  // namespace

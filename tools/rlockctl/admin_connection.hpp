@@ -22,10 +22,10 @@ namespace rlockctl {
 using reply = rlock::detail::resp3::value;
 using command = std::vector<std::string>;
 
-/// The tool's window on Redis for what the lock API does not do (HGETALL, SCAN, PUBSUB, keyspace
-/// notifications): rlock's own session — the same handshake, health check, reconnection,
-/// resubscription and Sentinel discovery as a client's — with awaitable commands and message
-/// callbacks. Use it on its executor only.
+/// The tool's window on Redis for what the lock API does not do (SCAN, CONFIG GET, keyspace
+/// notifications; a lock's state is read with rlock::inspect): rlock's own session — the same
+/// handshake, health check, reconnection, resubscription and Sentinel discovery as a client's —
+/// with awaitable commands and message callbacks. Use it on its executor only.
 class admin_connection : private rlock::detail::connection::listener {
  public:
   admin_connection(boost::asio::any_io_executor ex, rlock::config cfg);

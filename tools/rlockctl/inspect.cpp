@@ -4,6 +4,8 @@
 #include "lock_view.hpp"
 #include "run.hpp"
 
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
 
@@ -11,6 +13,7 @@
 
 #include <rlock/client.hpp>
 #include <rlock/error.hpp>
+#include <rlock/inspect.hpp>
 #include <rlock/reentrant_lock.hpp>
 
 namespace rlockctl {
@@ -40,22 +43,46 @@ std::string glob_escape(std::string_view s) {
 
 int run_status(const context& ctx, const std::vector<std::string>& names) {
   return run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<int> {
-    admin_connection redis(ex, one_shot(ctx.cfg));
-    co_await redis.connect();
+    rlock::client client(ex, one_shot(ctx.cfg));
+    co_await client.connect();
     for (const auto& name : names) {
-      const auto key = ctx.key(name);
-      const auto answers = co_await redis.pipeline(status_commands(key, redis.sharded()), key);
-      const lock_view view = read_status(name, answers);
+      const lock_view view = co_await rlock::inspect(client, name);
       ctx.out.emit(describe(view), to_json(view));
     }
+    co_await client.close();
     co_return exit_ok;
   });
 }
 
+namespace {
+
+/// The locks `names` read at once (one pipeline each, all in flight together); a failure is
+/// read again alone, so that its exception carries Redis's words.
+asio::awaitable<std::vector<lock_view>> inspect_all(rlock::client& client,
+                                                    const std::vector<std::string>& names) {
+  using op = decltype(rlock::async_inspect(client, std::string_view(), asio::deferred));
+  std::vector<op> ops;
+  ops.reserve(names.size());
+  for (const auto& name : names) ops.push_back(rlock::async_inspect(client, name, asio::deferred));
+  auto [order, errors, views] =
+      co_await asio::experimental::make_parallel_group(std::move(ops))
+          .async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+  (void)order;
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    if (errors[i]) views[i] = co_await rlock::inspect(client, names[i]);
+  }
+  co_return std::move(views);
+}
+
+}  // namespace
+
 int run_list(const context& ctx, const list_options& opts) {
   return run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<int> {
+    // SCAN on each node through the admin connection; the locks read through a client.
     admin_connection redis(ex, one_shot(ctx.cfg));
     co_await redis.connect();
+    rlock::client client(ex, one_shot(ctx.cfg));
+    co_await client.connect();
     const std::string match = glob_escape(ctx.cfg.key_prefix) + opts.pattern;
     const std::string count = std::to_string(opts.page);
     std::uint64_t shown = 0;
@@ -72,24 +99,25 @@ int run_list(const context& ctx, const list_options& opts) {
                                             "SCAN: unexpected answer");
         }
         cursor = page.elements[0].str;
-        const auto& keys = page.elements[1].elements;
-        if (keys.empty()) continue;
-        std::vector<command> cmds;
-        for (const auto& k : keys) {
-          for (auto& c : state_commands(k.str)) cmds.push_back(std::move(c));
+        std::vector<std::string> names;
+        for (const auto& k : page.elements[1].elements) {
+          names.push_back(k.str.substr(ctx.cfg.key_prefix.size()));
         }
-        const auto answers = co_await redis.pipeline(std::move(cmds));
-        for (std::size_t i = 0; i < keys.size(); ++i) {
-          std::string name = keys[i].str.substr(ctx.cfg.key_prefix.size());
-          const lock_view view = read_state(std::move(name), answers, state_command_count * i);
+        if (names.empty()) continue;
+        const auto views = co_await inspect_all(client, names);
+        for (const auto& view : views) {
           // Other hashes, and locks released since SCAN saw them, are not listed.
-          if (view.status != lock_view::state::held) continue;
+          if (view.kind == rlock::key_kind::other || !view.held()) continue;
           ctx.out.emit(describe(view), to_json(view));
           ++shown;
-          if (opts.limit && shown >= *opts.limit) co_return exit_ok;
+          if (opts.limit && shown >= *opts.limit) {
+            co_await client.close();
+            co_return exit_ok;
+          }
         }
       } while (cursor != "0");
     }
+    co_await client.close();
     if (!ctx.out.json()) fmt::print("{} lock(s) held\n", shown);
     co_return exit_ok;
   });

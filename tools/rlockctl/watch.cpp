@@ -6,7 +6,6 @@
 // and who joined or left it is printed.
 #include "admin_connection.hpp"
 #include "commands.hpp"
-#include "kinds/names.hpp"
 #include "lock_view.hpp"
 #include "run.hpp"
 
@@ -22,6 +21,8 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <rlock/client.hpp>
+#include <rlock/inspect.hpp>
 
 namespace rlockctl {
 
@@ -53,6 +54,9 @@ struct event {
   std::size_t lock;
   std::string what;  // keyspace event, "unlock-message", "subscribed", "resync" or "queue"
 };
+
+/// What a subscribed channel tells of its lock.
+enum class channel_role { unlock, key_events, queue_events };
 
 // Filled by the connection's callbacks, drained by the command in order: one event at a time,
 // so every change is computed against the view the previous event left.
@@ -140,32 +144,35 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
   const bool sees_releases = notifications_known && missing.find('g') == std::string::npos &&
                              missing.find('K') == std::string::npos;
 
+  // The locks are read through a client (rlock::inspect); the admin connection listens.
+  rlock::client client(ex, ctx.cfg);
+  co_await client.connect();
   std::vector<watched> locks;
-  std::map<std::string, std::size_t, std::less<>> by_channel;
+  std::map<std::string, std::pair<std::size_t, channel_role>, std::less<>> by_channel;
   for (const auto& name : names) {
+    // The names its story is told on: the kind's channel, its key's and its queue's events.
+    const lock_view first = co_await rlock::inspect(client, name);
     watched w;
     w.name = name;
-    w.key = ctx.key(name);
-    by_channel.emplace(rlock::detail::unlock_channel(w.key), locks.size());
-    by_channel.emplace(fmt::format("__keyspace@{}__:{}", ctx.cfg.database, w.key), locks.size());
-    std::string queue;
-    rlock::detail::append_tagged_name(rlock::detail::fair_queue_prefix, w.key, queue);
-    by_channel.emplace(fmt::format("__keyspace@{}__:{}", ctx.cfg.database, queue), locks.size());
+    w.key = first.key;
+    by_channel.emplace(first.channel, std::pair{locks.size(), channel_role::unlock});
+    by_channel.emplace(fmt::format("__keyspace@{}__:{}", ctx.cfg.database, first.key),
+                       std::pair{locks.size(), channel_role::key_events});
+    by_channel.emplace(fmt::format("__keyspace@{}__:{}", ctx.cfg.database, first.queue_key),
+                       std::pair{locks.size(), channel_role::queue_events});
     locks.push_back(std::move(w));
   }
   redis.events.message = [q, &by_channel](std::string_view channel, std::string_view payload) {
     const auto it = by_channel.find(channel);
     if (it == by_channel.end()) return;
-    const bool keyspace = channel.starts_with("__keyspace@");
-    const bool queue =
-        keyspace && channel.find(rlock::detail::fair_queue_prefix) != std::string_view::npos;
-    q->push({it->second, queue      ? std::string("queue")
-                         : keyspace ? std::string(payload)
-                                    : std::string("unlock-message")});
+    const auto [lock, role] = it->second;
+    q->push({lock, role == channel_role::queue_events ? std::string("queue")
+                   : role == channel_role::key_events ? std::string(payload)
+                                                      : std::string("unlock-message")});
   };
   redis.events.subscribed = [q, &by_channel](std::string_view channel) {
     const auto it = by_channel.find(channel);
-    if (it != by_channel.end()) q->push({it->second, "subscribed"});
+    if (it != by_channel.end()) q->push({it->second.first, "subscribed"});
   };
   redis.events.refused = [&out](std::string_view channel, std::string_view text) {
     out.error("subscription-refused", fmt::format("cannot subscribe {}: {}", channel, text));
@@ -202,17 +209,14 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
                                    [&](const event& e) { return e.lock == ev.lock; });
     if (next != q->events.end() && (next->what == "del" || next->what == "expired") &&
         ev.what != "subscribed" && ev.what != "resync") {
-      if (ev.what == "hincrby" && w.last.status != lock_view::state::held) w.missed_hold = true;
+      if (ev.what == "hincrby" && !w.last.held()) w.missed_hold = true;
       continue;
     }
     if (ev.what == "queue") {
       // A fair lock's queue changed: who joined, who left (taken the lock, given up, dropped).
-      std::string queue_key;
-      rlock::detail::append_tagged_name(rlock::detail::fair_queue_prefix, w.key, queue_key);
-      std::vector<command> lrange{{"LRANGE", queue_key, "0", "-1"}};
-      const auto answers = co_await redis.pipeline(std::move(lrange), w.key);
+      const lock_view read = co_await rlock::inspect(client, w.name);
       std::vector<std::string> now_queue;
-      for (const auto& e : answers.front().elements) now_queue.push_back(e.str);
+      for (const auto& waiter : read.queue) now_queue.push_back(waiter.owner);
       for (const auto& [kind, who] : {std::pair{"queued", missing_from(now_queue, w.queue)},
                                       std::pair{"left-queue", missing_from(w.queue, now_queue)}}) {
         for (const auto& owner : who) {
@@ -237,8 +241,7 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
       // is told against the holders seen last, and the next HINCRBY tells the next holder.
       now.name = w.name;
     } else {
-      const auto answers = co_await redis.pipeline(state_commands(w.key));
-      now = read_state(w.name, answers);
+      now = co_await rlock::inspect(client, w.name);
     }
     boost::json::object o = to_json(now);
     o["at"] = now_ms();
@@ -247,8 +250,7 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
       w.shown = true;
       o["event"] = "watching";
       out.emit(fmt::format("{} watching {}", clock_text(), describe(now)), o);
-    } else if (now.status == lock_view::state::not_a_lock &&
-               w.last.status != lock_view::state::not_a_lock) {
+    } else if (now.kind == rlock::key_kind::other && w.last.kind != rlock::key_kind::other) {
       o["event"] = "not-a-lock";
       out.emit(fmt::format("{} {}", clock_text(), describe(now)), o);
     } else if (auto change = w.missed_hold ? std::optional<lock_change>(
@@ -267,6 +269,7 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
     w.last = std::move(now);
   }
   redis.close();
+  co_await client.close();
   co_return exit_ok;
 }
 

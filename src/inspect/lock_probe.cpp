@@ -1,0 +1,359 @@
+#include "inspect/lock_probe.hpp"
+
+#include "kinds/names.hpp"
+#include "kinds/permit_id.hpp"
+#include "session/redis_error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+
+namespace rlock {
+
+std::string_view to_string(key_kind k) noexcept {
+  switch (k) {
+    case key_kind::absent:
+      return "absent";
+    case key_kind::reentrant:
+      return "reentrant";
+    case key_kind::fair:
+      return "fair";
+    case key_kind::fenced:
+      return "fenced";
+    case key_kind::read_write:
+      return "read-write";
+    case key_kind::semaphore:
+      return "semaphore";
+    case key_kind::count_down_latch:
+      return "count-down-latch";
+    case key_kind::other:
+      return "other";
+  }
+  return "unknown";
+}
+
+}  // namespace rlock
+
+namespace rlock::detail {
+
+namespace {
+
+using resp3::type;
+using std::chrono::milliseconds;
+
+/// Where each answer is (probe_commands' order).
+enum answer : std::size_t {
+  key_type,
+  hash,
+  pttl,
+  lock_subscribers,
+  token_counter_value,
+  fair_queue,
+  fair_deadlines,
+  fair_handoffs,
+  server_time,
+  rw_subscribers,
+  counter,
+  holds,
+  hold_sizes,
+  semaphore_total,
+  semaphore_subscribers,
+  latch_subscribers,
+  answer_count,
+};
+
+std::optional<std::int64_t> to_int(std::string_view s) {
+  std::int64_t v = 0;
+  const auto* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, v);
+  if (ec != std::errc{} || p != end || s.empty()) return std::nullopt;
+  return v;
+}
+
+// Redisson's and rlock's owner field: `<uuid>:<thread or owner id>`.
+bool is_owner_field(std::string_view f) {
+  const auto colon = f.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == f.size()) return false;
+  return std::all_of(f.begin() + static_cast<std::ptrdiff_t>(colon) + 1, f.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::string tagged(std::string_view prefix, std::string_view key) {
+  std::string name;
+  append_tagged_name(prefix, key, name);
+  return name;
+}
+
+std::string channel_of(void (*append)(std::string_view, std::string&), std::string_view key) {
+  std::string name;
+  append(key, name);
+  return name;
+}
+
+/// A semaphore's holds: `{<key>}:timeout` (brace rule as the lock's other names).
+std::string holds_of(std::string_view key) {
+  std::string name;
+  append_read_timeouts(key, {}, name);
+  name.append(":timeout");
+  return name;
+}
+
+/// PUBSUB NUMSUB's count: [channel, count] as an array (or a map in some proxies).
+std::optional<std::int64_t> numsub(const resp3::value& v) {
+  if (v.elements.size() != 2) return std::nullopt;
+  return v.elements[1].integer;
+}
+
+/// The server's clock in ms from TIME's answer, if it reads as one.
+std::optional<std::int64_t> server_now(const resp3::value& time) {
+  if (time.elements.size() != 2) return std::nullopt;
+  const auto s = to_int(time.elements[0].str);
+  const auto us = to_int(time.elements[1].str);
+  if (!s || !us) return std::nullopt;
+  return *s * 1000 + *us / 1000;
+}
+
+double score_of(const resp3::value& v) {
+  if (v.type == type::double_type) return v.real;
+  double d = 0;
+  std::from_chars(v.str.data(), v.str.data() + v.str.size(), d);
+  return d;
+}
+
+/// Calls `each(member, score or null)` for a ZRANGE answer: RESP3 nests [member, score] pairs,
+/// RESP2 alternates them when WITHSCORES was asked.
+template <typename Each>
+void for_each_scored(const resp3::value& z, Each each) {
+  const auto& e = z.elements;
+  for (std::size_t i = 0; i < e.size(); ++i) {
+    if (e[i].type == type::array && e[i].elements.size() == 2) {
+      each(e[i].elements[0].str, &e[i].elements[1]);
+    } else {
+      const resp3::value* score = i + 1 < e.size() ? &e[i + 1] : nullptr;
+      ++i;
+      each(e[i - 1].str, score);
+    }
+  }
+}
+
+/// The answer at `i`, or the failure that it is missing or refused.
+const resp3::value* answer_at(const std::vector<resp3::value>& answers, std::size_t i,
+                              std::string_view what, failure& f) {
+  if (i >= answers.size()) {
+    f = failure(errc::protocol_error, fmt::format("inspect: no answer to {}", what));
+    return nullptr;
+  }
+  const resp3::value& r = answers[i];
+  if (r.is_error()) {
+    f = failure(errc_of_reply(r.str), fmt::format("inspect: {}: {}", what, r.str));
+    return nullptr;
+  }
+  return &r;
+}
+
+std::vector<queued_waiter> read_queue(const resp3::value& list, const resp3::value& deadlines,
+                                      const resp3::value& handoffs,
+                                      std::optional<std::int64_t> now) {
+  std::vector<queued_waiter> q;
+  for (const auto& e : list.elements) {
+    queued_waiter w;
+    w.owner = e.str;
+    for_each_scored(deadlines, [&](std::string_view member, const resp3::value* score) {
+      if (member == w.owner && score != nullptr && now) {
+        w.deadline_in = milliseconds(static_cast<std::int64_t>(score_of(*score)) - *now);
+      }
+    });
+    // A registration for the handoff by push is the waiter's wait; "g:<n>" marks a grant.
+    const auto& h = handoffs.elements;
+    for (std::size_t i = 0; i + 1 < h.size(); i += 2) {
+      if (h[i].str == w.owner) w.by_push = !h[i + 1].str.starts_with("g:");
+    }
+    q.push_back(std::move(w));
+  }
+  return q;
+}
+
+std::vector<permit_hold> read_holds(const resp3::value& zrange, const resp3::value& sizes,
+                                    std::optional<std::int64_t> now) {
+  std::vector<permit_hold> out;
+  for_each_scored(zrange, [&](std::string_view member, const resp3::value* score) {
+    permit_hold h;
+    h.id = std::string(member);
+    if (score != nullptr && now) {
+      const double at = score_of(*score);
+      if (at >= static_cast<double>(redisson_never_expires)) {
+        h.never_expires = true;
+      } else {
+        h.expires_in = milliseconds(static_cast<std::int64_t>(at) - *now);
+      }
+    }
+    for (std::size_t k = 0; k + 1 < sizes.elements.size(); k += 2) {
+      if (sizes.elements[k].str == member) {
+        h.permits = to_int(sizes.elements[k + 1].str).value_or(1);
+      }
+    }
+    // A permit id is 16 bytes on the wire; Redisson and rlock show it in hex.
+    if (h.id.size() == permit_id_size) h.id = permit_id_hex(h.id);
+    out.push_back(std::move(h));
+  });
+  return out;
+}
+
+/// A counter key (an integer string): a semaphore's, or a latch's while it has waiters and no
+/// holds or total (the key alone cannot tell them apart).
+failure read_counter(const std::vector<resp3::value>& answers, std::int64_t value,
+                     lock_info& info) {
+  failure f;
+  const auto* time = answer_at(answers, server_time, "TIME", f);
+  const auto* zrange = time ? answer_at(answers, holds, "ZRANGE", f) : nullptr;
+  const auto* sizes = zrange ? answer_at(answers, hold_sizes, "HGETALL", f) : nullptr;
+  const auto* total = sizes ? answer_at(answers, semaphore_total, "GET", f) : nullptr;
+  const auto* sem_subs = total ? answer_at(answers, semaphore_subscribers, "PUBSUB", f) : nullptr;
+  const auto* latch_subs = sem_subs ? answer_at(answers, latch_subscribers, "PUBSUB", f) : nullptr;
+  if (latch_subs == nullptr) return f;
+  info.permits = read_holds(*zrange, *sizes, server_now(*time));
+  const auto latch_waiters = numsub(*latch_subs);
+  if (info.permits.empty() && total->is_null() && latch_waiters && *latch_waiters > 0) {
+    info.kind = key_kind::count_down_latch;
+    info.count = value;
+    info.subscribers = latch_waiters;
+    info.channel = channel_of(&append_latch_channel, info.key);
+    return f;
+  }
+  info.kind = key_kind::semaphore;
+  info.available = value;
+  if (!total->is_null()) info.total = to_int(total->str);
+  info.subscribers = numsub(*sem_subs);
+  info.channel = channel_of(&append_semaphore_channel, info.key);
+  return f;
+}
+
+/// A hash (or no key): a lock of the hash kinds, or a hash that is no lock's.
+failure read_hash(const std::vector<resp3::value>& answers, lock_info& info) {
+  failure f;
+  const auto* h = answer_at(answers, hash, "HGETALL", f);
+  const auto* ttl = h ? answer_at(answers, pttl, "PTTL", f) : nullptr;
+  const auto* subs = ttl ? answer_at(answers, lock_subscribers, "PUBSUB", f) : nullptr;
+  const auto* token = subs ? answer_at(answers, token_counter_value, "GET", f) : nullptr;
+  const auto* list = token ? answer_at(answers, fair_queue, "LRANGE", f) : nullptr;
+  const auto* deadlines = list ? answer_at(answers, fair_deadlines, "ZRANGE", f) : nullptr;
+  const auto* handoffs = deadlines ? answer_at(answers, fair_handoffs, "HGETALL", f) : nullptr;
+  const auto* time = handoffs ? answer_at(answers, server_time, "TIME", f) : nullptr;
+  const auto* rw_subs = time ? answer_at(answers, rw_subscribers, "PUBSUB", f) : nullptr;
+  if (rw_subs == nullptr) return f;
+  auto owners = lock_holders(*h, &info.mode);
+  if (!owners) {
+    info.kind = key_kind::other;
+    info.key_type = "hash";
+    info.mode.reset();
+    return f;
+  }
+  info.holders = std::move(*owners);
+  // PTTL -2: the key went between HGETALL and PTTL (a pipeline is not atomic): free.
+  if (ttl->integer == -2) {
+    info.holders.clear();
+    info.mode.reset();
+  } else if (!info.holders.empty() && ttl->integer >= 0) {
+    info.ttl = milliseconds(ttl->integer);
+  }
+  info.subscribers = numsub(*subs);
+  if (!token->is_null()) info.token = to_int(token->str);
+  info.queue = read_queue(*list, *deadlines, *handoffs, server_now(*time));
+  if (info.mode) {
+    info.kind = key_kind::read_write;
+    info.subscribers = numsub(*rw_subs);
+    info.channel = channel_of(&append_rwlock_channel, info.key);
+  } else if (info.token) {
+    info.kind = key_kind::fenced;
+  } else if (!info.queue.empty()) {
+    info.kind = key_kind::fair;
+  } else {
+    info.kind = info.holders.empty() ? key_kind::absent : key_kind::reentrant;
+  }
+  return f;
+}
+
+}  // namespace
+
+std::vector<probe_command> probe_commands(std::string_view key, bool sharded) {
+  const std::string numsub_of = sharded ? "SHARDNUMSUB" : "NUMSUB";
+  const std::string k(key);
+  std::vector<probe_command> cmds(answer_count);
+  cmds[key_type] = {"TYPE", k};
+  cmds[hash] = {"HGETALL", k};
+  cmds[pttl] = {"PTTL", k};
+  cmds[lock_subscribers] = {"PUBSUB", numsub_of, unlock_channel(key)};
+  cmds[token_counter_value] = {"GET", token_counter(key)};
+  cmds[fair_queue] = {"LRANGE", tagged(fair_queue_prefix, key), "0", "-1"};
+  cmds[fair_deadlines] = {"ZRANGE", tagged(fair_timeout_prefix, key), "0", "-1", "WITHSCORES"};
+  cmds[fair_handoffs] = {"HGETALL", tagged(fair_handoff_prefix, key)};
+  cmds[server_time] = {"TIME"};
+  cmds[rw_subscribers] = {"PUBSUB", numsub_of, channel_of(&append_rwlock_channel, key)};
+  cmds[counter] = {"GET", k};
+  cmds[holds] = {"ZRANGE", holds_of(key), "0", "-1", "WITHSCORES"};
+  cmds[hold_sizes] = {"HGETALL", tagged(semaphore_sizes_prefix, key)};
+  cmds[semaphore_total] = {"GET", tagged(semaphore_total_prefix, key)};
+  cmds[semaphore_subscribers] = {"PUBSUB", numsub_of, channel_of(&append_semaphore_channel, key)};
+  cmds[latch_subscribers] = {"PUBSUB", numsub_of, channel_of(&append_latch_channel, key)};
+  return cmds;
+}
+
+failure read_probe(const std::vector<resp3::value>& answers, lock_info& info) {
+  info.channel = unlock_channel(info.key);
+  info.queue_key = tagged(fair_queue_prefix, info.key);
+  failure f;
+  const auto* t = answer_at(answers, key_type, "TYPE", f);
+  if (t == nullptr) return f;
+  if (t->str == "hash" || t->str == "none") return read_hash(answers, info);
+  if (t->str == "string") {
+    // GET refuses no string: only its text can tell a counter from other text.
+    const auto* v = answer_at(answers, counter, "GET", f);
+    if (v == nullptr) return f;
+    if (const auto n = to_int(v->str)) return read_counter(answers, *n, info);
+  }
+  info.kind = key_kind::other;
+  info.key_type = t->str;
+  return f;
+}
+
+std::optional<std::vector<lock_holder>> lock_holders(const resp3::value& hgetall,
+                                                     std::optional<hold_role>* mode) {
+  // RESP3 answers a map; RESP2 (or a proxy) a flat array: both alternate field and value.
+  if (hgetall.type != type::map && hgetall.type != type::array) return std::nullopt;
+  const auto& e = hgetall.elements;
+  if (e.size() % 2 != 0) return std::nullopt;
+  std::optional<hold_role> found_mode;
+  for (std::size_t i = 0; i < e.size(); i += 2) {
+    if (e[i].str != "mode") continue;
+    if (e[i + 1].str == "read") {
+      found_mode = hold_role::read;
+    } else if (e[i + 1].str == "write") {
+      found_mode = hold_role::write;
+    } else {
+      return std::nullopt;
+    }
+  }
+  std::vector<lock_holder> hs;
+  for (std::size_t i = 0; i < e.size(); i += 2) {
+    std::string_view field = e[i].str;
+    if (field == "mode") continue;
+    hold_role role = hold_role::exclusive;
+    if (found_mode) {
+      role = hold_role::read;
+      if (field.ends_with(write_field_suffix)) {
+        field.remove_suffix(write_field_suffix.size());
+        role = hold_role::write;
+      }
+    }
+    const auto count = to_int(e[i + 1].str);
+    if (!is_owner_field(field) || !count || *count <= 0) return std::nullopt;
+    hs.push_back({std::string(field), *count, role});
+  }
+  if (mode != nullptr) *mode = found_mode;
+  return hs;
+}
+
+}  // namespace rlock::detail
