@@ -121,7 +121,16 @@ std::vector<std::string> operator+(std::vector<std::string> a, const std::vector
   return a;
 }
 
-const fs::path consumers = fs::path(RLOCK_SOURCE_DIR) / "test" / "consumer";
+/// The consumer projects, copied into the scratch folder `dir` before a build: their paths are
+/// then the scratch folder's, which the compiler cache hashes relative to (build_and_test), so a
+/// clone at another path still hits.
+fs::path consumers(const fs::path& dir) {
+  const auto to = dir / "consumer-src";
+  if (!fs::exists(to)) {
+    fs::copy(fs::path(RLOCK_SOURCE_DIR) / "test" / "consumer", to, fs::copy_options::recursive);
+  }
+  return to;
+}
 
 /// The find_package consumer built against the package installed at `prefix`, run through both
 /// of its routes (the CMake package, pkg-config).
@@ -136,8 +145,8 @@ void use_installed(const fs::path& prefix, const fs::path& build) {
   const std::vector<std::string> env{"PKG_CONFIG_PATH=" + pc_path,
                                      "LD_LIBRARY_PATH=" + fs::path(pc_path).parent_path().string()};
   const auto r =
-      build_and_test(consumers / "find_package", build, {"-DCMAKE_PREFIX_PATH=" + prefix.string()},
-                     {"consumer", port}, env);
+      build_and_test(consumers(build.parent_path()) / "find_package", build,
+                     {"-DCMAKE_PREFIX_PATH=" + prefix.string()}, {"consumer", port}, env);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("consumer ok"), std::string::npos) << r.output;
   const auto pc = run({(build / "consumer_pkg_config").string(), port}, env);
@@ -162,13 +171,21 @@ TEST(package, installed_static_library_is_found_by_cmake_and_pkg_config) {
   }
 }
 
-/// The add_subdirectory consumer laid out as users vendor: its files in `project`, rlock's
-/// sources reached as third_party/rlock (a link to this checkout).
+/// The add_subdirectory consumer laid out as users vendor: its files in `project`, a copy of
+/// rlock's sources in third_party/rlock (every top-level entry of this checkout but .git and the
+/// build folders). A copy, not a link: the compiler sees paths in the scratch folder, so the
+/// vendored build hits the compiler cache wherever the checkout is.
 fs::path vendoring_project(const fs::path& project) {
-  fs::create_directories(project / "third_party");
-  fs::copy_file(consumers / "add_subdirectory" / "CMakeLists.txt", project / "CMakeLists.txt");
-  fs::copy_file(consumers / "consumer.cpp", project / "consumer.cpp");
-  fs::create_directory_symlink(RLOCK_SOURCE_DIR, project / "third_party" / "rlock");
+  const auto from = consumers(project.parent_path());
+  fs::create_directories(project / "third_party" / "rlock");
+  fs::copy_file(from / "add_subdirectory" / "CMakeLists.txt", project / "CMakeLists.txt");
+  fs::copy_file(from / "consumer.cpp", project / "consumer.cpp");
+  for (const auto& entry : fs::directory_iterator(RLOCK_SOURCE_DIR)) {
+    const auto name = entry.path().filename().string();
+    if (name == ".git" || name.starts_with("build")) continue;
+    fs::copy(entry.path(), project / "third_party" / "rlock" / name,
+             fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  }
   return project;
 }
 
@@ -208,7 +225,7 @@ TEST(package, fetched_with_fetch_content_builds_and_locks) {
   const std::string commit = head.output.substr(0, head.output.find_first_of(" \n"));
   scratch dir;
   const auto r =
-      build_and_test(consumers / "fetch_content", dir.path / "build",
+      build_and_test(consumers(dir.path) / "fetch_content", dir.path / "build",
                      strict + std::vector<std::string>{"-DCONSUMER_RLOCK_REPOSITORY=file://" +
                                                            std::string(RLOCK_SOURCE_DIR),
                                                        "-DCONSUMER_RLOCK_TAG=" + commit},
