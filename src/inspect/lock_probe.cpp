@@ -139,19 +139,25 @@ void for_each_scored(const resp3::value& z, Each each) {
   }
 }
 
-/// The answer at `i`, or the failure that it is missing or refused.
-const resp3::value* answer_at(const std::vector<resp3::value>& answers, std::size_t i,
-                              std::string_view what, failure& f) {
-  if (i >= answers.size()) {
-    f = failure(errc::protocol_error, fmt::format("inspect: no answer to {}", what));
-    return nullptr;
+/// What each answer answers, for the words of a failure.
+constexpr std::string_view command_of[answer_count] = {
+    "TYPE", "HGETALL", "PTTL", "PUBSUB", "GET",     "LRANGE", "ZRANGE", "HGETALL",
+    "TIME", "PUBSUB",  "GET",  "ZRANGE", "HGETALL", "GET",    "PUBSUB", "PUBSUB"};
+
+/// The first of the answers `which` that is missing (protocol_error) or refused (Redis's words
+/// and their errc); none when all are there.
+failure first_failure(const std::vector<resp3::value>& answers,
+                      std::initializer_list<answer> which) {
+  for (const answer i : which) {
+    if (i >= answers.size()) {
+      return failure(errc::protocol_error, fmt::format("inspect: no answer to {}", command_of[i]));
+    }
+    if (answers[i].is_error()) {
+      return failure(errc_of_reply(answers[i].str),
+                     fmt::format("inspect: {}: {}", command_of[i], answers[i].str));
+    }
   }
-  const resp3::value& r = answers[i];
-  if (r.is_error()) {
-    f = failure(errc_of_reply(r.str), fmt::format("inspect: {}: {}", what, r.str));
-    return nullptr;
-  }
-  return &r;
+  return {};
 }
 
 std::vector<queued_waiter> read_queue(const resp3::value& list, const resp3::value& deadlines,
@@ -206,14 +212,16 @@ std::vector<permit_hold> read_holds(const resp3::value& zrange, const resp3::val
 /// holds or total (the key alone cannot tell them apart).
 failure read_counter(const std::vector<resp3::value>& answers, std::int64_t value,
                      lock_info& info) {
-  failure f;
-  const auto* time = answer_at(answers, server_time, "TIME", f);
-  const auto* zrange = time ? answer_at(answers, holds, "ZRANGE", f) : nullptr;
-  const auto* sizes = zrange ? answer_at(answers, hold_sizes, "HGETALL", f) : nullptr;
-  const auto* total = sizes ? answer_at(answers, semaphore_total, "GET", f) : nullptr;
-  const auto* sem_subs = total ? answer_at(answers, semaphore_subscribers, "PUBSUB", f) : nullptr;
-  const auto* latch_subs = sem_subs ? answer_at(answers, latch_subscribers, "PUBSUB", f) : nullptr;
-  if (latch_subs == nullptr) return f;
+  if (auto f = first_failure(answers, {server_time, holds, hold_sizes, semaphore_total,
+                                       semaphore_subscribers, latch_subscribers})) {
+    return f;
+  }
+  const auto* time = &answers[server_time];
+  const auto* zrange = &answers[holds];
+  const auto* sizes = &answers[hold_sizes];
+  const auto* total = &answers[semaphore_total];
+  const auto* sem_subs = &answers[semaphore_subscribers];
+  const auto* latch_subs = &answers[latch_subscribers];
   info.permits = read_holds(*zrange, *sizes, server_now(*time));
   const auto latch_waiters = numsub(*latch_subs);
   if (info.permits.empty() && total->is_null() && latch_waiters && *latch_waiters > 0) {
@@ -221,35 +229,38 @@ failure read_counter(const std::vector<resp3::value>& answers, std::int64_t valu
     info.count = value;
     info.subscribers = latch_waiters;
     info.channel = channel_of(&append_latch_channel, info.key);
-    return f;
+    return {};
   }
   info.kind = key_kind::semaphore;
   info.available = value;
   if (!total->is_null()) info.total = to_int(total->str);
   info.subscribers = numsub(*sem_subs);
   info.channel = channel_of(&append_semaphore_channel, info.key);
-  return f;
+  return {};
 }
 
 /// A hash (or no key): a lock of the hash kinds, or a hash that is no lock's.
 failure read_hash(const std::vector<resp3::value>& answers, lock_info& info) {
-  failure f;
-  const auto* h = answer_at(answers, hash, "HGETALL", f);
-  const auto* ttl = h ? answer_at(answers, pttl, "PTTL", f) : nullptr;
-  const auto* subs = ttl ? answer_at(answers, lock_subscribers, "PUBSUB", f) : nullptr;
-  const auto* token = subs ? answer_at(answers, token_counter_value, "GET", f) : nullptr;
-  const auto* list = token ? answer_at(answers, fair_queue, "LRANGE", f) : nullptr;
-  const auto* deadlines = list ? answer_at(answers, fair_deadlines, "ZRANGE", f) : nullptr;
-  const auto* handoffs = deadlines ? answer_at(answers, fair_handoffs, "HGETALL", f) : nullptr;
-  const auto* time = handoffs ? answer_at(answers, server_time, "TIME", f) : nullptr;
-  const auto* rw_subs = time ? answer_at(answers, rw_subscribers, "PUBSUB", f) : nullptr;
-  if (rw_subs == nullptr) return f;
+  if (auto f =
+          first_failure(answers, {hash, pttl, lock_subscribers, token_counter_value, fair_queue,
+                                  fair_deadlines, fair_handoffs, server_time, rw_subscribers})) {
+    return f;
+  }
+  const auto* h = &answers[hash];
+  const auto* ttl = &answers[pttl];
+  const auto* subs = &answers[lock_subscribers];
+  const auto* token = &answers[token_counter_value];
+  const auto* list = &answers[fair_queue];
+  const auto* deadlines = &answers[fair_deadlines];
+  const auto* handoffs = &answers[fair_handoffs];
+  const auto* time = &answers[server_time];
+  const auto* rw_subs = &answers[rw_subscribers];
   auto owners = lock_holders(*h, &info.mode);
   if (!owners) {
     info.kind = key_kind::other;
     info.key_type = "hash";
     info.mode.reset();
-    return f;
+    return {};
   }
   info.holders = std::move(*owners);
   // PTTL -2: the key went between HGETALL and PTTL (a pipeline is not atomic): free.
@@ -273,7 +284,7 @@ failure read_hash(const std::vector<resp3::value>& answers, lock_info& info) {
   } else {
     info.kind = info.holders.empty() ? key_kind::absent : key_kind::reentrant;
   }
-  return f;
+  return {};
 }
 
 }  // namespace
@@ -304,19 +315,17 @@ std::vector<probe_command> probe_commands(std::string_view key, bool sharded) {
 failure read_probe(const std::vector<resp3::value>& answers, lock_info& info) {
   info.channel = unlock_channel(info.key);
   info.queue_key = tagged(fair_queue_prefix, info.key);
-  failure f;
-  const auto* t = answer_at(answers, key_type, "TYPE", f);
-  if (t == nullptr) return f;
-  if (t->str == "hash" || t->str == "none") return read_hash(answers, info);
-  if (t->str == "string") {
+  if (auto f = first_failure(answers, {key_type})) return f;
+  const std::string& type_name = answers[key_type].str;
+  if (type_name == "hash" || type_name == "none") return read_hash(answers, info);
+  if (type_name == "string") {
     // GET refuses no string: only its text can tell a counter from other text.
-    const auto* v = answer_at(answers, counter, "GET", f);
-    if (v == nullptr) return f;
-    if (const auto n = to_int(v->str)) return read_counter(answers, *n, info);
+    if (auto f = first_failure(answers, {counter})) return f;
+    if (const auto n = to_int(answers[counter].str)) return read_counter(answers, *n, info);
   }
   info.kind = key_kind::other;
-  info.key_type = t->str;
-  return f;
+  info.key_type = type_name;
+  return {};
 }
 
 std::optional<std::vector<lock_holder>> lock_holders(const resp3::value& hgetall,
