@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <cstdint>
 
 namespace rlock {
@@ -87,17 +86,10 @@ std::string tagged(std::string_view prefix, std::string_view key) {
   return name;
 }
 
-std::string channel_of(void (*append)(std::string_view, std::string&), std::string_view key) {
+/// A name that `append` builds from the key, as a string.
+std::string name_of(void (*append)(std::string_view, std::string&), std::string_view key) {
   std::string name;
   append(key, name);
-  return name;
-}
-
-/// A semaphore's holds: `{<key>}:timeout` (brace rule as the lock's other names).
-std::string holds_of(std::string_view key) {
-  std::string name;
-  append_read_timeouts(key, {}, name);
-  name.append(":timeout");
   return name;
 }
 
@@ -139,10 +131,11 @@ void for_each_scored(const resp3::value& z, Each each) {
   }
 }
 
-/// What each answer answers, for the words of a failure.
-constexpr std::string_view command_of[answer_count] = {
+/// What each answer answers, for the words of a failure (probe_commands' order).
+constexpr std::string_view command_of[] = {
     "TYPE", "HGETALL", "PTTL", "PUBSUB", "GET",     "LRANGE", "ZRANGE", "HGETALL",
     "TIME", "PUBSUB",  "GET",  "ZRANGE", "HGETALL", "GET",    "PUBSUB", "PUBSUB"};
+static_assert(std::size(command_of) == answer_count, "a name for every answer");
 
 /// The first of the answers `which` that is missing (protocol_error) or refused (Redis's words
 /// and their errc); none when all are there.
@@ -216,26 +209,21 @@ failure read_counter(const std::vector<resp3::value>& answers, std::int64_t valu
                                        semaphore_subscribers, latch_subscribers})) {
     return f;
   }
-  const auto* time = &answers[server_time];
-  const auto* zrange = &answers[holds];
-  const auto* sizes = &answers[hold_sizes];
-  const auto* total = &answers[semaphore_total];
-  const auto* sem_subs = &answers[semaphore_subscribers];
-  const auto* latch_subs = &answers[latch_subscribers];
-  info.permits = read_holds(*zrange, *sizes, server_now(*time));
-  const auto latch_waiters = numsub(*latch_subs);
-  if (info.permits.empty() && total->is_null() && latch_waiters && *latch_waiters > 0) {
+  const auto& total = answers[semaphore_total];
+  info.permits = read_holds(answers[holds], answers[hold_sizes], server_now(answers[server_time]));
+  const auto latch_waiters = numsub(answers[latch_subscribers]);
+  if (info.permits.empty() && total.is_null() && latch_waiters && *latch_waiters > 0) {
     info.kind = key_kind::count_down_latch;
     info.count = value;
     info.subscribers = latch_waiters;
-    info.channel = channel_of(&append_latch_channel, info.key);
+    info.channel = name_of(&append_latch_channel, info.key);
     return {};
   }
   info.kind = key_kind::semaphore;
   info.available = value;
-  if (!total->is_null()) info.total = to_int(total->str);
-  info.subscribers = numsub(*sem_subs);
-  info.channel = channel_of(&append_semaphore_channel, info.key);
+  if (!total.is_null()) info.total = to_int(total.str);
+  info.subscribers = numsub(answers[semaphore_subscribers]);
+  info.channel = name_of(&append_semaphore_channel, info.key);
   return {};
 }
 
@@ -246,16 +234,7 @@ failure read_hash(const std::vector<resp3::value>& answers, lock_info& info) {
                                   fair_deadlines, fair_handoffs, server_time, rw_subscribers})) {
     return f;
   }
-  const auto* h = &answers[hash];
-  const auto* ttl = &answers[pttl];
-  const auto* subs = &answers[lock_subscribers];
-  const auto* token = &answers[token_counter_value];
-  const auto* list = &answers[fair_queue];
-  const auto* deadlines = &answers[fair_deadlines];
-  const auto* handoffs = &answers[fair_handoffs];
-  const auto* time = &answers[server_time];
-  const auto* rw_subs = &answers[rw_subscribers];
-  auto owners = lock_holders(*h, &info.mode);
+  auto owners = lock_holders(answers[hash], &info.mode);
   if (!owners) {
     info.kind = key_kind::other;
     info.key_type = "hash";
@@ -264,19 +243,22 @@ failure read_hash(const std::vector<resp3::value>& answers, lock_info& info) {
   }
   info.holders = std::move(*owners);
   // PTTL -2: the key went between HGETALL and PTTL (a pipeline is not atomic): free.
-  if (ttl->integer == -2) {
+  const std::int64_t ttl = answers[pttl].integer;
+  if (ttl == -2) {
     info.holders.clear();
     info.mode.reset();
-  } else if (!info.holders.empty() && ttl->integer >= 0) {
-    info.ttl = milliseconds(ttl->integer);
+  } else if (!info.holders.empty() && ttl >= 0) {
+    info.ttl = milliseconds(ttl);
   }
-  info.subscribers = numsub(*subs);
-  if (!token->is_null()) info.token = to_int(token->str);
-  info.queue = read_queue(*list, *deadlines, *handoffs, server_now(*time));
+  info.subscribers = numsub(answers[lock_subscribers]);
+  const auto& token = answers[token_counter_value];
+  if (!token.is_null()) info.token = to_int(token.str);
+  info.queue = read_queue(answers[fair_queue], answers[fair_deadlines], answers[fair_handoffs],
+                          server_now(answers[server_time]));
   if (info.mode) {
     info.kind = key_kind::read_write;
-    info.subscribers = numsub(*rw_subs);
-    info.channel = channel_of(&append_rwlock_channel, info.key);
+    info.subscribers = numsub(answers[rw_subscribers]);
+    info.channel = name_of(&append_rwlock_channel, info.key);
   } else if (info.token) {
     info.kind = key_kind::fenced;
   } else if (!info.queue.empty()) {
@@ -302,13 +284,13 @@ std::vector<probe_command> probe_commands(std::string_view key, bool sharded) {
   cmds[fair_deadlines] = {"ZRANGE", tagged(fair_timeout_prefix, key), "0", "-1", "WITHSCORES"};
   cmds[fair_handoffs] = {"HGETALL", tagged(fair_handoff_prefix, key)};
   cmds[server_time] = {"TIME"};
-  cmds[rw_subscribers] = {"PUBSUB", numsub_of, channel_of(&append_rwlock_channel, key)};
+  cmds[rw_subscribers] = {"PUBSUB", numsub_of, name_of(&append_rwlock_channel, key)};
   cmds[counter] = {"GET", k};
-  cmds[holds] = {"ZRANGE", holds_of(key), "0", "-1", "WITHSCORES"};
+  cmds[holds] = {"ZRANGE", name_of(&append_semaphore_holds, key), "0", "-1", "WITHSCORES"};
   cmds[hold_sizes] = {"HGETALL", tagged(semaphore_sizes_prefix, key)};
   cmds[semaphore_total] = {"GET", tagged(semaphore_total_prefix, key)};
-  cmds[semaphore_subscribers] = {"PUBSUB", numsub_of, channel_of(&append_semaphore_channel, key)};
-  cmds[latch_subscribers] = {"PUBSUB", numsub_of, channel_of(&append_latch_channel, key)};
+  cmds[semaphore_subscribers] = {"PUBSUB", numsub_of, name_of(&append_semaphore_channel, key)};
+  cmds[latch_subscribers] = {"PUBSUB", numsub_of, name_of(&append_latch_channel, key)};
   return cmds;
 }
 

@@ -58,6 +58,11 @@ void append_rwlock_channel(std::string_view key, std::string& out) {
   append_tagged(out, "redisson_rwlock:", key);
 }
 
+void append_semaphore_holds(std::string_view key, std::string& out) {
+  append_read_timeouts(key, {}, out);
+  out.append(":timeout");
+}
+
 void append_latch_channel(std::string_view key, std::string& out) {
   out.append("redisson_countdownlatch__channel__{").append(key).push_back('}');
 }

@@ -32,6 +32,9 @@ inline constexpr std::string_view fair_queue_prefix = "redisson_lock_queue:";
 inline constexpr std::string_view fair_timeout_prefix = "redisson_lock_timeout:";
 inline constexpr std::string_view fair_handoff_prefix = "rlock_fair_handoff:";
 
+/// The semaphore's holds, `{<key>}:timeout` (RPermitExpirableSemaphore's zset: member the permit
+/// id, score its expiry), appended to `out`.
+void append_semaphore_holds(std::string_view key, std::string& out);
 /// The semaphore's channel, `redisson_sc:{<key>}` (its releases publish the new count).
 void append_semaphore_channel(std::string_view key, std::string& out);
 inline constexpr std::string_view semaphore_sizes_prefix = "rlock_semaphore_permits:";

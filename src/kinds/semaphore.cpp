@@ -40,8 +40,7 @@ void semaphore_keys(std::string_view key, std::string& names,
                     std::array<std::string_view, Keys>& keys) {
   names.clear();
   names.reserve(4 * key.size() + 128);  // and room for a count: no reallocation after
-  append_read_timeouts(key, {}, names);
-  names.append(":timeout");
+  append_semaphore_holds(key, names);
   const std::size_t holds_end = names.size();
   append_tagged_name(semaphore_sizes_prefix, key, names);
   const std::size_t sizes_end = names.size();
@@ -91,8 +90,7 @@ void semaphore_force(const lock_identity& s, std::string_view, std::string_view 
 /// The hold's expiry in the holds zset: present means the lost attempt took it.
 command semaphore_question(const lock_identity& s) {
   std::string holds;
-  append_read_timeouts(s.key, {}, holds);
-  holds.append(":timeout");
+  append_semaphore_holds(s.key, holds);
   return command(command_kind::query, "ZSCORE", {std::string_view(holds)},
                  {std::string_view(s.field)});
 }

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 namespace rlockctl {
 
 namespace {
@@ -56,7 +54,7 @@ std::string queue_text(const std::vector<queued_waiter>& q) {
 }
 
 const rlock::lock_holder* find(const std::vector<rlock::lock_holder>& hs, std::string_view owner,
-                               hold_role role = hold_role::exclusive) {
+                               hold_role role) {
   for (const auto& h : hs)
     if (h.owner == owner && h.role == role) return &h;
   return nullptr;
