@@ -6,6 +6,7 @@
 // and who joined or left it is printed.
 #include "admin_connection.hpp"
 #include "commands.hpp"
+#include "inspect/lock_probe.hpp"
 #include "lock_view.hpp"
 #include "run.hpp"
 
@@ -21,7 +22,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <rlock/client.hpp>
 #include <rlock/inspect.hpp>
 
 namespace rlockctl {
@@ -99,6 +99,22 @@ std::string missing_notifications(std::string_view flags) {
   return missing;
 }
 
+/// The lock `name` read with rlock::inspect's probe, over the watch's own connection: a second
+/// session (a client) would double the reconnections after a server restart, since each
+/// session's fence kills its old connection id, which a restarted server may have given to the
+/// other.
+asio::awaitable<lock_view> read_lock(admin_connection& redis, const context& ctx,
+                                     const std::string& name) {
+  lock_view info;
+  info.name = name;
+  info.key = ctx.key(name);
+  // Named, not a temporary: g++ 12 miscompiles some temporaries in a co_await expression.
+  auto cmds = rlock::detail::probe_commands(info.key, redis.sharded());
+  const auto answers = co_await redis.pipeline(std::move(cmds), info.key);
+  if (const auto f = rlock::detail::read_probe(answers, info)) f.raise();
+  co_return info;
+}
+
 asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
                                  std::vector<std::string> names) {
   // Each lock once, however often it was named.
@@ -144,14 +160,11 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
   const bool sees_releases = notifications_known && missing.find('g') == std::string::npos &&
                              missing.find('K') == std::string::npos;
 
-  // The locks are read through a client (rlock::inspect); the admin connection listens.
-  rlock::client client(ex, ctx.cfg);
-  co_await client.connect();
   std::vector<watched> locks;
   std::map<std::string, std::pair<std::size_t, channel_role>, std::less<>> by_channel;
   for (const auto& name : names) {
     // The names its story is told on: the kind's channel, its key's and its queue's events.
-    const lock_view first = co_await rlock::inspect(client, name);
+    const lock_view first = co_await read_lock(redis, ctx, name);
     watched w;
     w.name = name;
     w.key = first.key;
@@ -214,7 +227,7 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
     }
     if (ev.what == "queue") {
       // A fair lock's queue changed: who joined, who left (taken the lock, given up, dropped).
-      const lock_view read = co_await rlock::inspect(client, w.name);
+      const lock_view read = co_await read_lock(redis, ctx, w.name);
       std::vector<std::string> now_queue;
       for (const auto& waiter : read.queue) now_queue.push_back(waiter.owner);
       for (const auto& [kind, who] : {std::pair{"queued", missing_from(now_queue, w.queue)},
@@ -241,7 +254,7 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
       // is told against the holders seen last, and the next HINCRBY tells the next holder.
       now.name = w.name;
     } else {
-      now = co_await rlock::inspect(client, w.name);
+      now = co_await read_lock(redis, ctx, w.name);
     }
     boost::json::object o = to_json(now);
     o["at"] = now_ms();
@@ -269,7 +282,6 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
     w.last = std::move(now);
   }
   redis.close();
-  co_await client.close();
   co_return exit_ok;
 }
 
