@@ -29,9 +29,13 @@ namespace rlock {
 template <typename Lock>
 class basic_owned_lock : public lock_handle {
  public:
+  /// What scoped() and try_scoped() return: a scoped hold of this kind.
   using hold_type = basic_hold<Lock>;
 
   // --- lock -------------------------------------------------------------------------------
+  /// @name lock
+  ///@{
+
   /// Waits until acquired: with the watchdog keeping the lease (`lease` absent), or with a
   /// lease (> 0) after which the key expires unless unlocked. Re-enters if this owner holds it
   /// (a non-reentrant kind fails with errc::reentry_refused instead).
@@ -48,19 +52,27 @@ class basic_owned_lock : public lock_handle {
   /// caller is told; if the connection is lost meanwhile, the caller is told at once and the
   /// acquisition, if the server made it, is given back when the reconnection tells.
   boost::asio::awaitable<void> lock() { return lock_form(std::nullopt); }
+  /// lock() with a lease: the key expires after it unless unlocked; nothing renews it.
   boost::asio::awaitable<void> lock(milliseconds lease) { return lock_form(lease); }
+  /// lock() with a completion token; completes with `void(error_code)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_lock(CompletionToken&& token = {}) {
     return async_lock(std::nullopt, std::forward<CompletionToken>(token));
   }
+  /// lock(lease) with a completion token (`lease` absent: the watchdog); completes with
+  /// `void(error_code)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_lock(std::optional<milliseconds> lease, CompletionToken&& token = {}) {
     return initiate<>(
         std::forward<CompletionToken>(token),
         [lease](const lock_handle& l, detail::handler<> h) { start_lock(l, lease, std::move(h)); });
   }
+  ///@}
 
   // --- scoped, try_scoped -------------------------------------------------------------------
+  /// @name scoped
+  ///@{
+
   /// lock() as a scoped hold: `auto h = co_await lock.scoped();` ... `co_await h.unlock();`. A
   /// hold left without unlock() (exception, cancellation) posts the unlock (see basic_hold).
   /// Completion: `void(error_code, hold_type)`: the hold owns the lock on success and is empty
@@ -69,13 +81,17 @@ class basic_owned_lock : public lock_handle {
   ///
   /// Per-operation cancellation: as for lock() (terminal, partial, total; nothing left behind).
   boost::asio::awaitable<hold_type> scoped() { return scoped_form(std::nullopt, std::nullopt); }
+  /// scoped() with a lease, as lock(lease).
   boost::asio::awaitable<hold_type> scoped(milliseconds lease) {
     return scoped_form(std::nullopt, lease);
   }
+  /// scoped() with a completion token; completes with `void(error_code, hold_type)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_scoped(CompletionToken&& token = {}) {
     return async_scoped(std::nullopt, std::forward<CompletionToken>(token));
   }
+  /// scoped(lease) with a completion token (`lease` absent: the watchdog); completes with
+  /// `void(error_code, hold_type)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_scoped(std::optional<milliseconds> lease, CompletionToken&& token = {}) {
     return initiate<hold_type>(std::forward<CompletionToken>(token),
@@ -84,6 +100,10 @@ class basic_owned_lock : public lock_handle {
                                                          std::move(h));
                                });
   }
+  ///@}
+
+  /// @name try_scoped
+  ///@{
 
   /// try_lock(wait[, lease]) as a scoped hold, empty (`!h.owns_lock()`) if not acquired.
   /// Completion: `void(error_code, hold_type)`; errors as try_lock().
@@ -93,13 +113,17 @@ class basic_owned_lock : public lock_handle {
   boost::asio::awaitable<hold_type> try_scoped(milliseconds wait) {
     return scoped_form(wait, std::nullopt);
   }
+  /// try_scoped(wait) with a lease, as lock(lease).
   boost::asio::awaitable<hold_type> try_scoped(milliseconds wait, milliseconds lease) {
     return scoped_form(wait, lease);
   }
+  /// try_scoped(wait) with a completion token; completes with `void(error_code, hold_type)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_try_scoped(milliseconds wait, CompletionToken&& token = {}) {
     return async_try_scoped(wait, std::nullopt, std::forward<CompletionToken>(token));
   }
+  /// try_scoped(wait, lease) with a completion token (`lease` absent: the watchdog); completes
+  /// with `void(error_code, hold_type)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_try_scoped(milliseconds wait, std::optional<milliseconds> lease,
                         CompletionToken&& token = {}) {
@@ -109,8 +133,12 @@ class basic_owned_lock : public lock_handle {
                                                          std::move(h));
                                });
   }
+  ///@}
 
   // --- try_lock ---------------------------------------------------------------------------
+  /// @name try_lock
+  ///@{
+
   /// Acquires if it can within `wait` (absent: one attempt, no waiting; 0: the same); true if
   /// acquired or re-entered. Lease as for lock(). Completion: `void(error_code, bool)`; errors as
   /// lock(), plus invalid_argument (wait < 0) and timeout. **The wait is the bound**: it
@@ -123,18 +151,24 @@ class basic_owned_lock : public lock_handle {
   /// Per-operation cancellation: terminal, partial and total, as for lock(); completes with
   /// operation_aborted, never with `true`.
   boost::asio::awaitable<bool> try_lock() { return try_lock_form(milliseconds::zero(), {}); }
+  /// try_lock() waiting at most `wait`.
   boost::asio::awaitable<bool> try_lock(milliseconds wait) { return try_lock_form(wait, {}); }
+  /// try_lock(wait) with a lease, as lock(lease).
   boost::asio::awaitable<bool> try_lock(milliseconds wait, milliseconds lease) {
     return try_lock_form(wait, lease);
   }
+  /// try_lock() with a completion token; completes with `void(error_code, bool)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_try_lock(CompletionToken&& token = {}) {
     return async_try_lock(milliseconds::zero(), std::nullopt, std::forward<CompletionToken>(token));
   }
+  /// try_lock(wait) with a completion token; completes with `void(error_code, bool)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_try_lock(milliseconds wait, CompletionToken&& token = {}) {
     return async_try_lock(wait, std::nullopt, std::forward<CompletionToken>(token));
   }
+  /// try_lock(wait, lease) with a completion token (`lease` absent: the watchdog); completes
+  /// with `void(error_code, bool)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_try_lock(milliseconds wait, std::optional<milliseconds> lease,
                       CompletionToken&& token = {}) {
@@ -143,8 +177,10 @@ class basic_owned_lock : public lock_handle {
                             start_try_lock(l, wait, lease, std::move(h));
                           });
   }
+  ///@}
 
  protected:
+  /// @cond
   explicit basic_owned_lock(std::shared_ptr<detail::lock_state> state) noexcept
       : lock_handle(std::move(state)) {}
 
@@ -157,6 +193,7 @@ class basic_owned_lock : public lock_handle {
                              std::optional<milliseconds> lease, detail::handler<bool> h) {
     start_try_acquire(l, wait, lease, std::move(h));
   }
+  /// @endcond
 
  private:
   boost::asio::awaitable<void> lock_form(std::optional<milliseconds> lease) {

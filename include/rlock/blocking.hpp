@@ -140,9 +140,12 @@ class semaphore;
 /// other call does.
 class RLOCK_EXPORT client {
  public:
+  /// Makes the asynchronous client and connects it before returning; throws
+  /// boost::system::system_error if either fails (as rlock::client's constructor and connect()).
   explicit client(config cfg);
   client(const client&) = delete;
   client& operator=(const client&) = delete;
+  /// Closes the connection and joins the background thread.
   ~client();
 
   /// A lock whose owner is the calling thread, as in Redisson: a thread that locks it again
@@ -190,29 +193,43 @@ class RLOCK_EXPORT client {
 template <owned_lock Lock>
 class basic_lock {
  public:
+  /// Leases and waits, in whole milliseconds.
   using milliseconds = std::chrono::milliseconds;
+  /// The asynchronous handle kind underneath (`Lock`).
   using async_lock_type = Lock;
 
+  /// Acquires (or re-enters) the lock for the calling thread, waiting as long as it takes, with
+  /// the watchdog keeping the lease. A failure throws boost::system::system_error with the
+  /// errors of `Lock`'s lock().
   void lock() { lock_with(std::nullopt); }
+  /// lock() with a lease: the key expires after it unless unlocked; nothing renews it.
   void lock(milliseconds lease) { lock_with(lease); }
+  /// One attempt, no waiting; whether the calling thread now holds the lock.
   bool try_lock() { return acquire(milliseconds::zero(), std::nullopt); }
+  /// Acquires within `wait`, with a lease as lock(lease); whether it did.
   bool try_lock(milliseconds wait, milliseconds lease) { return acquire(wait, lease); }
 
+  /// Acquires within `wait` (rounded up to whole milliseconds; none left: one attempt), with the
+  /// watchdog keeping the lease; whether it did.
   template <typename Rep, typename Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& wait) {
     // A deadline already past means one attempt, as for std::timed_mutex.
     return acquire(std::max(std::chrono::ceil<milliseconds>(wait), milliseconds::zero()),
                    std::nullopt);
   }
+  /// try_lock_for() the time from now to `deadline` (read on `Clock`).
   template <typename Clock, typename Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
     return try_lock_for(deadline - Clock::now());
   }
 
+  /// Releases one hold of the calling thread; errc::not_owner if it holds none (see above).
   void unlock() { run<std::monostate>(start_unlock{}, true); }
+  /// Deletes the lock whoever holds it and wakes its waiters; whether it was locked.
   bool force_unlock() {
     return run<bool>([](Lock& l, auto done) { l.async_force_unlock(std::move(done)); });
   }
+  /// Whether anybody holds the lock.
   bool is_locked() {
     return run<bool>([](Lock& l, auto done) { l.async_is_locked(std::move(done)); });
   }
@@ -220,15 +237,18 @@ class basic_lock {
   bool is_held() {
     return run<bool>([](Lock& l, auto done) { l.async_is_held(std::move(done)); });
   }
+  /// The calling thread's hold count, 0 if it does not hold the lock.
   std::int64_t hold_count() {
     return run<std::int64_t>([](Lock& l, auto done) { l.async_hold_count(std::move(done)); });
   }
+  /// The key's remaining time to live: -2 ms if not locked, -1 ms if it has no expiry.
   milliseconds remaining_ttl() {
     return run<milliseconds>([](Lock& l, auto done) { l.async_remaining_ttl(std::move(done)); });
   }
   /// The token of the calling thread's latest acquisition (kinds with tokens).
   std::int64_t token() const requires requires(const Lock& l) { l.token(); }
   { return for_this_thread().token(); }
+  /// The lock's name (without the key prefix).
   const std::string& name() const noexcept { return name_; }
 
   /// The asynchronous handle of the calling thread's owner.
@@ -249,6 +269,9 @@ class basic_lock {
     return run<bool, true>(
         [wait, lease](Lock& l, auto done) { l.async_try_lock(wait, lease, std::move(done)); });
   }
+  /// @cond
+  // (Private nested types are left out of the reference: Doxygen would link to a section of
+  // them it does not write.)
   /// One type for every release, so that an acquisition's give-back instantiates one run().
   struct start_unlock {
     template <typename Done>
@@ -256,6 +279,7 @@ class basic_lock {
       l.async_unlock(std::move(done));
     }
   };
+  /// @endcond
 
   /// Runs `start(handle, completion)` (an async_* form) to its completion on this thread; the
   /// completion's result, if any, is reduced to T (an acquisition's to whether it took the
@@ -315,6 +339,8 @@ using fenced_lock = basic_lock<rlock::fenced_lock>;
 using non_reentrant_lock = basic_lock<rlock::non_reentrant_lock>;
 /// Lockable and TimedLockable over rlock::fair_lock: threads of every process get it in order.
 using fair_lock = basic_lock<rlock::fair_lock>;
+/// Lockable and TimedLockable over rlock::non_reentrant_fair_lock: in order, as fair_lock, and a
+/// second lock() by the same thread throws errc::reentry_refused.
 using non_reentrant_fair_lock = basic_lock<rlock::non_reentrant_fair_lock>;
 /// Lockable and TimedLockable over rlock::spin_lock (no pub/sub: waiting threads poll).
 using spin_lock = basic_lock<rlock::spin_lock>;
@@ -326,33 +352,45 @@ using spin_lock = basic_lock<rlock::spin_lock>;
 /// that reads and asks to write gets errc::upgrade_refused instead of a deadlock.
 class read_write_lock {
  public:
+  /// Takes the write half, as basic_lock::lock().
   void lock() { write_.lock(); }
+  /// One attempt at the write half.
   bool try_lock() { return write_.try_lock(); }
+  /// The write half within `wait`, as basic_lock::try_lock_for().
   template <typename Rep, typename Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& wait) {
     return write_.try_lock_for(wait);
   }
+  /// The write half by `deadline`, as basic_lock::try_lock_until().
   template <typename Clock, typename Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
     return write_.try_lock_until(deadline);
   }
+  /// Releases a hold of the write half.
   void unlock() { write_.unlock(); }
 
+  /// Takes the read half, shared with other readers.
   void lock_shared() { read_.lock(); }
+  /// One attempt at the read half.
   bool try_lock_shared() { return read_.try_lock(); }
+  /// The read half within `wait`.
   template <typename Rep, typename Period>
   bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& wait) {
     return read_.try_lock_for(wait);
   }
+  /// The read half by `deadline`.
   template <typename Clock, typename Duration>
   bool try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& deadline) {
     return read_.try_lock_until(deadline);
   }
+  /// Releases a hold of the read half.
   void unlock_shared() { read_.unlock(); }
 
   /// The halves, for leases, is_held(), hold_count() and the asynchronous handles.
   basic_lock<rlock::read_lock>& read() noexcept { return read_; }
+  /// The write half (see read()).
   basic_lock<rlock::write_lock>& write() noexcept { return write_; }
+  /// The lock's name (without the key prefix).
   const std::string& name() const noexcept { return read_.name(); }
 
  private:
@@ -379,6 +417,9 @@ basic_lock<Lock> client::get(std::string_view name) {
 /// must outlive it.
 class multi_lock {
  public:
+  /// Over `locks`: blocking locks (basic_lock of any kind, a read_write_lock's read() or write()
+  /// half included). Throws boost::system::system_error carrying errc::invalid_argument if none
+  /// is given or one key is given twice.
   template <typename... Locks>
   explicit multi_lock(Locks&... locks) {
     (add(locks), ...);
@@ -393,6 +434,8 @@ class multi_lock {
     if (members_.empty()) rlock::throw_error(errc::invalid_argument, "multi_lock: no member");
   }
 
+  /// Takes every member in turn, waiting on each as long as it takes; a member's failure
+  /// releases those taken and is rethrown.
   void lock() {
     std::size_t taken = 0;
     try {
@@ -405,8 +448,10 @@ class multi_lock {
       throw;
     }
   }
+  /// One attempt at each member; whether it took them all (if not, it holds none).
   bool try_lock() { return try_lock_for(std::chrono::milliseconds::zero()); }
-  /// One wait shared by all members.
+  /// All members within `wait`, one wait shared by all; whether it took them (if not, it holds
+  /// none).
   template <typename Rep, typename Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& wait) {
     const auto deadline =
@@ -429,6 +474,7 @@ class multi_lock {
     }
     return true;
   }
+  /// try_lock_for() the time from now to `deadline` (read on `Clock`).
   template <typename Clock, typename Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
     return try_lock_for(deadline - Clock::now());
@@ -447,12 +493,14 @@ class multi_lock {
   }
 
  private:
+  /// @cond
   struct member {
     std::string key;
     std::function<void()> lock;
     std::function<bool(std::chrono::milliseconds)> try_lock_for;
     std::function<void()> unlock;
   };
+  /// @endcond
   template <typename Lock>
   void add(Lock& l) {
     members_.push_back({std::string(l.for_this_thread().key()), [&l] { l.lock(); },
@@ -480,11 +528,16 @@ class multi_lock {
 /// release(n), use async_semaphore().release(n).
 class semaphore {
  public:
+  /// Waits until `n` permits are available and takes them: one hold, kept by the watchdog and
+  /// by this object.
   void acquire(std::uint32_t n = 1) {
     keep(run<std::optional<rlock::permit>>(
         [n](rlock::semaphore& s, auto done) { s.async_acquire(n, std::move(done)); }, true));
   }
+  /// One attempt at `n` permits; whether it took them.
   bool try_acquire(std::uint32_t n = 1) { return try_acquire_for(std::chrono::milliseconds(0), n); }
+  /// Takes `n` permits if they become available within `wait` (rounded up to whole
+  /// milliseconds); whether it did.
   template <typename Rep, typename Period>
   bool try_acquire_for(const std::chrono::duration<Rep, Period>& wait, std::uint32_t n = 1) {
     const auto ms =
@@ -496,6 +549,7 @@ class semaphore {
     keep(std::move(p));
     return got;
   }
+  /// try_acquire_for() the time from now to `deadline` (read on `Clock`).
   template <typename Clock, typename Duration>
   bool try_acquire_until(const std::chrono::time_point<Clock, Duration>& deadline,
                          std::uint32_t n = 1) {
@@ -521,15 +575,19 @@ class semaphore {
     auto nothing = [] {};
     detail::wait(*state_, begin, nothing, false);
   }
+  /// Permits available now.
   std::int64_t available() {
     return run<std::int64_t>(
         [](rlock::semaphore& s, auto done) { s.async_available(std::move(done)); }, false);
   }
+  /// Redisson's trySetPermits: sets the count to `n` if the semaphore has none yet; whether it
+  /// did.
   bool try_set_permits(std::uint32_t n) {
     return run<bool>(
         [n](rlock::semaphore& s, auto done) { s.async_try_set_permits(n, std::move(done)); },
         false);
   }
+  /// The asynchronous semaphore underneath (for release(n), add_permits(), drain(), ...).
   rlock::semaphore& async_semaphore() noexcept { return sem_; }
 
  private:

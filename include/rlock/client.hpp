@@ -60,9 +60,10 @@ struct client_stats {
   /// in one write (so renewals of a round cost one write per node, not one per call).
   std::uint64_t writes = 0;
   /// Final unlocks that handed the lock to a waiting coroutine of this client in one round trip
-  /// (config::local_handoff), and of those, how many found their waiter gone (cancelled or out
-  /// of time) and gave the hold back.
+  /// (config::local_handoff).
   std::uint64_t local_handoffs = 0;
+  /// Of local_handoffs, those that found their waiter gone (cancelled or out of time) and gave
+  /// the hold back.
   std::uint64_t handoffs_given_back = 0;
 };
 
@@ -71,13 +72,15 @@ struct client_stats {
 /// suite checks this at the end of every run). Unlike client_stats these are not atomics: read
 /// them on the client's executor.
 struct client_activity {
-  /// Locks the watchdog renews, renewal batches in flight, and whether its timer is armed for
-  /// them.
+  /// Locks the watchdog renews.
   std::size_t renewed_locks = 0;
+  /// Watchdog renewal batches in flight.
   std::size_t renewal_batches = 0;
+  /// Whether the watchdog's timer is armed for the renewed locks.
   bool watchdog_armed = false;
-  /// lock() / try_lock() calls waiting for an unlock notification, and the channels they wait on.
+  /// lock() / try_lock() calls waiting for an unlock notification.
   std::size_t waiters = 0;
+  /// The channels those waiters wait on.
   std::size_t waiter_channels = 0;
   /// Channels the connection is subscribed to or has a (UN)SUBSCRIBE outstanding for.
   std::size_t subscriptions = 0;
@@ -88,6 +91,7 @@ struct client_activity {
   /// lock() attempts waiting for their turn (config::max_attempts_in_flight).
   std::size_t queued_attempts = 0;
 
+  /// Whether every field is zero: nothing in progress, nothing left behind.
   bool idle() const noexcept {
     return renewed_locks == 0 && renewal_batches == 0 && !watchdog_armed && waiters == 0 &&
            waiter_channels == 0 && subscriptions == 0 && requests == 0 && latches == 0 &&
@@ -106,6 +110,7 @@ struct client_activity {
 /// executor (or after the io_context stopped); destruction closes the connection like `close()`.
 class RLOCK_EXPORT client {
  public:
+  /// The executor type the client is given: Asio's type-erased I/O executor.
   using executor_type = boost::asio::any_io_executor;
 
   /// Throws boost::system::system_error with errc::invalid_argument for settings that cannot work
@@ -113,12 +118,16 @@ class RLOCK_EXPORT client {
   client(executor_type ex, config cfg);
   client(const client&) = delete;
   client& operator=(const client&) = delete;
+  /// Movable; a moved-from client may only be destroyed or assigned to.
   client(client&&) noexcept = default;
+  /// Movable; a moved-from client may only be destroyed or assigned to.
   client& operator=(client&&) noexcept = default;
+  /// Closes the connection as close() does, without waiting for the deletes of unlock latches.
   ~client();
 
   /// The executor the client's state lives on.
   executor_type get_executor() const noexcept;
+  /// The configuration it was made with.
   const rlock::config& get_config() const noexcept;
   /// The client's random v4 UUID, the first half of every owner field.
   const std::string& id() const noexcept;
@@ -150,8 +159,12 @@ class RLOCK_EXPORT client {
   void on_state_change(std::function<void(const connection_event&)> handler);
 
   /// How long before a watchdog lease can expire on the server its holder is told lost():
-  /// watchdog_timeout / 100 + 5 ms (clock drift between the machines, timer latency).
+  /// watchdog_timeout / 100 + 5 ms (clock drift between the machines, timer latency), at most
+  /// half the lease.
   std::chrono::milliseconds lease_margin() const noexcept;
+
+  /// @name connect
+  ///@{
 
   /// Connects, says `HELLO 3` (with AUTH if configured), selects the database and loads the
   /// scripts: one attempt, bounded by config::connect_timeout. With config::sentinel, the
@@ -172,6 +185,10 @@ class RLOCK_EXPORT client {
   auto async_connect(CompletionToken&& token = {}) {
     return initiate(std::forward<CompletionToken>(token), &client::start_connect);
   }
+  ///@}
+
+  /// @name close
+  ///@{
 
   /// Closes the connection. First the unlock latches of unlocks already answered are deleted
   /// (one DEL per slot, waited for at most config::command_timeout), so nothing this client
@@ -186,6 +203,10 @@ class RLOCK_EXPORT client {
   auto async_close(CompletionToken&& token = {}) {
     return initiate(std::forward<CompletionToken>(token), &client::start_close);
   }
+  ///@}
+
+  /// @name get_lock
+  ///@{
 
   /// A handle for lock `name` with a new owner. `name` must not be empty (else throws
   /// boost::system::system_error carrying errc::invalid_argument); any other bytes are allowed.
@@ -194,12 +215,20 @@ class RLOCK_EXPORT client {
   /// one owner. Ids from get_lock(name) are drawn from one per-process counter starting at 1;
   /// choose explicit ids that do not collide with those (e.g. above 2^32).
   reentrant_lock get_lock(std::string_view name, std::uint64_t owner_id);
+  ///@}
+
+  /// @name get_fenced_lock
+  ///@{
 
   /// A fenced lock (Redisson's RFencedLock) `name` with a new owner, or owned by `owner_id`
   /// (as for get_lock). A fenced and a reentrant handle of one name exclude each other like any
   /// two owners, and with the same owner id they share the hold: one hash field.
   fenced_lock get_fenced_lock(std::string_view name);
   fenced_lock get_fenced_lock(std::string_view name, std::uint64_t owner_id);
+  ///@}
+
+  /// @name get_non_reentrant_lock, get_fair_lock, get_non_reentrant_fair_lock
+  ///@{
 
   /// A non-reentrant lock (Redisson's RNonReentrantLock), a fair lock (RFairLock) and a
   /// non-reentrant fair lock (RNonReentrantFairLock) `name`, with a new owner or owned by
@@ -212,19 +241,35 @@ class RLOCK_EXPORT client {
   non_reentrant_fair_lock get_non_reentrant_fair_lock(std::string_view name);
   non_reentrant_fair_lock get_non_reentrant_fair_lock(std::string_view name,
                                                       std::uint64_t owner_id);
+  ///@}
+
+  /// @name get_spin_lock
+  ///@{
+
   /// A spin lock (Redisson's RSpinLock) `name`: no pub/sub, waiters poll with backoff
   /// (config::spin_lock); with a new owner or owned by `owner_id` (as for get_lock).
   spin_lock get_spin_lock(std::string_view name);
   spin_lock get_spin_lock(std::string_view name, std::uint64_t owner_id);
+  ///@}
+
+  /// @name get_read_write_lock
+  ///@{
+
   /// A read-write lock (Redisson's RReadWriteLock) `name`, its two halves owned by a new owner
   /// or by `owner_id` (as for get_lock). Its write half excludes every other kind's holder of
   /// `name`; its read half is shared only with other readers.
   read_write_lock get_read_write_lock(std::string_view name);
   read_write_lock get_read_write_lock(std::string_view name, std::uint64_t owner_id);
+  ///@}
+
+  /// @name get_semaphore, get_permit_expirable_semaphore
+  ///@{
+
   /// A semaphore (Redisson's RSemaphore) and a permit-expirable semaphore
   /// (RPermitExpirableSemaphore) `name`: see semaphore.hpp.
   semaphore get_semaphore(std::string_view name);
   permit_expirable_semaphore get_permit_expirable_semaphore(std::string_view name);
+  ///@}
 
  private:
   using start_fn = void (*)(const std::shared_ptr<detail::client_impl>&, detail::handler<>);

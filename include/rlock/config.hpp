@@ -12,13 +12,17 @@ namespace rlock {
 
 /// Where and how to reach Redis, and the lock defaults. Plain data: copy and edit freely.
 struct RLOCK_EXPORT config {
-  /// Redis host name or address, and port, of a standalone server (ignored with sentinels).
+  /// Redis host name or address, and port, of a standalone server (ignored with sentinels or
+  /// cluster nodes).
   std::string host = "127.0.0.1";
+  /// The port of `host`.
   std::uint16_t port = 6379;
 
   /// A host and port.
   struct endpoint {
+    /// Host name or address.
     std::string host;
+    /// Port; by default Sentinel's.
     std::uint16_t port = 26379;
   };
 
@@ -29,14 +33,17 @@ struct RLOCK_EXPORT config {
   /// `username`, `password` and `tls` above are the data nodes'; the sentinels are reached with
   /// the credentials below and the same TLS settings.
   struct sentinel_settings {
+    /// The sentinels, asked in turn; empty: Sentinel is off.
     std::vector<endpoint> nodes;
     /// The name the sentinels monitor the master under (`sentinel monitor <name> ...`).
     std::string master_name;
     /// The sentinels' own ACL user and password (`sentinel sentinel-user/-pass`, `requirepass`
     /// in sentinel.conf); empty: none.
     std::string username;
+    /// The sentinels' password (see username).
     std::string password;
   };
+  /// Redis Sentinel; off while `sentinel.nodes` is empty.
   sentinel_settings sentinel;
 
   /// Redis Cluster: with `nodes` set, the client learns the slot map from the first seed that
@@ -53,17 +60,24 @@ struct RLOCK_EXPORT config {
     /// `-MOVED` and every lost connection; zero: only then. One refresh runs at a time.
     std::chrono::milliseconds refresh_interval{30'000};
   };
+  /// Redis Cluster; off while `cluster.nodes` is empty.
   cluster_settings cluster;
 
   /// How waiters hear unlocks. `automatic`: sharded pub/sub (`SSUBSCRIBE`, scripts `SPUBLISH`)
   /// in Cluster mode on Redis 7 or later, as Redisson does; classic `SUBSCRIBE`/`PUBLISH`
   /// otherwise. A Redisson client sharing the locks must use the same kind.
-  enum class pubsub_mode { automatic, classic, sharded };
+  enum class pubsub_mode {
+    automatic,  ///< sharded in Cluster mode on Redis 7 or later, classic otherwise
+    classic,    ///< `SUBSCRIBE` / `PUBLISH`
+    sharded     ///< `SSUBSCRIBE` / `SPUBLISH`; Cluster mode only (else errc::invalid_argument)
+  };
+  /// How waiters hear unlocks (see pubsub_mode).
   pubsub_mode pubsub = pubsub_mode::automatic;
 
   /// ACL user and password sent with `HELLO 3 AUTH`; with an empty username and a password,
   /// the user is "default" (a `requirepass` server).
   std::string username;
+  /// The password sent with `username` (see there).
   std::string password;
 
   /// Logical database selected after the handshake.
@@ -71,14 +85,17 @@ struct RLOCK_EXPORT config {
 
   /// TLS (Asio's SSL stream over OpenSSL). Off by default; a `rediss://` URL turns it on.
   struct tls_settings {
+    /// Whether connections use TLS.
     bool enabled = false;
     /// The CAs that sign the server's certificate, a PEM file and/or a directory of hashed PEM
     /// files (`openssl rehash`); both empty: the system's default trust store.
     std::string ca_file;
+    /// The directory of hashed PEM files (see ca_file).
     std::string ca_dir;
     /// A client certificate and its private key (PEM), for servers that require one
     /// (`tls-auth-clients yes`: mutual TLS). Both or neither.
     std::string cert_file;
+    /// The private key of cert_file (see there).
     std::string key_file;
     /// The name sent for SNI and checked against the server's certificate (its DNS or IP
     /// subject alternative names); empty: `host`.
@@ -88,6 +105,7 @@ struct RLOCK_EXPORT config {
     /// every connection.
     bool verify_peer = true;
   };
+  /// TLS; off by default.
   tls_settings tls;
 
   /// Sent with `HELLO 3 ... SETNAME` on every connection, so operators can tell this client's
@@ -114,9 +132,12 @@ struct RLOCK_EXPORT config {
   struct reconnect_policy {
     /// false: never reconnect; after a loss every operation fails with errc::connection_lost.
     bool enabled = true;
+    /// The bound of the first delay (`backoff_initial` above).
     std::chrono::milliseconds backoff_initial{50};
+    /// The bound no delay exceeds (`backoff_cap` above).
     std::chrono::milliseconds backoff_cap{2'000};
   };
+  /// What to do when the connection is lost (see reconnect_policy).
   reconnect_policy reconnect;
 
   /// When nothing has been read for this long, a PING is sent; if nothing has been read for
@@ -139,11 +160,14 @@ struct RLOCK_EXPORT config {
   /// reported lost at its lease's end); an unsynced release is still a release (logged). `WAIT`
   /// blocks the connection it runs on, so `timeout` adds to every lock operation's latency while
   /// a replica lags; it must be positive and below command_timeout. Narrows, does not close,
-  /// the failover window: README "Replica-synced writes".
+  /// the failover window: docs/guide/replica-sync.md.
   struct replica_sync {
+    /// How many replicas must acknowledge each write (`WAIT`'s first argument); 0: off.
     int replicas = 0;
+    /// How long `WAIT` waits for them; positive and below command_timeout.
     std::chrono::milliseconds timeout{200};
   };
+  /// Replica-synced writes (see replica_sync); off by default.
   replica_sync sync_replicas;
 
   /// Handoff between coroutines of this client. When a final unlock finds a coroutine of the same
@@ -155,13 +179,18 @@ struct RLOCK_EXPORT config {
   /// defaults keep another process's waiter from waiting more than about 20 ms (plus one hold)
   /// longer than it would with plain unlocks, while a lock passed around inside one process
   /// (workers of one service) goes without pub/sub 7 times out of 8. `max_streak` 0 turns it
-  /// off. A transfer whose answer is lost is settled by asking the server, never assumed (README,
-  /// "Local handoff"). Only kinds without tokens hand off (a fenced acquisition must take a new
-  /// token).
+  /// off. A transfer whose answer is lost is settled by asking the server, never assumed
+  /// (docs/guide/semantics.md, "Handoff between coroutines of one client"). Only kinds without
+  /// tokens hand off (a fenced acquisition must take a new token).
   struct handoff_bound {
+    /// Consecutive local handoffs of a lock after which the next unlock releases and
+    /// publishes; 0: no local handoff.
     std::uint32_t max_streak = 8;
+    /// How long after the first local handoff of a streak the next unlock releases and
+    /// publishes.
     std::chrono::milliseconds max_time{20};
   };
+  /// Handoff between coroutines of this client (see handoff_bound); on by default.
   handoff_bound local_handoff;
 
   /// Acquire attempts without a bound (lock(), and its retries) in flight at once; more wait
@@ -189,6 +218,7 @@ struct RLOCK_EXPORT config {
     /// in Redisson. Off under sync_replicas (the grant would skip the replicas' check).
     bool handoff_by_push = true;
   };
+  /// Fair locks' settings (see fair_lock_policy).
   fair_lock_policy fair_lock;
 
   /// Spin locks (client::get_spin_lock): for deployments without pub/sub, a waiter polls.
@@ -196,10 +226,14 @@ struct RLOCK_EXPORT config {
   /// `multiplier` times the last plus a random 0..n ms (n: sleeps so far), at most `cap`; a
   /// release wakes nobody. Positive; `cap` at least `initial`.
   struct spin_backoff {
+    /// The first sleep.
     std::chrono::milliseconds initial{1};
+    /// The longest sleep.
     std::chrono::milliseconds cap{128};
+    /// Each sleep is this many times the last (plus the jitter).
     std::uint32_t multiplier = 2;
   };
+  /// Spin locks' backoff (see spin_backoff).
   spin_backoff spin_lock;
 
   /// An acquisition that waited this long or longer is logged (warning). Zero: never.

@@ -38,7 +38,9 @@ namespace rlock {
 /// name the same latch. Made from a client; blocking::count_down_latch is the same for threads.
 class RLOCK_EXPORT count_down_latch {
  public:
+  /// Waits, in whole milliseconds.
   using milliseconds = std::chrono::milliseconds;
+  /// The client's executor type: Asio's type-erased I/O executor.
   using executor_type = boost::asio::any_io_executor;
 
   /// The latch `name` (config::key_prefix is prepended) on `c`. Makes no request.
@@ -59,7 +61,7 @@ class RLOCK_EXPORT count_down_latch {
   /// Redisson's delete: removes the count (the latch opens); whether there was one.
   boost::asio::awaitable<bool> remove();
 
-  /// Completes with `void(error_code, bool)`.
+  /// try_set_count() with a completion token; completes with `void(error_code, bool)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_try_set_count(std::uint64_t count, CompletionToken&& token = {}) {
     return detail::initiate<bool>(std::forward<CompletionToken>(token), *this,
@@ -67,14 +69,14 @@ class RLOCK_EXPORT count_down_latch {
                                     start_try_set(l, count, std::move(h));
                                   });
   }
-  /// Completes with `void(error_code)`.
+  /// count_down() with a completion token; completes with `void(error_code)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_count_down(CompletionToken&& token = {}) {
     return detail::initiate<>(
         std::forward<CompletionToken>(token), *this,
         [](const count_down_latch& l, detail::handler<> h) { start_count_down(l, std::move(h)); });
   }
-  /// Completes with `void(error_code, std::int64_t)`.
+  /// count() with a completion token; completes with `void(error_code, std::int64_t)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_count(CompletionToken&& token = {}) {
     return detail::initiate<std::int64_t>(
@@ -83,14 +85,15 @@ class RLOCK_EXPORT count_down_latch {
           start_count(l, std::move(h));
         });
   }
-  /// Completes with `void(error_code)` once the count is zero.
+  /// wait() with a completion token; completes with `void(error_code)` once the count is zero.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_wait(CompletionToken&& token = {}) {
     return detail::initiate<>(
         std::forward<CompletionToken>(token), *this,
         [](const count_down_latch& l, detail::handler<> h) { start_wait(l, std::move(h)); });
   }
-  /// Completes with `void(error_code, bool)`: whether the count reached zero within `wait`.
+  /// try_wait() with a completion token; completes with `void(error_code, bool)`: whether the
+  /// count reached zero within `wait`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_try_wait(milliseconds wait, CompletionToken&& token = {}) {
     return detail::initiate<bool>(std::forward<CompletionToken>(token), *this,
@@ -98,7 +101,7 @@ class RLOCK_EXPORT count_down_latch {
                                     start_try_wait(l, wait, std::move(h));
                                   });
   }
-  /// Completes with `void(error_code, bool)`.
+  /// remove() with a completion token; completes with `void(error_code, bool)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_remove(CompletionToken&& token = {}) {
     return detail::initiate<bool>(
@@ -106,10 +109,13 @@ class RLOCK_EXPORT count_down_latch {
         [](const count_down_latch& l, detail::handler<bool> h) { start_remove(l, std::move(h)); });
   }
 
-  /// The latch's name (without the key prefix), its key and its channel.
+  /// The latch's name (without the key prefix).
   std::string_view name() const noexcept;
+  /// Its Redis key: key prefix + name.
   std::string_view key() const noexcept;
+  /// Its channel: `redisson_countdownlatch__channel__{<key>}`.
   std::string channel() const;
+  /// The client's executor, where the latch's operations run.
   executor_type get_executor() const noexcept;
   /// The words of the latest failed operation of this latch's handles (the async_* forms
   /// complete with an error_code only). Empty if none failed. May be called from any thread.
@@ -134,21 +140,29 @@ namespace blocking {
 /// remove() and a bounded try_wait_for(). Failures throw boost::system::system_error.
 class count_down_latch {
  public:
+  /// The latch `name` on `c`'s asynchronous client. Makes no request.
   count_down_latch(client& c, std::string_view name)
       : client_(&c), latch_(c.async_client(), name) {}
 
+  /// Redisson's trySetCount: sets the count if the latch has none; false if it has one already.
   bool try_set_count(std::uint64_t count) { return client_->run(latch_.try_set_count(count)); }
+  /// Redisson's countDown: one less; at zero every waiter is woken.
   void count_down() { client_->run(latch_.count_down()); }
+  /// The count now (0: open).
   std::int64_t count() { return client_->run(latch_.count()); }
   /// Whether the count is zero now (std::latch::try_wait: it does not wait).
   bool try_wait() { return client_->run(latch_.try_wait(std::chrono::milliseconds(0))); }
+  /// Waits until the count is zero, as long as it takes.
   void wait() { client_->run(latch_.wait()); }
+  /// Waits until the count is zero, at most `wait` (rounded up to whole milliseconds); whether
+  /// it is.
   template <typename Rep, typename Period>
   bool try_wait_for(const std::chrono::duration<Rep, Period>& wait) {
     const auto ms =
         std::max(std::chrono::ceil<std::chrono::milliseconds>(wait), std::chrono::milliseconds(0));
     return client_->run(latch_.try_wait(ms));
   }
+  /// try_wait_for() the time from now to `deadline` (read on `Clock`).
   template <typename Clock, typename Duration>
   bool try_wait_until(const std::chrono::time_point<Clock, Duration>& deadline) {
     return try_wait_for(deadline - Clock::now());
@@ -158,7 +172,9 @@ class count_down_latch {
     count_down();
     wait();
   }
+  /// Redisson's delete: removes the count (the latch opens); whether there was one.
   bool remove() { return client_->run(latch_.remove()); }
+  /// The asynchronous latch underneath.
   rlock::count_down_latch& async_latch() noexcept { return latch_; }
 
  private:

@@ -7,7 +7,9 @@
 
 namespace rlock {
 
-/// Errors reported by rlock, in the `rlock` error category.
+/// Errors reported by rlock, in the `rlock` error category. An error code enum
+/// (`std::is_error_code_enum<errc>` is true), so the codes rlock reports compare with its values:
+/// `e.code() == rlock::errc::not_owner`.
 enum class errc {
   /// The caller does not hold the lock it tried to unlock (Redisson's
   /// IllegalMonitorStateException).
@@ -60,7 +62,7 @@ enum class errc {
   /// plaintext client on a TLS port (use `rediss://` / tls.enabled).
   handshake_closed,
   /// The ACL user may not run a command rlock needs (`-NOPERM ... 'evalsha' command`, or
-  /// `script|load` in the handshake): README "ACL" lists them.
+  /// `script|load` in the handshake): docs/guide/tls-acl.md lists them.
   command_not_permitted,
   /// The ACL user may not access the lock's key (or its channel name, latch or token counter,
   /// which the scripts take as keys): the name is outside the user's key patterns.
@@ -96,6 +98,7 @@ enum class errc {
 /// The category of `rlock::errc`; its name is "rlock".
 RLOCK_EXPORT const std::error_category& error_category() noexcept;
 
+/// `e` as a `std::error_code` of error_category(); what makes an errc convert to an error code.
 inline std::error_code make_error_code(errc e) noexcept {
   return {static_cast<int>(e), error_category()};
 }
@@ -106,5 +109,7 @@ inline std::error_code make_error_code(errc e) noexcept {
 
 }  // namespace rlock
 
+/// @cond
 template <>
 struct std::is_error_code_enum<rlock::errc> : std::true_type {};
+/// @endcond

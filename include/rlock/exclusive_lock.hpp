@@ -5,6 +5,8 @@
 
 namespace rlock {
 
+/// The former name of basic_owned_lock.
+/// @deprecated Use rlock::basic_owned_lock.
 template <typename Lock>
 using exclusive_lock [[deprecated("use rlock::basic_owned_lock")]] = basic_owned_lock<Lock>;
 

@@ -21,7 +21,7 @@ namespace rlock {
 /// trip. The lock is then exactly what the waiter's own acquire would have made, so Redisson
 /// clients on the same lock see a valid fair lock throughout; a Redisson waiter at the head gets
 /// Redisson's message and acquires by itself. The waiter counts its lease from a point the server
-/// had certainly passed before the release ran (README, "Fair locks").
+/// had certainly passed before the release ran (docs/guide/kinds/fair.md).
 ///
 /// **Leaving the queue.** A waiter that gives up (its wait ends, it is cancelled, it fails)
 /// leaves the queue in the background, giving back a handoff made to it meanwhile; one that

@@ -35,9 +35,13 @@ namespace rlock {
 /// per-operation cancellation are those of reentrant_lock's lock() and try_lock().
 class RLOCK_EXPORT fenced_lock : public lock_handle {
  public:
+  /// What scoped() and try_scoped() return: a scoped hold of a fenced_lock.
   using hold_type = basic_hold<fenced_lock>;
 
   // --- lock -------------------------------------------------------------------------------
+  /// @name lock
+  ///@{
+
   /// reentrant_lock::lock(), completing with this acquisition's token.
   /// Completion: `void(error_code, std::int64_t)`.
   ///
@@ -56,8 +60,12 @@ class RLOCK_EXPORT fenced_lock : public lock_handle {
                                     start_lock_token(l, lease, std::move(h));
                                   });
   }
+  ///@}
 
   // --- try_lock ---------------------------------------------------------------------------
+  /// @name try_lock
+  ///@{
+
   /// reentrant_lock::try_lock(), completing with this acquisition's token, or none when not
   /// acquired. Completion: `void(error_code, std::optional<std::int64_t>)`.
   ///
@@ -83,8 +91,12 @@ class RLOCK_EXPORT fenced_lock : public lock_handle {
           start_try_lock_token(l, wait, lease, std::move(h));
         });
   }
+  ///@}
 
   // --- scoped, try_scoped -------------------------------------------------------------------
+  /// @name scoped, try_scoped
+  ///@{
+
   /// lock() and try_lock(wait) as scoped holds, as reentrant_lock::scoped() and try_scoped():
   /// the acquisition is fenced; read its token through the hold (`h.lock()->token()`).
   /// Completion: `void(error_code, basic_hold<fenced_lock>)`.
@@ -119,11 +131,15 @@ class RLOCK_EXPORT fenced_lock : public lock_handle {
                                                          std::move(h));
                                });
   }
+  ///@}
 
   // --- tokens -----------------------------------------------------------------------------
   /// The token of this owner's latest acquisition through any of its handles (0 before the
   /// first). Local, no round trip; may be called from any thread.
   std::int64_t token() const noexcept;
+  /// @name current_token
+  ///@{
+
   /// The counter's value on the server now (Redisson's getToken(): `GET
   /// redisson_lock_token:{<key>}`), 0 if no acquisition ever made one.
   /// Completion: `void(error_code, std::int64_t)`; errors: timeout (config::command_timeout),
@@ -138,6 +154,8 @@ class RLOCK_EXPORT fenced_lock : public lock_handle {
                                     start_current_token(l, std::move(h));
                                   });
   }
+  ///@}
+
   /// The Redis key of the token counter: `redisson_lock_token:{<key>}`.
   std::string token_key() const;
 

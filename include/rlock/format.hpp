@@ -1,8 +1,10 @@
 #pragma once
 
-// fmt formatters for the rlock types people print: errc, wake_reason, connection_state,
-// log_level, and config with its password masked. Header-only; include it where you format them
-// (it needs {fmt}, which rlock itself only uses privately).
+/// @file
+/// fmt formatters for the rlock types people print: errc (its message), wake_reason,
+/// connection_state and log_level (their to_string()), and config (its URL and main settings,
+/// the password masked). Header-only; include it where you format them (it needs {fmt}, which
+/// rlock itself only uses privately).
 #include "rlock/config.hpp"
 #include "rlock/connection_state.hpp"
 #include "rlock/error.hpp"
@@ -30,6 +32,7 @@ struct named_formatter : fmt::formatter<std::string_view> {
 };
 }  // namespace rlock::detail
 
+/// @cond
 template <>
 struct fmt::formatter<rlock::errc> : rlock::detail::named_formatter<rlock::errc> {};
 template <>
@@ -65,3 +68,4 @@ struct fmt::formatter<rlock::config> : fmt::formatter<std::string_view> {
     return fmt::formatter<std::string_view>::format(text, ctx);
   }
 };
+/// @endcond

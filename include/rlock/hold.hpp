@@ -42,10 +42,12 @@ class basic_owned_lock;
 template <typename Lock>
 class basic_hold {
  public:
+  /// The kind of lock it holds.
   using lock_type = Lock;
 
   /// Owns nothing.
   basic_hold() noexcept = default;
+  /// Takes `other`'s hold, leaving `other` empty.
   basic_hold(basic_hold&& other) noexcept : lock_(std::exchange(other.lock_, std::nullopt)) {}
   /// Releases (posts the unlock of) what this hold owned, then takes `other`'s.
   basic_hold& operator=(basic_hold&& other) noexcept {
@@ -57,11 +59,13 @@ class basic_hold {
   }
   basic_hold(const basic_hold&) = delete;
   basic_hold& operator=(const basic_hold&) = delete;
+  /// Posts the unlock of what it still owns (see above).
   ~basic_hold() { release_in_background(); }
 
   /// Whether this hold still owns a hold of its lock (it was acquired and not yet released or
   /// given up).
   bool owns_lock() const noexcept { return lock_.has_value(); }
+  /// Whether it owns a hold: owns_lock().
   explicit operator bool() const noexcept { return owns_lock(); }
   /// The lock handle, while owning (a fenced lock's token() is read through it).
   const Lock* lock() const noexcept { return lock_ ? &*lock_ : nullptr; }

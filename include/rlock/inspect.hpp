@@ -41,8 +41,8 @@ RLOCK_EXPORT std::string_view to_string(key_kind k) noexcept;
 /// Which half of a lock an owner holds.
 enum class hold_role {
   exclusive,  ///< every kind but the read-write lock
-  read,
-  write,
+  read,       ///< a read-write lock's read half
+  write,      ///< a read-write lock's write half
 };
 
 /// One owner as the lock's hash records it.
@@ -51,17 +51,21 @@ struct lock_holder {
   std::string owner;
   /// Its hold count (reentrant holds).
   std::int64_t count = 0;
+  /// Which half it holds.
   hold_role role = hold_role::exclusive;
+  /// Field by field.
   friend bool operator==(const lock_holder&, const lock_holder&) = default;
 };
 
 /// A fair lock's waiter, as its queue and deadlines record it.
 struct queued_waiter {
+  /// Its owner field, `<client uuid>:<owner id>`.
   std::string owner;
   /// Until the server drops it unless it comes back (server clock; negative: overdue).
   std::optional<std::chrono::milliseconds> deadline_in;
   /// An rlock waiter registered for the handoff by push.
   bool by_push = false;
+  /// Field by field.
   friend bool operator==(const queued_waiter&, const queued_waiter&) = default;
 };
 
@@ -69,20 +73,24 @@ struct queued_waiter {
 struct permit_hold {
   /// The permit id as Redisson shows it (32 lowercase hex digits), or the member as stored.
   std::string id;
+  /// How many permits it holds.
   std::int64_t permits = 1;
   /// Until it expires (server clock; negative: overdue); none when unknown or never.
   std::optional<std::chrono::milliseconds> expires_in;
   /// A Redisson permit taken without a lease.
   bool never_expires = false;
+  /// Field by field.
   friend bool operator==(const permit_hold&, const permit_hold&) = default;
 };
 
 /// A lock's state as its keys on the server record it, at one instant (all of its keys share
 /// its Cluster slot and are read in one pipeline).
 struct lock_info {
-  /// The name asked for, and its key (with config::key_prefix).
+  /// The name asked for.
   std::string name;
+  /// Its key (with config::key_prefix).
   std::string key;
+  /// What the key holds.
   key_kind kind = key_kind::absent;
   /// kind == other: what the key is (Redis's TYPE, or "hash" for a hash that is no lock's).
   std::string key_type;
@@ -99,9 +107,11 @@ struct lock_info {
   /// A fair lock's queue, head first.
   std::vector<queued_waiter> queue;
 
-  /// A semaphore: permits available now, the total when rlock set it, and the holds.
+  /// A semaphore's permits available now.
   std::optional<std::int64_t> available;
+  /// A semaphore's total, when rlock set it.
   std::optional<std::int64_t> total;
+  /// A semaphore's holds.
   std::vector<permit_hold> permits;
   /// A count-down latch's count.
   std::optional<std::int64_t> count;

@@ -27,8 +27,9 @@ enum class wake_reason {
   notification,
   /// Slept until the holder's lease ran out (key expiry publishes nothing).
   expiry,
-  /// Handed over by a final unlock of another owner of this client, in that unlock's round trip
-  /// (config::local_handoff).
+  /// Handed over: by a final unlock of another owner of this client, in that unlock's round
+  /// trip (config::local_handoff), or by a fair lock's release, from any client, that made this
+  /// waiter the holder and told it by a message on its channel (handoff by push).
   handoff,
 };
 
@@ -65,7 +66,9 @@ struct lock_state;
 /// inside the initiating call.
 class RLOCK_EXPORT lock_handle {
  public:
+  /// The client's executor type: Asio's type-erased I/O executor.
   using executor_type = boost::asio::any_io_executor;
+  /// Leases, waits and TTLs are whole milliseconds.
   using milliseconds = std::chrono::milliseconds;
 
   /// The lock's name as given to get_lock (without the key prefix).
@@ -88,6 +91,9 @@ class RLOCK_EXPORT lock_handle {
   std::string last_error() const;
 
   // --- unlock -----------------------------------------------------------------------------
+  /// @name unlock
+  ///@{
+
   /// Releases one hold; the final release deletes the key and publishes "0" on the channel.
   /// Completion: `void(error_code)`; errors: not_owner if this owner does not hold the lock
   /// (never a silent success), timeout (no answer within config::command_timeout: the release
@@ -104,8 +110,12 @@ class RLOCK_EXPORT lock_handle {
         std::forward<CompletionToken>(token),
         [](const lock_handle& l, detail::handler<> h) { l.start_unlock(std::move(h)); });
   }
+  ///@}
 
   // --- force_unlock -----------------------------------------------------------------------
+  /// @name force_unlock
+  ///@{
+
   /// Deletes the lock whoever holds it and wakes its waiters; true if it was locked.
   /// Completion: `void(error_code, bool)`; errors: timeout (config::command_timeout),
   /// server_error, permission_denied, connection_lost.
@@ -118,8 +128,12 @@ class RLOCK_EXPORT lock_handle {
         std::forward<CompletionToken>(token),
         [](const lock_handle& l, detail::handler<bool> h) { l.start_force_unlock(std::move(h)); });
   }
+  ///@}
 
   // --- queries ----------------------------------------------------------------------------
+  /// @name is_locked
+  ///@{
+
   /// Whether anybody holds the lock (`EXISTS`). Completion: `void(error_code, bool)`.
   /// Errors of all queries: timeout (config::command_timeout), server_error, connection_lost.
   /// Per-operation cancellation of all queries: not supported (ignored): single round trips,
@@ -131,6 +145,11 @@ class RLOCK_EXPORT lock_handle {
         std::forward<CompletionToken>(token),
         [](const lock_handle& l, detail::handler<bool> h) { l.start_is_locked(std::move(h)); });
   }
+  ///@}
+
+  /// @name is_held
+  ///@{
+
   /// Whether this owner holds the lock (`HEXISTS`). Completion: `void(error_code, bool)`.
   boost::asio::awaitable<bool> is_held();
   template <detail::completion_token CompletionToken = default_completion_token>
@@ -139,6 +158,11 @@ class RLOCK_EXPORT lock_handle {
         std::forward<CompletionToken>(token),
         [](const lock_handle& l, detail::handler<bool> h) { l.start_is_held(std::move(h)); });
   }
+  ///@}
+
+  /// @name hold_count
+  ///@{
+
   /// This owner's hold count, 0 if not held (`HGET`). Completion:
   /// `void(error_code, std::int64_t)`.
   boost::asio::awaitable<std::int64_t> hold_count();
@@ -149,6 +173,11 @@ class RLOCK_EXPORT lock_handle {
                                     l.start_hold_count(std::move(h));
                                   });
   }
+  ///@}
+
+  /// @name remaining_ttl
+  ///@{
+
   /// The key's remaining time to live (`PTTL`): -2 ms if not locked, -1 ms if it has no expiry.
   /// Completion: `void(error_code, std::chrono::milliseconds)`.
   boost::asio::awaitable<milliseconds> remaining_ttl();
@@ -159,8 +188,12 @@ class RLOCK_EXPORT lock_handle {
                                     l.start_remaining_ttl(std::move(h));
                                   });
   }
+  ///@}
 
   // --- lost -------------------------------------------------------------------------------
+  /// @name lost
+  ///@{
+
   /// Completes when the watchdog finds this owner's watchdog lock lost (expired, deleted,
   /// force-unlocked, or not renewable for a whole lease), before the server can give it to
   /// anyone else. rlock::with_lock() races work against it (not Asio's `work() || lost()`,
@@ -178,8 +211,10 @@ class RLOCK_EXPORT lock_handle {
         std::forward<CompletionToken>(token),
         [](const lock_handle& l, detail::handler<> h) { l.start_lost(std::move(h)); });
   }
+  ///@}
 
  protected:
+  /// @cond
   explicit lock_handle(std::shared_ptr<detail::lock_state> state) noexcept;
 
   /// Starts `start(*this, handler)` for a token of signature `void(error_code, Result...)`. The
@@ -211,6 +246,7 @@ class RLOCK_EXPORT lock_handle {
                             detail::handler<> h);
   static void start_try_acquire(const lock_handle& l, milliseconds wait,
                                 std::optional<milliseconds> lease, detail::handler<bool> h);
+  /// @endcond
 
  private:
   template <typename Lock>
@@ -222,7 +258,8 @@ class RLOCK_EXPORT lock_handle {
 };
 
 /// A lock kind's handle that scoped holds, with_lock() and the blocking facade accept: a
-/// lock_handle with `scoped()`, `try_scoped(wait)`, `async_lock` and `async_try_lock`. Its
+/// copyable lock_handle with `scoped()` and `try_scoped(wait)` (every kind has the awaitable and
+/// `async_*` forms of lock() and try_lock() beside them). Its
 /// acquisitions may complete with more than success (a fencing token): holds and with_lock keep
 /// the handle, from which the kind's own accessors read it.
 template <typename Lock>

@@ -39,7 +39,9 @@ namespace rlock {
 /// `void(error_code[, bool])`, as lock_handle's.
 class RLOCK_EXPORT multi_lock {
  public:
+  /// Leases and waits, in whole milliseconds.
   using milliseconds = std::chrono::milliseconds;
+  /// The members' executor type.
   using executor_type = lock_handle::executor_type;
 
   /// Invalid (throws boost::system::system_error with errc::invalid_argument): no member, or one
@@ -61,20 +63,24 @@ class RLOCK_EXPORT multi_lock {
   /// Completes when the first member's lease is reported lost.
   boost::asio::awaitable<void> lost();
 
+  /// lock() with a completion token; completes with `void(error_code)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_lock(CompletionToken&& token = {}) {
     return async_lock(std::nullopt, std::forward<CompletionToken>(token));
   }
+  /// lock(lease) with a completion token; completes with `void(error_code)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_lock(std::optional<milliseconds> lease, CompletionToken&& token = {}) {
     return detail::initiate<>(
         std::forward<CompletionToken>(token), *this,
         [lease](const multi_lock& m, detail::handler<> h) { start_lock(m, lease, std::move(h)); });
   }
+  /// try_lock(wait) with a completion token; completes with `void(error_code, bool)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_try_lock(milliseconds wait, CompletionToken&& token = {}) {
     return async_try_lock(wait, std::nullopt, std::forward<CompletionToken>(token));
   }
+  /// try_lock(wait, lease) with a completion token; completes with `void(error_code, bool)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_try_lock(milliseconds wait, std::optional<milliseconds> lease,
                       CompletionToken&& token = {}) {
@@ -83,12 +89,14 @@ class RLOCK_EXPORT multi_lock {
                                     start_try_lock(m, wait, lease, std::move(h));
                                   });
   }
+  /// unlock() with a completion token; completes with `void(error_code)`, the first failure.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_unlock(CompletionToken&& token = {}) {
     return detail::initiate<>(
         std::forward<CompletionToken>(token), *this,
         [](const multi_lock& m, detail::handler<> h) { start_unlock(m, std::move(h)); });
   }
+  /// lost() with a completion token; completes with `void(error_code)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_lost(CompletionToken&& token = {}) {
     return detail::initiate<>(

@@ -20,3 +20,11 @@
 #include "rlock/spin_lock.hpp"
 #include "rlock/version.hpp"
 #include "rlock/with_lock.hpp"
+
+/// @namespace rlock
+/// Redisson-compatible distributed locks, semaphores and latches on Redis for C++20 coroutines:
+/// rlock::client and the handles it makes, each operation in an awaitable and an `async_*` form.
+
+/// @namespace rlock::blocking
+/// The synchronous facade for threads that run no coroutines: blocking::client and its locks
+/// (std's Lockable, TimedLockable and SharedLockable shapes), semaphore and count_down_latch.

@@ -58,7 +58,9 @@ class RLOCK_EXPORT permit : public lock_handle {
 /// lock_handle's. Get one from client::get_semaphore(). A handle: copies name the same semaphore.
 class RLOCK_EXPORT semaphore {
  public:
+  /// Leases and waits, in whole milliseconds.
   using milliseconds = std::chrono::milliseconds;
+  /// The client's executor type.
   using executor_type = lock_handle::executor_type;
 
   /// Waits until `permits` are available and takes them, with a lease (absent: the watchdog).
@@ -82,12 +84,13 @@ class RLOCK_EXPORT semaphore {
   /// Redisson's drainPermits: takes every available permit (as nobody's hold); how many.
   boost::asio::awaitable<std::int64_t> drain();
 
-  /// Completes with `void(error_code, std::optional<permit>)`, the permit present on success (a
-  /// permit has no empty state to hand over with an error).
+  /// acquire() with a completion token; completes with `void(error_code, std::optional<permit>)`,
+  /// the permit present on success (a permit has no empty state to hand over with an error).
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_acquire(std::uint32_t permits, CompletionToken&& token = {}) {
     return async_acquire(permits, std::nullopt, std::forward<CompletionToken>(token));
   }
+  /// The same with a lease (absent: the watchdog).
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_acquire(std::uint32_t permits, std::optional<milliseconds> lease,
                      CompletionToken&& token = {}) {
@@ -97,11 +100,13 @@ class RLOCK_EXPORT semaphore {
           start_take(s, permits, std::nullopt, lease, std::move(h));
         });
   }
-  /// Completes with `void(error_code, std::optional<permit>)`: empty if none was taken in time.
+  /// try_acquire() with a completion token; completes with
+  /// `void(error_code, std::optional<permit>)`: empty if none was taken in time.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_try_acquire(std::uint32_t permits, milliseconds wait, CompletionToken&& token = {}) {
     return async_try_acquire(permits, wait, std::nullopt, std::forward<CompletionToken>(token));
   }
+  /// The same with a lease (absent: the watchdog).
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_try_acquire(std::uint32_t permits, milliseconds wait,
                          std::optional<milliseconds> lease, CompletionToken&& token = {}) {
@@ -111,7 +116,7 @@ class RLOCK_EXPORT semaphore {
           start_take(s, permits, wait, lease, std::move(h));
         });
   }
-  /// Completes with `void(error_code)`.
+  /// release() with a completion token; completes with `void(error_code)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_release(std::uint32_t permits, CompletionToken&& token = {}) {
     return detail::initiate<>(std::forward<CompletionToken>(token), *this,
@@ -119,7 +124,7 @@ class RLOCK_EXPORT semaphore {
                                 start_release(s, permits, std::move(h));
                               });
   }
-  /// Completes with `void(error_code, std::int64_t)`.
+  /// available() with a completion token; completes with `void(error_code, std::int64_t)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_available(CompletionToken&& token = {}) {
     return detail::initiate<std::int64_t>(std::forward<CompletionToken>(token), *this,
@@ -127,7 +132,7 @@ class RLOCK_EXPORT semaphore {
                                             start_admin(s, "available", 0, std::move(h));
                                           });
   }
-  /// Completes with `void(error_code, bool)`.
+  /// try_set_permits() with a completion token; completes with `void(error_code, bool)`.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_try_set_permits(std::uint32_t permits, CompletionToken&& token = {}) {
     return detail::initiate<bool>(std::forward<CompletionToken>(token), *this,
@@ -135,7 +140,8 @@ class RLOCK_EXPORT semaphore {
                                     start_try_set(s, permits, std::move(h));
                                   });
   }
-  /// Completes with `void(error_code, std::int64_t)`: the new count.
+  /// add_permits() with a completion token; completes with `void(error_code, std::int64_t)`:
+  /// the new count.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_add_permits(std::int64_t delta, CompletionToken&& token = {}) {
     return detail::initiate<std::int64_t>(
@@ -144,7 +150,8 @@ class RLOCK_EXPORT semaphore {
           start_admin(s, "add", delta, std::move(h));
         });
   }
-  /// Completes with `void(error_code, std::int64_t)`: how many were drained.
+  /// drain() with a completion token; completes with `void(error_code, std::int64_t)`: how
+  /// many were drained.
   template <detail::completion_token CompletionToken = default_completion_token>
   auto async_drain(CompletionToken&& token = {}) {
     return detail::initiate<std::int64_t>(std::forward<CompletionToken>(token), *this,
@@ -153,9 +160,11 @@ class RLOCK_EXPORT semaphore {
                                           });
   }
 
-  /// The semaphore's name (without the key prefix), and its key.
+  /// The semaphore's name (without the key prefix).
   std::string_view name() const noexcept;
+  /// Its Redis key: key prefix + name.
   std::string_view key() const noexcept;
+  /// The client's executor, where the semaphore's operations run.
   executor_type get_executor() const noexcept;
   /// The words of the latest failed operation of this semaphore's handles (Redis's error text,
   /// the bound that ran out, bad input): the async_* forms complete with an error_code only;
@@ -194,12 +203,15 @@ class RLOCK_EXPORT semaphore {
 /// client::get_permit_expirable_semaphore().
 class RLOCK_EXPORT permit_expirable_semaphore {
  public:
+  /// Leases and waits, in whole milliseconds.
   using milliseconds = std::chrono::milliseconds;
 
   /// Waits for a permit; its lease (absent: the watchdog).
   boost::asio::awaitable<permit> acquire(std::optional<milliseconds> lease = std::nullopt) {
     return semaphore_.acquire(1, lease);
   }
+  /// Takes a permit if one becomes available within `wait` (0: one attempt), with its lease
+  /// (absent: the watchdog); empty if none was taken in time.
   boost::asio::awaitable<std::optional<permit>> try_acquire(
       milliseconds wait = milliseconds::zero(), std::optional<milliseconds> lease = std::nullopt) {
     return semaphore_.try_acquire(1, wait, lease);
@@ -209,14 +221,19 @@ class RLOCK_EXPORT permit_expirable_semaphore {
   /// The id is 32 hex digits, as permit::id() and Redisson show it; any other text is
   /// errc::invalid_argument.
   boost::asio::awaitable<bool> release(std::string_view permit_id);
+  /// Permits available now (as semaphore::available()).
   boost::asio::awaitable<std::int64_t> available() { return semaphore_.available(); }
+  /// Redisson's trySetPermits: sets the count if the semaphore has none yet.
   boost::asio::awaitable<bool> try_set_permits(std::uint32_t permits) {
     return semaphore_.try_set_permits(permits);
   }
+  /// Redisson's addPermits (negative: removes); the new count.
   boost::asio::awaitable<std::int64_t> add_permits(std::int64_t delta) {
     return semaphore_.add_permits(delta);
   }
+  /// The semaphore's name (without the key prefix).
   std::string_view name() const noexcept { return semaphore_.name(); }
+  /// Its Redis key: key prefix + name.
   std::string_view key() const noexcept { return semaphore_.key(); }
 
  private:

@@ -108,7 +108,8 @@ std::string to_prometheus(const client_metrics& m, std::string_view prefix,
   }
   writer w(prefix, labels);
   w.family("acquisitions_total", "counter",
-           "Locks acquired, by how: at once, woken by an unlock, or after the holder's lease.");
+           "Locks acquired, by how: at once, woken by an unlock, after the holder's lease, or "
+           "handed over.");
   w.sample("acquisitions_total", "wake=\"immediate\"", m.acquisitions_immediate);
   w.sample("acquisitions_total", "wake=\"notification\"", m.acquisitions_notification);
   w.sample("acquisitions_total", "wake=\"expiry\"", m.acquisitions_expiry);
