@@ -1,15 +1,22 @@
 # `cmake --install`: headers (with the generated export header), the library, the CMake package
-# (rlockConfig.cmake, rlockConfigVersion.cmake, rlockTargets.cmake) and rlock.pc.
+# (rlockConfig.cmake, rlockConfigVersion.cmake, rlockTargets.cmake) and rlock.pc. Each file
+# belongs to a component, which is a Debian package (cmake/packaging.cmake): runtime (the shared
+# library), dev (headers, the link-time name, the packages for CMake and pkg-config, a static
+# library) and rlockctl.
 include(CMakePackageConfigHelpers)
 
-install(DIRECTORY include/rlock TYPE INCLUDE)
+install(DIRECTORY include/rlock TYPE INCLUDE COMPONENT dev)
 install(FILES ${PROJECT_BINARY_DIR}/include/rlock/export.hpp
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rlock)
-install(TARGETS rlock EXPORT rlockTargets)
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rlock COMPONENT dev)
+install(TARGETS rlock EXPORT rlockTargets
+        LIBRARY COMPONENT runtime NAMELINK_COMPONENT dev
+        ARCHIVE COMPONENT dev
+        RUNTIME COMPONENT runtime)
 if(RLOCK_BUILD_TOOLS)
-  install(TARGETS rlockctl)
+  install(TARGETS rlockctl RUNTIME COMPONENT rlockctl)
 endif()
-install(EXPORT rlockTargets NAMESPACE rlock:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rlock)
+install(EXPORT rlockTargets NAMESPACE rlock:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rlock
+        COMPONENT dev)
 
 configure_package_config_file(cmake/rlockConfig.cmake.in
   ${PROJECT_BINARY_DIR}/rlockConfig.cmake
@@ -17,7 +24,7 @@ configure_package_config_file(cmake/rlockConfig.cmake.in
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/rlockConfigVersion.cmake
   COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/rlockConfig.cmake ${PROJECT_BINARY_DIR}/rlockConfigVersion.cmake
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rlock)
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rlock COMPONENT dev)
 
 # pkg-config: the prefix is found from the .pc file's own place, so the package can be
 # installed anywhere (cmake --install --prefix) or moved. A static librlock.a needs fmt at link
@@ -33,4 +40,5 @@ else()
   set(rlock_pc_cflags " -DRLOCK_STATIC_DEFINE")
 endif()
 configure_file(cmake/rlock.pc.in ${PROJECT_BINARY_DIR}/rlock.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/rlock.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${PROJECT_BINARY_DIR}/rlock.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
+        COMPONENT dev)

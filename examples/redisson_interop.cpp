@@ -6,7 +6,7 @@
 //   lock.lock();                 // watchdog lease, 30 s, renewed every 10 s
 //   try { ... } finally { lock.unlock(); }
 //
-// The Redis layout both use (README, "Wire compatibility with Redisson"):
+// The Redis layout both use (docs/design/wire-compatibility.md):
 //   key      orders:42                               a hash
 //   field    <client uuid>:<owner id>                hold count; Redisson: <uuid>:<thread id>
 //   channel  redisson_lock__channel:{orders:42}      "0" published on the final unlock

@@ -34,6 +34,18 @@ ensure_packages() {
   fi
 }
 
+# What scripts/docs needs: the site generator and its theme, the reference generator, Graphviz
+# for the pictures; and for the browser test (test/docs), Debian's Chromium, its driver and
+# Selenium.
+# shellcheck disable=SC2034
+RLOCK_DOCS_PACKAGES=(mkdocs mkdocs-material python3-pymdownx python3-pygments doxygen graphviz
+  chromium chromium-driver python3-selenium)
+
+# What scripts/package needs beyond that: lintian, dpkg-shlibdeps (dpkg-dev), and help2man for
+# rlockctl's manual page.
+# shellcheck disable=SC2034
+RLOCK_PACKAGE_PACKAGES=(dpkg-dev lintian help2man man-db)
+
 # free_port: prints a loopback TCP port that was free a moment ago.
 free_port() {
   if command -v python3 >/dev/null 2>&1; then

@@ -5,7 +5,7 @@
 // A lock kind as data: everything the acquire engine (acquire_fsm, the acquire and release
 // operations), the wait hub and the watchdog need to know about one kind of Redisson lock. The
 // engine branches on nothing else, so a new kind is a new descriptor, its scripts and its API
-// header (README, "Adding a lock kind").
+// header (docs/design/adding-a-kind.md).
 #include "engine/acquire_reply.hpp"
 #include "notify/wake_policy.hpp"
 #include "resp3/value.hpp"

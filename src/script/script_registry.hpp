@@ -54,7 +54,8 @@ class script_registry {
   /// cache was flushed) reaches the handler as it is (see not_run), and the caller's next call
   /// goes right after a `SCRIPT LOAD` on its connection. Before the handshake has loaded the
   /// script there is no hash to call it by: the script is loaded, and the handler gets a
-  /// NOSCRIPT reply to call again. `EVAL` is never used (README's ACL user may not run it).
+  /// NOSCRIPT reply to call again. `EVAL` is never used (docs/guide/tls-acl.md's ACL user may not
+  /// run it).
   template <typename Handler>
   multiplexer::id_type async_run_once(script s, std::span<const std::string_view> keys,
                                       std::span<const std::string_view> args, request_options opts,

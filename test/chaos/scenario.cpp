@@ -137,7 +137,7 @@ bool scenario::restart_server() {
   server.restart();
   back_at.push_back(now_ns());
   // The clients' fences (CLIENT KILL ID of their previous connection) run right after the
-  // restart, when those ids name new connections, ours perhaps (README "Faults"): ask again.
+  // restart, when those ids name new connections, ours perhaps (docs/guide/faults.md): ask again.
   auto ask = [&](std::initializer_list<std::string_view> command) {
     for (int attempt = 1;; ++attempt) {
       try {

@@ -141,8 +141,9 @@ TEST(sentinel_chaos, sigkill_of_the_master_under_contention_keeps_exclusion) {
 }
 
 /// Failover → first successful acquisition, over five SIGKILLs of the master (so nothing can
-/// be acquired on the old one): printed as p50 / max for README. Not asserted: timing is
-/// measured, not tested. RLOCK_CHAOS_FAILOVERS sets how many (the sanitizer presets run 2).
+/// be acquired on the old one): printed as p50 / max for docs/guide/sentinel.md. Not asserted:
+/// timing is measured, not tested. RLOCK_CHAOS_FAILOVERS sets how many (the sanitizer presets run
+/// 2).
 TEST(sentinel_chaos, failover_to_first_acquire_over_five_kills) {
   auto& t = topology();
   const char* failovers_env = std::getenv("RLOCK_CHAOS_FAILOVERS");

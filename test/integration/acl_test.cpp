@@ -1,4 +1,4 @@
-// ACL users against a real server: the least-privilege line README recommends for a service
+// ACL users against a real server: the least-privilege line the docs recommend for a service
 // that locks under a key prefix lets rlock do everything it does, and nothing outside the
 // prefix; each missing right fails with its own error and Redis's words.
 #include "rlock/rlock.hpp"

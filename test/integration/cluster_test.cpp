@@ -596,7 +596,7 @@ TEST(cluster, after_a_master_is_killed_its_keys_are_locked_on_the_promoted_repli
 TEST(cluster, over_tls_with_a_least_privilege_user_locks_and_wakes_on_every_shard) {
   // Every node with a TLS port beside its plaintext one and a TLS bus (tls-cluster: without it
   // Redis 7.0 does not announce TLS ports); the clients know only the TLS ports (rediss://
-  // seeds) and learn the masters' TLS ports from CLUSTER SHARDS. Their user has README's
+  // seeds) and learn the masters' TLS ports from CLUSTER SHARDS. Their user has the docs'
   // least-privilege line plus what Cluster mode sends.
   auto node_options = cluster_topology::cluster_options();
   node_options.with_tls(rlock::test::tls_files::shared());

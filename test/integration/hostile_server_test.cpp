@@ -1,6 +1,6 @@
 // Hostile and broken servers, played by a stand-in server: every one gives connect() a distinct,
-// clear error within connect_timeout, never a crash, a hang or a success. README's table of
-// hostile inputs lists these cases.
+// clear error within connect_timeout, never a crash, a hang or a success. docs/guide/faults.md's
+// table of hostile inputs lists these cases.
 #include "resp3/parser.hpp"
 #include "rlock/rlock.hpp"
 #include "script/scripts.hpp"

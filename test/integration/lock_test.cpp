@@ -206,7 +206,7 @@ TEST(lock, noscript_is_recovered_after_script_flush) {
     co_await redis.close();
   });
   // Every script call went through EVALSHA; EVAL (which would resend the source, and which
-  // README's least-privilege ACL user may not run) never.
+  // the docs' least-privilege ACL user may not run) never.
   auto stats = raw.command({"INFO", "commandstats"}).str;
   EXPECT_NE(stats.find("cmdstat_evalsha:"), std::string::npos);
   EXPECT_EQ(stats.find("cmdstat_eval:"), std::string::npos) << stats;

@@ -1,5 +1,5 @@
 // rlockctl driven as an operator drives it: separate processes against this suite's server,
-// judged by their output and exit codes (README, "rlockctl").
+// judged by their output and exit codes (docs/operations/rlockctl.md).
 #include "session/cluster/key_slot.hpp"
 #include "support/child_process.hpp"
 #include "support/cluster_topology.hpp"

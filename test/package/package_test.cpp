@@ -217,8 +217,8 @@ TEST(package, vendored_with_add_subdirectory_follows_the_parents_build_shared_li
   EXPECT_EQ(rules.find("librlock.so"), std::string::npos);
 }
 
-// FetchContent as README shows it, from this checkout's commit (offline: a file:// URL), with
-// nothing else set: no build type, no BUILD_SHARED_LIBS (so a static rlock).
+// FetchContent as docs/install.md shows it, from this checkout's commit (offline: a file:// URL),
+// with nothing else set: no build type, no BUILD_SHARED_LIBS (so a static rlock).
 TEST(package, fetched_with_fetch_content_builds_and_locks) {
   const auto head = run({"git", "-C", RLOCK_SOURCE_DIR, "rev-parse", "HEAD"});
   if (head.code != 0) GTEST_SKIP() << "not a git checkout: " << head.output;

@@ -1,6 +1,6 @@
 #pragma once
 
-// ACL users for tests: README's least-privilege line, and ACL SETUSER with it.
+// ACL users for tests: docs/guide/tls-acl.md's least-privilege line, and ACL SETUSER with it.
 #include "support/raw_client.hpp"
 
 #include <gtest/gtest.h>
@@ -13,10 +13,10 @@
 
 namespace rlock::test {
 
-/// README's least-privilege ACL line for a service whose locks live under `prefix` (README
-/// shows it for `svc:`): the lock keys and the names Redisson derives from them (the scripts
-/// take the channel, latch and token counter as keys), the unlock channels, and the commands
-/// rlock sends, directly or from its scripts.
+/// The least-privilege ACL line for a service whose locks live under `prefix`
+/// (docs/guide/tls-acl.md shows it for `svc:`): the lock keys and the names Redisson derives from
+/// them (the scripts take the channel, latch and token counter as keys), the unlock channels, and
+/// the commands rlock sends, directly or from its scripts.
 inline std::string least_privilege_rules(const std::string& prefix) {
   return "resetkeys ~" + prefix + "* ~redisson_lock__channel:{" + prefix +
          "*} ~redisson_unlock_latch:{" + prefix + "*}:* ~redisson_lock_token:{" + prefix +
@@ -26,7 +26,7 @@ inline std::string least_privilege_rules(const std::string& prefix) {
          "+incr +publish";
 }
 
-/// What fair locks need beyond that line (README "ACL"): the queue, the deadlines and the
+/// What fair locks need beyond that line (docs/guide/tls-acl.md): the queue, the deadlines and the
 /// handoff registrations as keys, each waiter's own channel (`<unlock channel>:<owner field>`),
 /// and the commands their scripts run.
 inline std::string fair_lock_rules(const std::string& prefix) {
@@ -36,7 +36,7 @@ inline std::string fair_lock_rules(const std::string& prefix) {
          "+zincrby";
 }
 
-/// What read-write locks need beyond the least-privilege line (README "ACL"): the per-hold
+/// What read-write locks need beyond the least-privilege line (docs/guide/tls-acl.md): the per-hold
 /// timeout keys `{<key>}:<owner field>:rwlock_timeout:<n>` (and their base `{<key>}`, which the
 /// read unlock names), the channel `redisson_rwlock:{<key>}` (a channel, and a key to the
 /// scripts, as Redisson passes it), and their scripts' hash commands.
@@ -45,7 +45,7 @@ inline std::string read_write_lock_rules(const std::string& prefix) {
          "*} +hset +hdel +hlen +hkeys";
 }
 
-/// What semaphores need beyond the least-privilege line (README "ACL"): their holds
+/// What semaphores need beyond the least-privilege line (docs/guide/tls-acl.md): their holds
 /// `{<key>}:timeout`, hold sizes, total and channel (a key to the scripts too), and the commands
 /// of their scripts.
 inline std::string semaphore_rules(const std::string& prefix) {
@@ -54,7 +54,7 @@ inline std::string semaphore_rules(const std::string& prefix) {
          "*} +time +incrby +decrby +zadd +zrem +zscore +zrange +zrangebyscore +hset +hdel";
 }
 
-/// What Cluster mode sends beyond that line (README "Redis Cluster": TLS and ACL).
+/// What Cluster mode sends beyond that line (docs/guide/cluster.md: TLS and ACL).
 inline constexpr std::string_view cluster_rules =
     " +cluster|shards +cluster|slots +asking +ssubscribe +sunsubscribe +spublish";
 

@@ -11,7 +11,7 @@
 
 namespace rlockctl {
 
-/// Exit codes, the same for every command (README, "rlockctl").
+/// Exit codes, the same for every command (docs/operations/rlockctl.md).
 enum exit_code : int {
   exit_ok = 0,
   exit_not_acquired = 1,  // hold: not acquired within --wait (or interrupted while waiting)

@@ -1,4 +1,4 @@
-// rlockctl: see and handle rlock (and Redisson) locks from a shell. README, "rlockctl".
+// rlockctl: see and handle rlock (and Redisson) locks from a shell. docs/operations/rlockctl.md.
 #include "commands.hpp"
 
 #include <boost/system/system_error.hpp>

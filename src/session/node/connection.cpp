@@ -254,7 +254,7 @@ std::error_code connection::check_step(std::size_t i, resp3::value& reply,
   const bool select = cfg_.database != 0;
   if (i > 0 && fencing_) {
     // Any answer will do: killed (1), already gone (0), or refused (no `client|kill` right,
-    // then this connection is not fenced; see README).
+    // then this connection is not fenced; see docs/guide/faults.md).
     if (i == 1) return {};
     --i;
   }
