@@ -71,12 +71,13 @@ def browser(profile):
 
 
 def public_classes(include):
-    """(namespace path, name, 'class'|'struct') of each class or struct defined at namespace
-    scope in the public headers, outside rlock::detail; forward declarations are left out."""
+    """(namespace path, name, 'class'|'struct', header) of each class or struct the public
+    headers define at namespace scope outside rlock::detail, and of each public one nested in
+    those; forward declarations are left out. Reads the layout clang-format gives them."""
     found = []
     for header in sorted(include.glob("*.hpp")):
         namespaces = []
-        pending = None
+        outer = None  # (path, access) of the namespace-scope class being read
         for line in header.read_text().splitlines():
             m = re.match(r"^namespace ([\w:]+) \{", line)
             if m:
@@ -88,9 +89,24 @@ def public_classes(include):
                 continue
             if "detail" in namespaces or not namespaces or namespaces[0] != "rlock":
                 continue
-            m = re.match(r"^(class|struct) (?:\[\[[^]]*\]\] )?(?:RLOCK_EXPORT )?(\w+)(.*)$", line)
-            if m and not m.group(3).rstrip().endswith(";"):
-                found.append((list(namespaces), m.group(2), m.group(1), header.name))
+            if outer and line.startswith("};"):
+                outer = None
+                continue
+            m = re.match(r"^( ?)(public|private|protected):", line)
+            if outer and m:
+                outer = (outer[0], m.group(2))
+                continue
+            m = re.match(r"^(  )?(class|struct) (?:\[\[[^]]*\]\] )?(?:RLOCK_EXPORT )?(\w+)(.*)$",
+                         line)
+            if not m or m.group(4).rstrip().endswith(";"):
+                continue
+            if m.group(1) is None:
+                path = list(namespaces)
+                found.append((path, m.group(3), m.group(2), header.name))
+                if m.group(4).rstrip().endswith("{"):
+                    outer = (path + [m.group(3)], "public" if m.group(2) == "struct" else "private")
+            elif outer and outer[1] == "public":
+                found.append((outer[0], m.group(3), m.group(2), header.name))
     return found
 
 
@@ -191,7 +207,7 @@ def main():
             if page not in seen:
                 fail("%s: %s %s has no reference page (%s)" %
                      (header, what, "::".join(namespaces + [name]), page))
-        print("%d kinds, %d public classes checked" % (len(kinds), len(classes)))
+        print("%d kinds, %d public classes and structs checked" % (len(kinds), len(classes)))
 
         # Code blocks are present and highlighted: a keyword is coloured unlike plain text.
         for page in ("getting-started.html", "guide/kinds/fair.html"):

@@ -1,5 +1,5 @@
 // Redisson interop: a foreign Redisson client, played with raw_client and Redisson's own Lua
-// scripts (quoted from /work/shared/redisson-wire.md, deliberately not rlock's scripts.hpp),
+// scripts (quoted from Redisson's source, deliberately not rlock's scripts.hpp),
 // and rlock must exclude each other and wake each other on unlock.
 #include "engine/latch_sweeper.hpp"
 #include "engine/lock_state.hpp"
