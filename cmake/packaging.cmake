@@ -17,6 +17,7 @@ string(TIMESTAMP rlock_deb_date "%a, %d %b %Y %H:%M:%S +0000" UTC)
 
 # /usr/share/doc/<package>/{copyright,changelog.Debian.gz} for each package.
 file(READ ${PROJECT_SOURCE_DIR}/LICENSE rlock_license)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/LICENSE)
 string(REGEX REPLACE "\n$" "" rlock_license "${rlock_license}")
 # DEP-5: a license's text is indented by one space, an empty line is " .".
 string(REPLACE "\n\n" "\n.\n" rlock_license "${rlock_license}")
@@ -55,7 +56,8 @@ if(RLOCK_BUILD_TOOLS AND RLOCK_HELP2MAN)
     COMMAND ${RLOCK_GZIP} -9nf ${rlock_man}
     DEPENDS rlockctl
     COMMENT "rlockctl(1) from rlockctl --help")
-  add_custom_target(rlockctl_man DEPENDS ${rlock_man}.gz)
+  # Part of the default build, so that cpack run by hand finds it too.
+  add_custom_target(rlockctl_man ALL DEPENDS ${rlock_man}.gz)
   install(FILES ${rlock_man}.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT rlockctl
           EXCLUDE_FROM_ALL)
 endif()

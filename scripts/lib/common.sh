@@ -35,11 +35,14 @@ ensure_packages() {
 }
 
 # What scripts/docs needs: the site generator and its theme, the reference generator, Graphviz
-# for the pictures; and for the browser test (test/docs), Debian's Chromium, its driver and
-# Selenium.
+# for the pictures.
 # shellcheck disable=SC2034
-RLOCK_DOCS_PACKAGES=(mkdocs mkdocs-material python3-pymdownx python3-pygments doxygen graphviz
-  chromium chromium-driver python3-selenium)
+RLOCK_DOCS_PACKAGES=(mkdocs mkdocs-material python3-pymdownx python3-pygments doxygen graphviz)
+
+# What the browser test of the site (test/docs) needs beyond that: Debian's Chromium, its driver
+# and Selenium.
+# shellcheck disable=SC2034
+RLOCK_BROWSER_PACKAGES=(chromium chromium-driver python3-selenium)
 
 # What scripts/package needs beyond that: lintian, dpkg-shlibdeps (dpkg-dev), and help2man for
 # rlockctl's manual page.

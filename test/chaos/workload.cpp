@@ -64,8 +64,9 @@ struct shared_state {
   const workload_options* opts = nullptr;
   recorder* rec = nullptr;
   std::chrono::steady_clock::time_point stop_at;
-  /// The stated bounds (docs/guide/faults.md): try_lock(wait) within wait + command_timeout, an
-  /// unlock within command_timeout.
+  /// The bounds the checker holds the workload to, with slack over the stated ones
+  /// (docs/guide/faults.md): try_lock(wait) within wait + command_timeout, an unlock within
+  /// command_timeout.
   nanos try_bound = 0;
   nanos unlock_bound = 0;
   std::atomic<bool> drain_expired{false};

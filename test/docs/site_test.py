@@ -24,11 +24,15 @@ import threading
 import time
 import urllib.parse
 
-from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
-from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+try:
+    from selenium import webdriver
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+except ImportError:
+    sys.exit("site_test: Selenium is missing: apt-get install chromium chromium-driver "
+             "python3-selenium (scripts/test installs them)")
 
 # The sections every kind's page has (docs/guide/kinds/), in order.
 KIND_SECTIONS = ["In Redisson", "Layout", "Rules", "Faults", "Proof"]
@@ -143,118 +147,16 @@ def main():
     pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
     print("site built: %d pages (%.1f s)" % (len(pages), time.monotonic() - started))
 
-    server, base = serve(site)
-    profile = tempfile.mkdtemp(prefix="rlock-docs-chromium-")
-    driver = browser(profile)
-    try:
-        seen = {}  # page -> ids
-        all_links = []  # (page, href)
-        for page in pages:
-            try:
-                ids, links, errors = visit(driver, base + page)
-            except TimeoutException:
-                fail("%s: did not load within %d s" % (page, PAGE_LOAD_SECONDS))
-                continue
-            seen[page] = ids
-            all_links.extend((page, href) for href in links)
-            for message in errors:
-                fail("%s: console error: %s" % (page, message))
-        print("visited %d pages (%.1f s)" % (len(seen), time.monotonic() - started))
-
-        # Every internal link names a file of the site, and its anchor an element of that page.
-        checked = 0
-        for page, href in all_links:
-            parts = urllib.parse.urlsplit(href)
-            if not href.startswith(base):
-                if parts.scheme in ("http", "https") and parts.hostname in ("127.0.0.1",
-                                                                            "localhost"):
-                    fail("%s: link to another local server: %s" % (page, href))
-                continue
-            target = urllib.parse.unquote(parts.path[len(urllib.parse.urlsplit(base).path):])
-            if target == "" or target.endswith("/"):
-                target += "index.html"
-            checked += 1
-            if not (site / target).is_file():
-                fail("%s: broken link %s" % (page, href))
-                continue
-            if parts.fragment and target.endswith(".html"):
-                fragment = urllib.parse.unquote(parts.fragment)
-                if target in seen and fragment not in seen[target]:
-                    fail("%s: link %s: no element with id '%s' in %s" %
-                         (page, href, fragment, target))
-        print("checked %d internal links" % checked)
-
-        # Every kind of src/kinds/ has its page, with its sections in order.
-        kinds = sorted(p.stem for p in (source / "src" / "kinds").glob("*.cpp")
-                       if p.stem != "names") + ["multi"]
-        for kind in kinds:
-            page = "guide/kinds/%s.html" % kind.replace("_", "-")
-            if page not in seen:
-                fail("kind %s: no page %s" % (kind, page))
-                continue
-            driver.get(base + page)
-            headings = driver.execute_script(
-                "return Array.from(document.querySelectorAll('article h2'))"
-                ".map(h => h.textContent.replace(/\\u00b6/g, '').trim())")
-            if [h for h in headings if h in KIND_SECTIONS] != KIND_SECTIONS:
-                fail("%s: sections %s, expected %s in this order" %
-                     (page, headings, KIND_SECTIONS))
-
-        # Every public class and struct has its reference page.
-        classes = public_classes(source / "include" / "rlock")
-        for namespaces, name, what, header in classes:
-            page = "reference/api/" + doxygen_page(namespaces, name, what)
-            if page not in seen:
-                fail("%s: %s %s has no reference page (%s)" %
-                     (header, what, "::".join(namespaces + [name]), page))
-        print("%d kinds, %d public classes and structs checked" % (len(kinds), len(classes)))
-
-        # Code blocks are present and highlighted: a keyword is coloured unlike plain text.
-        for page in ("getting-started.html", "guide/kinds/fair.html"):
-            driver.get(base + page)
-            result = driver.execute_script("""
-                const blocks = document.querySelectorAll('.highlight pre code');
-                const keyword = document.querySelector('.highlight pre code .k, .highlight pre code .kt');
-                if (!keyword) return [blocks.length, null, null];
-                const code = keyword.closest('code');
-                return [blocks.length, getComputedStyle(keyword).color, getComputedStyle(code).color];
-            """)
-            blocks, keyword_colour, text_colour = result
-            if blocks == 0:
-                fail("%s: no code block" % page)
-            elif keyword_colour is None or keyword_colour == text_colour:
-                fail("%s: code is not highlighted (keyword %s, text %s)" %
-                     (page, keyword_colour, text_colour))
-
-        # The search box finds try_lock.
-        driver.get(base + "index.html")
-        box = driver.find_element(By.CSS_SELECTOR, "input[data-md-component='search-query']")
-        box.click()
-        box.send_keys("try_lock")
+    with tempfile.TemporaryDirectory(prefix="rlock-docs-chromium-") as profile:
+        server, base = serve(site)
         try:
-            WebDriverWait(driver, SEARCH_SECONDS).until(lambda d: d.find_elements(
-                By.CSS_SELECTOR, ".md-search-result__item"))
-            hits = driver.find_elements(By.CSS_SELECTOR, ".md-search-result__item a")
-            first = hits[0].get_attribute("href")
-            # The teasers are cut short: the first result's page itself must have the word.
-            driver.get(first)
-            if "try_lock" not in driver.find_element(By.TAG_NAME, "article").text:
-                fail("search for try_lock: the first result, %s, does not mention it" % first)
-            else:
-                print("search for try_lock: %d results, the first %s" % (len(hits), first))
-        except TimeoutException:
-            fail("search for try_lock: no result within %d s" % SEARCH_SECONDS)
-
-        # The artifacts: the landing page and a kind's page as a reader sees them.
-        for page, shot in (("index.html", "landing.png"),
-                           ("guide/kinds/fair.html", "kind-fair.png")):
-            driver.get(base + page)
-            driver.save_screenshot(str(out / shot))
-        print("screenshots: %s, %s" % (out / "landing.png", out / "kind-fair.png"))
-    finally:
-        driver.quit()
-        server.shutdown()
-        subprocess.run(["rm", "-rf", profile], check=False)
+            driver = browser(profile)
+            try:
+                check_site(driver, base, site, source, out, pages)
+            finally:
+                driver.quit()
+        finally:
+            server.shutdown()
 
     print("%.1f s" % (time.monotonic() - started))
     if failures:
@@ -262,6 +164,117 @@ def main():
         return 1
     print("docs site: every check passed")
     return 0
+
+
+def check_site(driver, base, site, source, out, pages):
+    """Every check of the module's docstring, on the served site; failures go to fail()."""
+    started = time.monotonic()
+    seen = {}  # page -> ids
+    all_links = []  # (page, href)
+    for page in pages:
+        try:
+            ids, links, errors = visit(driver, base + page)
+        except TimeoutException:
+            fail("%s: did not load within %d s" % (page, PAGE_LOAD_SECONDS))
+            continue
+        seen[page] = ids
+        all_links.extend((page, href) for href in links)
+        for message in errors:
+            fail("%s: console error: %s" % (page, message))
+    print("visited %d pages (%.1f s)" % (len(seen), time.monotonic() - started))
+
+    # Every internal link names a file of the site, and its anchor an element of that page.
+    checked = 0
+    for page, href in all_links:
+        parts = urllib.parse.urlsplit(href)
+        if not href.startswith(base):
+            if parts.scheme in ("http", "https") and parts.hostname in ("127.0.0.1",
+                                                                        "localhost"):
+                fail("%s: link to another local server: %s" % (page, href))
+            continue
+        target = urllib.parse.unquote(parts.path[len(urllib.parse.urlsplit(base).path):])
+        if target == "" or target.endswith("/"):
+            target += "index.html"
+        checked += 1
+        if not (site / target).is_file():
+            fail("%s: broken link %s" % (page, href))
+            continue
+        if parts.fragment and target.endswith(".html"):
+            fragment = urllib.parse.unquote(parts.fragment)
+            if target in seen and fragment not in seen[target]:
+                fail("%s: link %s: no element with id '%s' in %s" %
+                     (page, href, fragment, target))
+    print("checked %d internal links" % checked)
+
+    # Every kind of src/kinds/ has its page, with its sections in order.
+    kinds = sorted(p.stem for p in (source / "src" / "kinds").glob("*.cpp")
+                   if p.stem != "names") + ["multi"]
+    for kind in kinds:
+        page = "guide/kinds/%s.html" % kind.replace("_", "-")
+        if page not in seen:
+            fail("kind %s: no page %s" % (kind, page))
+            continue
+        driver.get(base + page)
+        headings = driver.execute_script(
+            "return Array.from(document.querySelectorAll('article h2'))"
+            ".map(h => h.textContent.replace(/\\u00b6/g, '').trim())")
+        if [h for h in headings if h in KIND_SECTIONS] != KIND_SECTIONS:
+            fail("%s: sections %s, expected %s in this order" %
+                 (page, headings, KIND_SECTIONS))
+
+    # Every public class and struct has its reference page.
+    classes = public_classes(source / "include" / "rlock")
+    for namespaces, name, what, header in classes:
+        page = "reference/api/" + doxygen_page(namespaces, name, what)
+        if page not in seen:
+            fail("%s: %s %s has no reference page (%s)" %
+                 (header, what, "::".join(namespaces + [name]), page))
+    print("%d kinds, %d public classes and structs checked" % (len(kinds), len(classes)))
+
+    # Code blocks are present and highlighted: a keyword is coloured unlike plain text.
+    for page in ("getting-started.html", "guide/kinds/fair.html"):
+        driver.get(base + page)
+        result = driver.execute_script("""
+            const blocks = document.querySelectorAll('.highlight pre code');
+            const keyword = document.querySelector('.highlight pre code .k, .highlight pre code .kt');
+            if (!keyword) return [blocks.length, null, null];
+            const code = keyword.closest('code');
+            return [blocks.length, getComputedStyle(keyword).color, getComputedStyle(code).color];
+        """)
+        blocks, keyword_colour, text_colour = result
+        if blocks == 0:
+            fail("%s: no code block" % page)
+        elif keyword_colour is None or keyword_colour == text_colour:
+            fail("%s: code is not highlighted (keyword %s, text %s)" %
+                 (page, keyword_colour, text_colour))
+
+    # The search box finds try_lock.
+    driver.get(base + "index.html")
+    box = driver.find_element(By.CSS_SELECTOR, "input[data-md-component='search-query']")
+    box.click()
+    box.send_keys("try_lock")
+    try:
+        WebDriverWait(driver, SEARCH_SECONDS).until(lambda d: d.find_elements(
+            By.CSS_SELECTOR, ".md-search-result__item"))
+        hits = driver.find_elements(By.CSS_SELECTOR, ".md-search-result__item a[href]")
+        if not hits:
+            raise TimeoutException("results without links")
+        first = hits[0].get_attribute("href")
+        # The teasers are cut short: the first result's page itself must have the word.
+        driver.get(first)
+        if "try_lock" not in driver.find_element(By.TAG_NAME, "article").text:
+            fail("search for try_lock: the first result, %s, does not mention it" % first)
+        else:
+            print("search for try_lock: %d results, the first %s" % (len(hits), first))
+    except TimeoutException:
+        fail("search for try_lock: no result within %d s" % SEARCH_SECONDS)
+
+    # The artifacts: the landing page and a kind's page as a reader sees them.
+    for page, shot in (("index.html", "landing.png"),
+                       ("guide/kinds/fair.html", "kind-fair.png")):
+        driver.get(base + page)
+        driver.save_screenshot(str(out / shot))
+    print("screenshots: %s, %s" % (out / "landing.png", out / "kind-fair.png"))
 
 
 if __name__ == "__main__":
