@@ -21,14 +21,7 @@ install(EXPORT rlockTargets NAMESPACE rlock:: DESTINATION ${CMAKE_INSTALL_LIBDIR
 configure_package_config_file(cmake/rlockConfig.cmake.in
   ${PROJECT_BINARY_DIR}/rlockConfig.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/rlock)
-# While the major version is 0 a minor version may break the API (CHANGELOG), so only the same
-# minor version (at a patch level at least the one asked for) is compatible; from 1.0 on, the
-# same major version.
-if(PROJECT_VERSION_MAJOR EQUAL 0)
-  set(rlock_version_compatibility SameMinorVersion)
-else()
-  set(rlock_version_compatibility SameMajorVersion)
-endif()
+# Compatible versions: those that share the SONAME (rlock_version_compatibility, CMakeLists.txt).
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/rlockConfigVersion.cmake
   COMPATIBILITY ${rlock_version_compatibility})
 install(FILES ${PROJECT_BINARY_DIR}/rlockConfig.cmake ${PROJECT_BINARY_DIR}/rlockConfigVersion.cmake

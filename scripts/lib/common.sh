@@ -9,6 +9,13 @@ RLOCK_PACKAGES=(cmake ninja-build g++ clang libboost1.81-dev libfmt-dev libgtest
   redis-server redis-tools clang-format pkg-config libcli11-dev libspdlog-dev libhiredis-dev
   libssl-dev openssl doxygen ccache mold git gnuplot-nox python3-redis)
 
+# cmake --build's arguments for RLOCK_JOBS=N, a limit on build parallelism (none when unset).
+# shellcheck disable=SC2034
+RLOCK_BUILD_ARGS=()
+if [[ -n ${RLOCK_JOBS:-} ]]; then
+  RLOCK_BUILD_ARGS=(--parallel "$RLOCK_JOBS")
+fi
+
 log() {
   printf '==> %s\n' "$*" >&2
 }
