@@ -61,7 +61,8 @@ struct lock_holder {
 struct queued_waiter {
   /// Its owner field, `<client uuid>:<owner id>`.
   std::string owner;
-  /// Until the server drops it unless it comes back (server clock; negative: overdue).
+  /// Until the server drops it unless it comes back (server clock; negative: overdue); none
+  /// when the deadline or the server's clock reads as no time (beyond 2^53 ms, inf).
   std::optional<std::chrono::milliseconds> deadline_in;
   /// An rlock waiter registered for the handoff by push.
   bool by_push = false;
@@ -75,7 +76,8 @@ struct permit_hold {
   std::string id;
   /// How many permits it holds.
   std::int64_t permits = 1;
-  /// Until it expires (server clock; negative: overdue); none when unknown or never.
+  /// Until it expires (server clock; negative: overdue); none when unknown, never, or no time
+  /// (beyond 2^53 ms, -inf).
   std::optional<std::chrono::milliseconds> expires_in;
   /// A Redisson permit taken without a lease.
   bool never_expires = false;

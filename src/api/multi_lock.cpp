@@ -2,6 +2,7 @@
 // acquisitions (lock_handle's), released in reverse, and one lost() for the group.
 #include "rlock/multi_lock.hpp"
 
+#include "engine/deadline.hpp"
 #include "engine/engine_context.hpp"
 #include "engine/lock_state.hpp"
 #include "engine/spawn.hpp"
@@ -170,7 +171,7 @@ asio::awaitable<std::pair<detail::failure, bool>> multi_lock::try_lock_all(
     co_return std::pair{
         detail::failure(errc::invalid_argument, "multi_lock: the lease must be positive"), false};
   }
-  const auto deadline = clock_type::now() + wait;
+  const auto deadline = detail::saturating_add(clock_type::now(), wait);
   std::vector<clock_type::time_point> starts;
   starts.reserve(members->size());
   for (;;) {

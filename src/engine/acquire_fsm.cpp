@@ -1,23 +1,12 @@
 #include "engine/acquire_fsm.hpp"
 
+#include "engine/deadline.hpp"
+
 #include <algorithm>
 
 namespace rlock::detail {
 
 using action = acquire_fsm::action;
-
-namespace {
-
-/// `at + d`, or time_point::max() where that would not fit (a wait of years, or more).
-acquire_fsm::clock::time_point saturating_add(acquire_fsm::clock::time_point at,
-                                              acquire_fsm::milliseconds d) noexcept {
-  using clock = acquire_fsm::clock;
-  const auto room =
-      std::chrono::duration_cast<acquire_fsm::milliseconds>(clock::time_point::max() - at);
-  return d >= room ? clock::time_point::max() : at + d;
-}
-
-}  // namespace
 
 acquire_fsm::acquire_fsm(clock::time_point now, const milliseconds* wait, milliseconds round_trip,
                          milliseconds default_nap, milliseconds longest_nap) noexcept
@@ -92,8 +81,15 @@ action acquire_fsm::sleep_or_end(clock::time_point now) noexcept {
   // Until the holder's lease runs out (key expiry publishes nothing), never past the bound, and
   // never longer than a lease: whatever the server answered (decoded through server_wait), a
   // waiter looks again at least once per lease, and a sleep always lies ahead.
-  const auto nap = std::clamp(ttl_.count() >= 0 ? ttl_ : default_nap_, milliseconds(1),
-                              std::max(longest_nap_, milliseconds(1)));
+  // A server that keeps answering "1 ms more" (a score it never reclaims, a clock that does not
+  // move) gets a wait that doubles from the second such answer on, up to a second: never a
+  // round trip a millisecond.
+  auto nap = ttl_.count() >= 0 ? ttl_ : default_nap_;
+  if (short_waits_ >= 2) {
+    nap = std::max(nap, std::min(default_nap_,
+                                 milliseconds(std::int64_t{1} << std::min(short_waits_ - 1, 10))));
+  }
+  nap = std::clamp(nap, milliseconds(1), std::max(longest_nap_, milliseconds(1)));
   const auto until = saturating_add(now, nap);
   sleep_until_ = until < deadline_ ? until : deadline_;
   phase_ = phase::parked;
@@ -115,6 +111,9 @@ action acquire_fsm::on_attempt(answer a, milliseconds ttl, clock::time_point now
     case answer::busy:
       answered_ = true;
       ttl_ = ttl;
+      short_waits_ = ttl >= milliseconds(0) && ttl <= milliseconds(1)
+                         ? static_cast<std::uint8_t>(std::min(short_waits_ + 1, 16))
+                         : 0;
       return on_not_taken(now, false);
     case answer::unknown:
       phase_ = phase::reconciling;

@@ -10,6 +10,7 @@
 // and stay alive, owned by its request, until Redis's answer settles what happened.
 
 #include "engine/acquire_fsm.hpp"
+#include "engine/acquire_reply.hpp"
 #include "engine/delivery.hpp"
 #include "engine/engine_context.hpp"
 #include "engine/handoff.hpp"
@@ -21,6 +22,7 @@
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -209,10 +211,12 @@ struct acquire_operation : attempt_gate::entry {
 
   /// A fair waiter's allowance for its queue deadline (Redisson's threadWaitTime): the caller's
   /// wait, or config::fair_lock::wait_timeout without one; formatted into `own` if it is the
-  /// caller's.
+  /// caller's. At most longest_server_wait: the script adds it to the server's clock and a lease,
+  /// and a wait near milliseconds::max() would queue a deadline no reader can use (and PEXPIRE
+  /// refuses its float).
   std::string_view fair_allowance(decimal& own) const noexcept {
     if (!wait || wait->count() == 0) return ctx().fair_wait_arg.view();
-    own.assign(wait->count());
+    own.assign(std::min(wait->count(), longest_server_wait.count()));
     return own.view();
   }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 
 namespace rlock {
@@ -104,8 +105,21 @@ std::optional<std::int64_t> server_now(const resp3::value& time) {
   if (time.elements.size() != 2) return std::nullopt;
   const auto s = to_int(time.elements[0].str);
   const auto us = to_int(time.elements[1].str);
-  if (!s || !us) return std::nullopt;
+  // A clock a double holds exactly (2^53 ms, 285 000 years), never an overflow.
+  if (!s || !us || *s < 0 || *s > (std::int64_t{1} << 53) / 1000 || *us < 0 || *us > 999'999) {
+    return std::nullopt;
+  }
   return *s * 1000 + *us / 1000;
+}
+
+/// From `now` until a zset score (ms on the server's clock), if the score is a time: computed in
+/// double, so a score of 2^63, inf or nan (RESP3's doubles, or a foreign writer's) reads as no
+/// time rather than as an overflow.
+std::optional<milliseconds> until_score(double score, std::int64_t now) {
+  const double in = score - static_cast<double>(now);
+  constexpr double limit = static_cast<double>(std::int64_t{1} << 53);
+  if (!std::isfinite(in) || in > limit || in < -limit) return std::nullopt;
+  return milliseconds(static_cast<std::int64_t>(in));
 }
 
 double score_of(const resp3::value& v) {
@@ -162,7 +176,7 @@ std::vector<queued_waiter> read_queue(const resp3::value& list, const resp3::val
     w.owner = e.str;
     for_each_scored(deadlines, [&](std::string_view member, const resp3::value* score) {
       if (member == w.owner && score != nullptr && now) {
-        w.deadline_in = milliseconds(static_cast<std::int64_t>(score_of(*score)) - *now);
+        w.deadline_in = until_score(score_of(*score), *now);
       }
     });
     // A registration for the handoff by push is the waiter's wait; "g:<n>" marks a grant.
@@ -186,7 +200,7 @@ std::vector<permit_hold> read_holds(const resp3::value& zrange, const resp3::val
       if (at >= static_cast<double>(redisson_never_expires)) {
         h.never_expires = true;
       } else {
-        h.expires_in = milliseconds(static_cast<std::int64_t>(at) - *now);
+        h.expires_in = until_score(at, *now);
       }
     }
     for (std::size_t k = 0; k + 1 < sizes.elements.size(); k += 2) {

@@ -128,7 +128,7 @@ struct script_row {
   "local function now_ms() local t = redis.call('time'); "                        \
   "return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000); end; "       \
   "local function reclaim(now, publish) "                                         \
-  "local expired = redis.call('zrangebyscore', KEYS[2], 0, now); "                \
+  "local expired = redis.call('zrangebyscore', KEYS[2], '-inf', now); "           \
   "if #expired == 0 then return; end; "                                           \
   "local n = 0; for _, id in ipairs(expired) do "                                 \
   "n = n + (tonumber(redis.call('hget', KEYS[3], id)) or 1); "                    \

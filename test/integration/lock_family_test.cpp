@@ -384,6 +384,58 @@ TEST(fair_lock, an_acquire_answered_after_its_caller_gave_up_is_given_back_and_l
   });
 }
 
+TEST(fair_lock, a_wait_too_long_to_represent_queues_a_deadline_the_server_can_keep) {
+  // try_lock(milliseconds::max()) once sent its wait as the queue allowance: the script's
+  // deadline became about 9.2e18 and the handoff registration's PEXPIRE refused that float
+  // after the queue entry was written. The allowance is now at most longest_server_wait.
+  asio::io_context io;
+  auto cfg = make_config();
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    auto holder = a.get_fair_lock("forever");
+    auto waiter = b.get_fair_lock("forever");
+    const auto key = std::string(holder.key());
+    co_await holder.lock();
+    bool got = false;
+    rlock::errc failed{};
+    asio::steady_timer bell(io);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          try {
+            got = co_await waiter.try_lock(std::chrono::milliseconds::max());
+          } catch (const boost::system::system_error& e) {
+            failed = static_cast<rlock::errc>(e.code().value());
+          }
+          bell.cancel();
+        },
+        asio::detached);
+    const bool asleep = co_await rlock::test::until_asleep(b, waiter, 1);
+    RLOCK_CO_ASSERT(asleep);
+    const auto now_ms = raw.command_int({"EVAL",
+                                         "local t = redis.call('time'); "
+                                         "return t[1] * 1000 + math.floor(t[2] / 1000)",
+                                         "0"});
+    const auto score = raw.command({"ZSCORE", timeouts_of(key), queue(raw, key).at(0)});
+    const double deadline = score.str.empty() ? score.real : std::stod(score.str);
+    EXPECT_LE(deadline, static_cast<double>(now_ms) + 0x7fff'ffff + 60'000.0);
+    EXPECT_GT(raw.command_int({"PTTL", "rlock_fair_handoff:{" + key + "}"}), 0);
+    co_await holder.unlock();
+    co_await wait_until(
+        bell, [&] { return got || failed != rlock::errc{}; }, 10s);
+    EXPECT_TRUE(got);
+    EXPECT_EQ(failed, rlock::errc{});
+    if (got) co_await waiter.unlock();
+    EXPECT_EQ(raw.command_int({"EXISTS", key, queue_of(key), timeouts_of(key)}), 0);
+    co_await a.close();
+    co_await b.close();
+  });
+}
+
 TEST(non_reentrant_lock, a_re_acquire_by_its_holder_is_refused_at_once_with_redissons_words) {
   asio::io_context io;
   rlock::client redis(io.get_executor(), make_config());

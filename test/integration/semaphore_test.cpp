@@ -176,6 +176,31 @@ TEST(semaphore, a_dead_holders_permits_come_back_at_its_lease_and_the_watchdog_k
   });
 }
 
+TEST(semaphore,
+     a_hold_scored_before_the_epoch_is_reclaimed_not_waited_for_a_millisecond_at_a_time) {
+  // A hold whose expiry is a negative score (a foreign writer's, or a clock gone wrong) ended
+  // long ago. Reclaiming only scores from 0 up once left it: every attempt answered "1 ms more"
+  // and the waiter asked a thousand times a second until its wait ran out.
+  asio::io_context io;
+  auto cfg = make_config();
+  rlock::client c(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await c.connect();
+    auto sem = c.get_semaphore("before-epoch");
+    const auto key = std::string(sem.key());
+    EXPECT_TRUE(co_await sem.try_set_permits(1));
+    EXPECT_EQ(co_await sem.drain(), 1);
+    raw.command({"ZADD", holds_of(key), "-5", std::string(16, 'x')});
+    auto p = co_await sem.try_acquire(1, 2s);
+    RLOCK_CO_ASSERT(p.has_value());
+    EXPECT_TRUE(raw.command({"ZSCORE", holds_of(key), std::string(16, 'x')}).is_null());
+    EXPECT_LE(c.stats().acquire_attempts, 2u);
+    co_await p->unlock();
+    co_await c.close();
+  });
+}
+
 TEST(semaphore, a_cancelled_or_killed_waiter_and_a_late_answer_leave_no_permit_taken) {
   asio::io_context io;
   auto cfg = make_config();

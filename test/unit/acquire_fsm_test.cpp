@@ -9,6 +9,7 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -79,6 +80,37 @@ TEST(acquire_fsm, any_wait_the_server_answers_is_a_sleep_ahead_bounded_by_the_le
   short_wait.on_attempt(answer::busy, ms(922337203685477), t0);
   ASSERT_EQ(short_wait.on_joined(), action::sleep);
   EXPECT_EQ(short_wait.sleep_until(), t0 + 300ms);
+}
+
+TEST(acquire_fsm, a_server_that_keeps_answering_a_millisecond_is_asked_ever_less_often) {
+  // A hold scored in the past that a script never reclaims, or a clock that does not move: "at
+  // most 1 ms more" again and again. The first such answer is slept as answered (a lease that
+  // really ends now); from the second on the nap doubles, up to a second: no round trip a
+  // millisecond, however long the wait.
+  auto fsm = make(std::nullopt);
+  ASSERT_EQ(fsm.start(false), action::attempt);
+  ASSERT_EQ(fsm.on_attempt(answer::busy, 0ms, t0), action::join);
+  ASSERT_EQ(fsm.on_joined(), action::sleep);
+  auto now = t0;
+  std::vector<std::chrono::milliseconds> naps;
+  for (int i = 0; i < 14; ++i) {
+    naps.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(fsm.sleep_until() - now));
+    now = fsm.sleep_until();
+    ASSERT_EQ(fsm.on_woken(wake::timer, now), action::attempt);
+    ASSERT_EQ(fsm.on_attempt(answer::busy, i % 2 == 0 ? 1ms : 0ms, now), action::sleep);
+  }
+  const std::vector<std::chrono::milliseconds> expected = {
+      1ms, 2ms, 4ms, 8ms, 16ms, 32ms, 64ms, 128ms, 256ms, 512ms, 1024ms, 1024ms, 1024ms, 1024ms};
+  EXPECT_EQ(naps, expected);
+  // Any other answer ends the doubling: the server's wait is slept as answered again.
+  ASSERT_EQ(fsm.on_woken(wake::timer, fsm.sleep_until()), action::attempt);
+  now = fsm.sleep_until();
+  ASSERT_EQ(fsm.on_attempt(answer::busy, 40ms, now), action::sleep);
+  EXPECT_EQ(fsm.sleep_until(), now + 40ms);
+  ASSERT_EQ(fsm.on_woken(wake::timer, fsm.sleep_until()), action::attempt);
+  now = fsm.sleep_until();
+  ASSERT_EQ(fsm.on_attempt(answer::busy, 0ms, now), action::sleep);
+  EXPECT_EQ(fsm.sleep_until(), now + 1ms);
 }
 
 TEST(acquire_fsm, a_wait_too_long_to_represent_is_no_bound_not_a_bound_already_passed) {

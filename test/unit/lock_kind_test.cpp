@@ -66,6 +66,7 @@ TEST(lock_kind, every_decoder_bounds_the_wait_the_server_answers) {
       {&fenced_kind, true},
       {&rlock::detail::non_reentrant_kind, false},
       {&rlock::detail::fair_kind, false},
+      {&rlock::detail::non_reentrant_fair_kind, false},
       {&rlock::detail::spin_kind, false},
       {&rlock::detail::read_kind, false},
       {&rlock::detail::write_kind, false},

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <limits>
 #include <rlock/error.hpp>
 #include <string>
 #include <vector>
@@ -258,6 +259,41 @@ TEST(lock_probe, a_semaphore_shows_its_permits_and_holds) {
   EXPECT_FALSE(java.permits[0].expires_in);
   EXPECT_EQ(java.permits[1].expires_in, milliseconds(1000));
   EXPECT_FALSE(java.total);
+}
+
+TEST(lock_probe, scores_and_clocks_that_are_no_time_read_as_none_never_overflow) {
+  // A fair try_lock with a wait near milliseconds::max() once queued a deadline of about
+  // 9.2e18; a foreign writer may store inf or -inf; none of them may overflow the reading.
+  const double inf = std::numeric_limits<double>::infinity();
+  answers a("hash");
+  a.a[1] = hash({{"h:1", "1"}});
+  a.a[2] = num(9000);
+  a.a[5] = list({"a:1", "b:2", "c:3", "d:4"});
+  a.a[6] = scored({{"a:1", 9.3e18}, {"b:2", inf}, {"c:3", -inf}, {"d:4", 1'000'000'500.0}});
+  auto info = probe(a.a);
+  ASSERT_EQ(info.queue.size(), 4U);
+  EXPECT_FALSE(info.queue[0].deadline_in);
+  EXPECT_FALSE(info.queue[1].deadline_in);
+  EXPECT_FALSE(info.queue[2].deadline_in);
+  EXPECT_EQ(info.queue[3].deadline_in, milliseconds(500));
+  answers s("string");
+  s.a[10] = str("0");
+  s.a[11] = scored({{"u:1", -inf}, {"u:2", -1e19}, {"u:3", 999'999'000.0}});
+  info = probe(s.a);
+  ASSERT_EQ(info.permits.size(), 3U);
+  EXPECT_FALSE(info.permits[0].expires_in);
+  EXPECT_FALSE(info.permits[1].expires_in);
+  EXPECT_EQ(info.permits[2].expires_in, milliseconds(-1000));  // overdue
+  // A TIME answer no clock reads as (int64 max seconds, negative, microseconds past a second):
+  // no deadlines, no overflow.
+  for (const auto& [sec, usec] : {std::pair<std::string, std::string>{"9223372036854775807", "0"},
+                                  {"-1", "0"},
+                                  {"1000000", "1000000"}}) {
+    a.a[8] = list({sec, usec});
+    info = probe(a.a);
+    ASSERT_EQ(info.queue.size(), 4U);
+    EXPECT_FALSE(info.queue[3].deadline_in) << sec << " " << usec;
+  }
 }
 
 TEST(lock_probe, a_count_with_latch_waiters_is_a_count_down_latch) {
