@@ -1,6 +1,7 @@
 // Redisson's users' complaints (its tracker, 2025-2026), each reproduced against rlock with the
 // reporter's scenario and the defect asserted absent. docs/guide/redisson-complaints.md links
 // each complaint to its test, here or elsewhere.
+#include "chaos/fault_proxy.hpp"
 #include "rlock/rlock.hpp"
 #include "support/lock_env.hpp"
 #include "support/raw_client.hpp"
@@ -20,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -192,6 +194,67 @@ TEST(redisson_complaints, a_waiter_for_several_permits_is_woken_when_they_come_b
     EXPECT_EQ(b.stats().notified_wakeups, 1u);
     co_await got->unlock();
     EXPECT_EQ(co_await ours.available(), 2);
+    co_await a.close();
+    co_await b.close();
+  });
+}
+
+/// The server's count of EVALSHA calls (rlock's scripts).
+std::int64_t evalsha_calls(rlock::test::raw_client& raw) {
+  const auto info = raw.command({"INFO", "commandstats"}).str;
+  const auto at = info.find("cmdstat_evalsha:calls=");
+  if (at == std::string::npos) return 0;
+  return std::stoll(info.substr(at + std::string_view("cmdstat_evalsha:calls=").size()));
+}
+
+/// Redisson #6539 and #6766: a waiter whose subscription completes late. Redisson's tryLock
+/// returned false when its subscription took longer than the wait, and waiters that missed the
+/// unlock message slept the holder's whole lease. Here the waiter's replies are 400 ms late (the
+/// fault proxy), and the holder unlocks after the waiter's first attempt ran on the server but
+/// before its SUBSCRIBE got there: the unlock's message reaches nobody. The subscription's
+/// confirmation makes the waiter look again, and it takes the lock, long before the holder's
+/// 30 s lease or its own 10 s wait would end.
+TEST(redisson_complaints, an_unlock_before_the_subscription_is_confirmed_is_not_waited_out_6539) {
+  asio::io_context io;
+  auto cfg = make_config();
+  rlock::test::fault_proxy proxy(cfg.port);
+  auto slow = cfg;
+  slow.port = proxy.port();
+  slow.health_check_interval = 0ms;  // late replies must not look like a dead connection
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), slow);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    auto holder = a.get_lock("late-subscription");
+    auto waiter = b.get_lock("late-subscription");
+    co_await holder.lock(30s);
+    proxy.set_delay(rlock::test::direction::to_client, 400ms);
+    const auto before = evalsha_calls(raw);
+    bool got = false;
+    bool done = false;
+    asio::steady_timer bell(io);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          got = co_await waiter.try_lock(10s);
+          done = true;
+          bell.cancel();
+        },
+        asio::detached);
+    // Its first attempt has run on the server; the answer ("busy") is still on its way, and the
+    // SUBSCRIBE it leads to is not sent yet.
+    const bool ran = co_await poll_until([&] { return evalsha_calls(raw) > before; });
+    RLOCK_CO_ASSERT(ran);
+    co_await holder.unlock();
+    co_await wait_until(
+        bell, [&] { return done; }, 15s);
+    EXPECT_TRUE(got);
+    EXPECT_EQ(b.stats().expiry_wakeups, 0u);
+    EXPECT_NE(waiter.last_wake(), rlock::wake_reason::expiry);
+    proxy.heal();
+    if (got) co_await waiter.unlock();
     co_await a.close();
     co_await b.close();
   });
