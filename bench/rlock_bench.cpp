@@ -103,6 +103,7 @@ struct options {
   bool cluster = false;       // --cluster 1: --port is a seed of a Redis Cluster (config::cluster)
   bool local_handoff = true;  // --local-handoff 0: config::local_handoff off (on: 8, 20 ms)
   std::string kind = "reentrant";  // s1, s3-worker: the exclusive kind
+  int members = 2;                 // --kind multi: how many reentrant locks the group takes
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -112,7 +113,8 @@ struct options {
              "[--threads T] "
              "[--key K] [--out FILE] [--prefix P] [--tls-ca CA_FILE] [--cluster 1] "
              "[--local-handoff 0] [--kind "
-             "reentrant|fair|non-reentrant|non-reentrant-fair|spin|read|write|multi|semaphore]\n",
+             "reentrant|fair|non-reentrant|non-reentrant-fair|spin|read|write|multi|semaphore] "
+             "[--members N]\n",
              why);
   std::exit(2);
 }
@@ -168,11 +170,14 @@ options parse(int argc, char** argv) {
       o.cluster = integer() != 0;
     else if (flag == "--local-handoff")
       o.local_handoff = integer() != 0;
+    else if (flag == "--members")
+      o.members = integer();
     else
       usage("unknown flag " + flag);
   }
   if (o.seconds <= 0 || o.seconds > 600) usage("--seconds must be in (0, 600]");
   if (o.waiter != "coroutine" && o.waiter != "callback") usage("--waiter: coroutine or callback");
+  if (o.members < 1 || o.members > 1000) usage("--members must be in [1, 1000]");
   static constexpr std::array<std::string_view, 9> kinds{
       "reentrant", "fair",  "non-reentrant", "non-reentrant-fair", "spin",
       "read",      "write", "multi",         "semaphore"};
@@ -318,12 +323,13 @@ asio::awaitable<void> sleep_for(clock_type::duration d) {
 
 // --- s1: one coroutine, one key -------------------------------------------------------------
 
-/// --kind multi: a multi-lock over the key and `<key>:2` (two reentrant locks, taken in that
-/// order): what the group adds to one lock.
-class multi_pair {
+/// --kind multi: a multi-lock over the key and `<key>:2` … `<key>:<N>` (N = --members, 2 by
+/// default: reentrant locks, taken at once, then in that order for the busy ones): what the group
+/// adds to one lock. In a cluster the names spread over the shards.
+class multi_group {
  public:
-  multi_pair(rlock::client& redis, const std::string& name)
-      : first_(redis.get_lock(name)), group_({first_, redis.get_lock(name + ":2")}) {}
+  multi_group(rlock::client& redis, const std::string& name, int members)
+      : first_(redis.get_lock(name)), group_(members_of(redis, first_, name, members)) {}
   asio::awaitable<void> lock() { return group_.lock(); }
   asio::awaitable<void> lock(std::chrono::milliseconds lease) { return group_.lock(lease); }
   asio::awaitable<void> unlock() { return group_.unlock(); }
@@ -331,6 +337,13 @@ class multi_pair {
   rlock::wake_reason last_wake() const { return first_.last_wake(); }
 
  private:
+  static std::vector<rlock::lock_handle> members_of(rlock::client& redis,
+                                                    const rlock::reentrant_lock& first,
+                                                    const std::string& name, int members) {
+    std::vector<rlock::lock_handle> all{first};
+    for (int i = 2; i <= members; ++i) all.push_back(redis.get_lock(fmt::format("{}:{}", name, i)));
+    return all;
+  }
   rlock::reentrant_lock first_;
   rlock::multi_lock group_;
 };
@@ -368,8 +381,9 @@ class semaphore_one {
 /// A handle of one of the exclusive kinds (--kind), for the loops that run on any of them.
 class exclusive_handle {
  public:
-  exclusive_handle(rlock::client& redis, const std::string& kind, const std::string& name)
-      : lock_(make(redis, kind, name)) {}
+  exclusive_handle(rlock::client& redis, const std::string& kind, const std::string& name,
+                   int members = 2)
+      : lock_(make(redis, kind, name, members)) {}
   asio::awaitable<void> lock(std::optional<std::chrono::milliseconds> lease = std::nullopt) {
     return std::visit([&](auto& l) { return lease ? l.lock(*lease) : l.lock(); }, lock_);
   }
@@ -383,9 +397,10 @@ class exclusive_handle {
  private:
   using any = std::variant<rlock::reentrant_lock, rlock::fair_lock, rlock::non_reentrant_lock,
                            rlock::non_reentrant_fair_lock, rlock::spin_lock, rlock::read_lock,
-                           rlock::write_lock, multi_pair, semaphore_one>;
-  static any make(rlock::client& redis, const std::string& kind, const std::string& name) {
-    if (kind == "multi") return multi_pair(redis, name);
+                           rlock::write_lock, multi_group, semaphore_one>;
+  static any make(rlock::client& redis, const std::string& kind, const std::string& name,
+                  int members) {
+    if (kind == "multi") return multi_group(redis, name, members);
     if (kind == "semaphore") return semaphore_one(redis, name);
     if (kind == "read") return redis.get_read_write_lock(name).read_lock();
     if (kind == "write") return redis.get_read_write_lock(name).write_lock();
@@ -400,6 +415,7 @@ class exclusive_handle {
 
 /// `"kind": "<kind>", ` for a result's params, or nothing for the reentrant lock.
 std::string kind_param(const options& o) {
+  if (o.kind == "multi") return fmt::format(R"("kind": "multi", "members": {}, )", o.members);
   return o.kind == "reentrant" ? std::string() : fmt::format(R"("kind": "{}", )", o.kind);
 }
 
@@ -420,8 +436,8 @@ void run_s1(const options& o) {
           asio::co_spawn(
               io,
               [&, c]() -> asio::awaitable<void> {
-                exclusive_handle lock(redis, o.kind,
-                                      c == 0 ? std::string("s1") : fmt::format("s1:{}", c));
+                exclusive_handle lock(
+                    redis, o.kind, c == 0 ? std::string("s1") : fmt::format("s1:{}", c), o.members);
                 auto& us = per_task[static_cast<std::size_t>(c)];
                 us.reserve(1'000'000 / static_cast<std::size_t>(tasks));
                 for (std::size_t i = 0; i < 2'000'000; ++i) {
@@ -500,7 +516,7 @@ void run_s3_worker(const options& o) {
   with_client(
       o,
       [&](asio::io_context&, rlock::client& redis) -> asio::awaitable<void> {
-        exclusive_handle lock(redis, o.kind, o.key);
+        exclusive_handle lock(redis, o.kind, o.key, o.members);
         const auto end = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
                                                  std::chrono::duration<double>(o.seconds));
         for (std::size_t i = 0; i < 1'000'000 && clock_type::now() < end; ++i) {

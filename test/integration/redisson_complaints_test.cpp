@@ -260,4 +260,51 @@ TEST(redisson_complaints, an_unlock_before_the_subscription_is_confirmed_is_not_
   });
 }
 
+/// Redisson #6480: its multi-lock takes its members one after another, one round trip each. rlock
+/// makes one attempt at every member at once: ten free members are taken in one write and given
+/// back in one (counted by the fault proxy between client and server, no clock); a busy member
+/// leaves none of the others taken.
+TEST(redisson_complaints, a_multi_lock_takes_its_free_members_in_one_round_trip_6480) {
+  asio::io_context io;
+  auto cfg = make_config();
+  rlock::test::fault_proxy proxy(cfg.port);
+  auto counted = cfg;
+  counted.port = proxy.port();
+  rlock::client c(io.get_executor(), counted);
+  rlock::client other(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await c.connect();
+    co_await other.connect();
+    std::vector<rlock::lock_handle> members;
+    for (int i = 0; i < 10; ++i) members.push_back(c.get_lock("member-" + std::to_string(i)));
+    rlock::multi_lock group(members);
+    using rlock::test::direction;
+    auto writes = [&] { return proxy.writes(direction::to_server); };
+    const auto before = writes();
+    co_await group.lock(10s);  // a lease: no renewal writes meanwhile
+    const auto taking = writes() - before;
+    EXPECT_LE(taking, 2u) << "writes to take 10 free members (one each before)";
+    for (const auto& m : members) {
+      EXPECT_EQ(raw.command_int({"EXISTS", std::string(m.key())}), 1);
+    }
+    const auto held = writes();
+    co_await group.unlock();
+    EXPECT_LE(writes() - held, 2u) << "writes to give back 10 members";
+    // One busy member in the middle: the group is not taken, and nothing else stays taken.
+    auto blocker = other.get_lock("member-5");
+    co_await blocker.lock();
+    EXPECT_FALSE(co_await group.try_lock());
+    for (const auto& m : members) {
+      EXPECT_EQ(raw.command_int({"EXISTS", std::string(m.key())}), m.name() == "member-5" ? 1 : 0)
+          << m.name();
+    }
+    co_await blocker.unlock();
+    EXPECT_TRUE(co_await group.try_lock(5s));
+    co_await group.unlock();
+    co_await c.close();
+    co_await other.close();
+  });
+}
+
 }  // namespace
