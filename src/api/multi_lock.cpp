@@ -136,7 +136,7 @@ struct member_outcome {
 /// Outcomes in `which`'s order.
 template <typename... Result, typename Start>
 asio::awaitable<std::vector<member_outcome>> all_at_once(
-    const members_ptr& members, const std::vector<std::size_t>& which, Start start,
+    members_ptr members, std::vector<std::size_t> which, Start start,
     clock_type::time_point deadline = clock_type::time_point::max()) {
   struct group {
     group(const asio::any_io_executor& ex, std::size_t n)
@@ -224,7 +224,8 @@ asio::awaitable<std::pair<detail::failure, bool>> take_all(
     if (cancelled_before) co_return std::pair{detail::cancelled(), false};
     // One attempt at every member at once: one round trip per node when all are free.
     starts.assign(n, clock_type::now());
-    auto outcomes = co_await all_at_once<bool>(members, everyone, attempt, attempts_deadline);
+    auto attempting = all_at_once<bool>(members, everyone, attempt, attempts_deadline);
+    auto outcomes = co_await std::move(attempting);
     detail::failure failure;
     for (auto& o : outcomes) {
       // A member cancelled at the bound is a member not taken, not a failure.
@@ -244,7 +245,8 @@ asio::awaitable<std::pair<detail::failure, bool>> take_all(
       // of the caller does not reach these releases), or before the group is taken again.
       co_await asio::this_coro::reset_cancellation_state();
       co_await asio::this_coro::throw_if_cancelled(false);
-      (void)co_await all_at_once<>(members, taken_from(outcomes, 0), unlock);
+      auto giving_back = all_at_once<>(members, taken_from(outcomes, 0), unlock);
+      (void)co_await std::move(giving_back);
       if (failure) co_return std::pair{std::move(failure), false};
       if (out_of_time) co_return std::pair{detail::failure(), false};
       continue;  // all were taken, but one was lost meanwhile: again
@@ -252,7 +254,8 @@ asio::awaitable<std::pair<detail::failure, bool>> take_all(
     // Busy at `busy`: the members before it stay (taken in the global order), those after it go
     // back, and the rest are waited for one by one in the global order, so no two multi-locks
     // over the same locks ever wait for each other.
-    (void)co_await all_at_once<>(members, taken_from(outcomes, busy + 1), unlock);
+    auto giving_back_later = all_at_once<>(members, taken_from(outcomes, busy + 1), unlock);
+    (void)co_await std::move(giving_back_later);
     std::size_t taken = busy;
     bool all = true;
     for (std::size_t i = busy; i < n; ++i) {
@@ -288,7 +291,8 @@ asio::awaitable<std::pair<detail::failure, bool>> take_all(
     co_await asio::this_coro::throw_if_cancelled(false);
     std::vector<std::size_t> prefix(taken);
     for (std::size_t i = 0; i < taken; ++i) prefix[i] = taken - 1 - i;  // last first
-    (void)co_await all_at_once<>(members, prefix, unlock);
+    auto giving_back_taken = all_at_once<>(members, std::move(prefix), unlock);
+    (void)co_await std::move(giving_back_taken);
     if (failure) co_return std::pair{std::move(failure), false};
     // Refused, or a member's hold ended meanwhile: again while the wait lasts.
     if (!all && clock_type::now() >= deadline) co_return std::pair{detail::failure(), false};
@@ -369,9 +373,9 @@ asio::awaitable<detail::failure> multi_lock::release(member_list members, std::s
   // All at once, written last first: one round trip per node, in reverse order on each.
   std::vector<std::size_t> which(count);
   for (std::size_t i = 0; i < count; ++i) which[i] = count - 1 - i;
-  auto outcomes = co_await all_at_once<>(
-      members, which,
-      [](const lock_handle& l, detail::handler<> h) { l.start_unlock(std::move(h)); });
+  auto unlock = [](const lock_handle& l, detail::handler<> h) { l.start_unlock(std::move(h)); };
+  auto releasing = all_at_once<>(std::move(members), std::move(which), unlock);
+  auto outcomes = co_await std::move(releasing);
   for (auto& o : outcomes) {
     if (o.failure) co_return std::move(o.failure);
   }
