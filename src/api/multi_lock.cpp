@@ -188,6 +188,13 @@ std::size_t first_not_taken(const std::vector<member_outcome>& outcomes) {
   return static_cast<std::size_t>(it - outcomes.begin());
 }
 
+/// Members [0, count), last first (the order they are given back).
+std::vector<std::size_t> last_first(std::size_t count) {
+  std::vector<std::size_t> which(count);
+  for (std::size_t i = 0; i < count; ++i) which[i] = count - 1 - i;
+  return which;
+}
+
 /// The members `from` on that an attempt took, last first (the order they are given back).
 std::vector<std::size_t> taken_from(const std::vector<member_outcome>& outcomes, std::size_t from) {
   std::vector<std::size_t> which;
@@ -289,9 +296,7 @@ asio::awaitable<std::pair<detail::failure, bool>> take_all(
     }
     co_await asio::this_coro::reset_cancellation_state();
     co_await asio::this_coro::throw_if_cancelled(false);
-    std::vector<std::size_t> prefix(taken);
-    for (std::size_t i = 0; i < taken; ++i) prefix[i] = taken - 1 - i;  // last first
-    auto giving_back_taken = all_at_once<>(members, std::move(prefix), unlock);
+    auto giving_back_taken = all_at_once<>(members, last_first(taken), unlock);
     (void)co_await std::move(giving_back_taken);
     if (failure) co_return std::pair{std::move(failure), false};
     // Refused, or a member's hold ended meanwhile: again while the wait lasts.
@@ -371,10 +376,8 @@ bool multi_lock::all_held(const member_list& members,
 asio::awaitable<detail::failure> multi_lock::release(member_list members, std::size_t count) {
   co_await asio::this_coro::throw_if_cancelled(false);  // every member goes back
   // All at once, written last first: one round trip per node, in reverse order on each.
-  std::vector<std::size_t> which(count);
-  for (std::size_t i = 0; i < count; ++i) which[i] = count - 1 - i;
   auto unlock = [](const lock_handle& l, detail::handler<> h) { l.start_unlock(std::move(h)); };
-  auto releasing = all_at_once<>(std::move(members), std::move(which), unlock);
+  auto releasing = all_at_once<>(std::move(members), last_first(count), unlock);
   auto outcomes = co_await std::move(releasing);
   for (auto& o : outcomes) {
     if (o.failure) co_return std::move(o.failure);

@@ -219,14 +219,6 @@ TEST(redisson_complaints, a_waiter_for_several_permits_is_woken_when_they_come_b
   });
 }
 
-/// The server's count of EVALSHA calls (rlock's scripts).
-std::int64_t evalsha_calls(rlock::test::raw_client& raw) {
-  const auto info = raw.command({"INFO", "commandstats"}).str;
-  const auto at = info.find("cmdstat_evalsha:calls=");
-  if (at == std::string::npos) return 0;
-  return std::stoll(info.substr(at + std::string_view("cmdstat_evalsha:calls=").size()));
-}
-
 /// Redisson #6539 and #6766: a waiter whose subscription completes late. Redisson's tryLock
 /// returned false when its subscription took longer than the wait, and waiters that missed the
 /// unlock message slept the holder's whole lease. Here the waiter's replies are 400 ms late (the
@@ -251,7 +243,7 @@ TEST(redisson_complaints, an_unlock_before_the_subscription_is_confirmed_is_not_
     auto waiter = b.get_lock("late-subscription");
     co_await holder.lock(30s);
     proxy.set_delay(rlock::test::direction::to_client, 400ms);
-    const auto before = evalsha_calls(raw);
+    const auto before = raw.calls_of("evalsha");
     bool got = false;
     bool done = false;
     asio::steady_timer bell(io);
@@ -265,7 +257,7 @@ TEST(redisson_complaints, an_unlock_before_the_subscription_is_confirmed_is_not_
         asio::detached);
     // Its first attempt has run on the server; the answer ("busy") is still on its way, and the
     // SUBSCRIBE it leads to is not sent yet.
-    const bool ran = co_await poll_until([&] { return evalsha_calls(raw) > before; });
+    const bool ran = co_await poll_until([&] { return raw.calls_of("evalsha") > before; });
     RLOCK_CO_ASSERT(ran);
     co_await holder.unlock();
     co_await wait_until(

@@ -159,12 +159,7 @@ class redisson_semaphore {
                              decode_hex_dump(id), "1", std::to_string(epoch_ms()), publish_}) == 1;
   }
   /// The server's count of EVALSHA calls (rlock's scripts; Redisson's side sends EVAL).
-  std::int64_t evalsha_calls() {
-    const auto info = raw_.command({"INFO", "commandstats"}).str;
-    const auto at = info.find("cmdstat_evalsha:calls=");
-    if (at == std::string::npos) return 0;
-    return std::stoll(info.substr(at + std::string_view("cmdstat_evalsha:calls=").size()));
-  }
+  std::int64_t evalsha_calls() { return raw_.calls_of("evalsha"); }
   /// Whether a waiter (ours) listens on the semaphore's channel.
   bool listened_to() {
     auto n = raw_.command(

@@ -105,6 +105,14 @@ resp3::value raw_client::command(std::span<const std::string_view> args) {
   }
 }
 
+std::int64_t raw_client::calls_of(std::string_view command) {
+  const std::string info = this->command({"INFO", "commandstats"}).str;
+  const std::string field = "cmdstat_" + std::string(command) + ":calls=";
+  const auto at = info.find(field);
+  if (at == std::string::npos) return 0;
+  return std::stoll(info.substr(at + field.size()));
+}
+
 std::int64_t raw_client::command_int(std::initializer_list<std::string_view> args) {
   const resp3::value v = command(args);
   if (v.type != resp3::type::number) {

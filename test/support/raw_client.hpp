@@ -37,6 +37,10 @@ class raw_client {
   /// reply is anything else (an error reply included).
   std::int64_t command_int(std::initializer_list<std::string_view> args);
 
+  /// How many times the server ran `command` since its start (INFO commandstats; the name as
+  /// Redis writes it there, e.g. "evalsha" or "cluster|shards"); 0 if never.
+  std::int64_t calls_of(std::string_view command);
+
   /// Sends without reading. Only for commands whose replies are pushes (SUBSCRIBE, UNSUBSCRIBE,
   /// PSUBSCRIBE… in RESP3): a normal reply left unread would be taken for the next command's.
   void send(std::initializer_list<std::string_view> args);
