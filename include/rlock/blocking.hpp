@@ -349,7 +349,8 @@ using spin_lock = basic_lock<rlock::spin_lock>;
 /// Lockable and TimedLockable through its write half and SharedLockable and
 /// SharedTimedLockable through its read half, so std::unique_lock and std::shared_lock work
 /// (std::shared_mutex's interface). A thread that writes may also read (a downgrade); a thread
-/// that reads and asks to write gets errc::upgrade_refused instead of a deadlock.
+/// that reads and asks to write gets errc::upgrade_refused instead of a deadlock. Whom it lets
+/// in first is its client's config::read_write_lock_policy::priority (writers by default).
 class read_write_lock {
  public:
   /// Takes the write half, as basic_lock::lock().

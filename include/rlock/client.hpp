@@ -257,9 +257,15 @@ class RLOCK_EXPORT client {
 
   /// A read-write lock (Redisson's RReadWriteLock) `name`, its two halves owned by a new owner
   /// or by `owner_id` (as for get_lock). Its write half excludes every other kind's holder of
-  /// `name`; its read half is shared only with other readers.
+  /// `name`; its read half is shared only with other readers. `priority` says whom it lets in
+  /// first (rw_priority; without it, config::read_write_lock_policy::priority, writers): every
+  /// handle of one name should use the same (a reader under rw_priority::readers ignores the
+  /// waiting writers' marks, as Redisson's readers do).
   read_write_lock get_read_write_lock(std::string_view name);
+  read_write_lock get_read_write_lock(std::string_view name, rw_priority priority);
   read_write_lock get_read_write_lock(std::string_view name, std::uint64_t owner_id);
+  read_write_lock get_read_write_lock(std::string_view name, std::uint64_t owner_id,
+                                      rw_priority priority);
   ///@}
 
   /// @name get_semaphore, get_permit_expirable_semaphore

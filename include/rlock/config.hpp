@@ -2,6 +2,7 @@
 
 #include "rlock/export.hpp"
 #include "rlock/log.hpp"
+#include "rlock/rw_priority.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -220,6 +221,21 @@ struct RLOCK_EXPORT config {
   };
   /// Fair locks' settings (see fair_lock_policy).
   fair_lock_policy fair_lock;
+
+  /// Read-write locks (client::get_read_write_lock).
+  struct read_write_lock_policy {
+    /// Whom a read-write lock lets in first, unless the lock names its own
+    /// (client::get_read_write_lock's `priority`): writers, so that readers that keep arriving
+    /// never starve a writer.
+    rw_priority priority = rw_priority::writers;
+    /// rw_priority::writers: how long a waiting writer's mark lives after its latest attempt. A
+    /// waiting writer comes back every half of it (renewing its mark), so this bounds how long
+    /// a writer that died, or was cut off, keeps readers out. A writer that gives up takes its
+    /// mark back at once. Positive.
+    std::chrono::milliseconds writer_mark_lease{10'000};
+  };
+  /// Read-write locks' settings (see read_write_lock_policy).
+  read_write_lock_policy read_write_lock;
 
   /// Spin locks (client::get_spin_lock): for deployments without pub/sub, a waiter polls.
   /// Redisson's RSpinLock exponential backoff: the first sleep is `initial`, each next one

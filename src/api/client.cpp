@@ -60,6 +60,18 @@ const config& validated(const config& cfg) {
                 fmt::format("fair_lock.wait_timeout must be positive, got {} ms",
                             cfg.fair_lock.wait_timeout.count()));
   }
+  if (cfg.read_write_lock.writer_mark_lease.count() < 2) {
+    throw_error(errc::invalid_argument,
+                fmt::format("read_write_lock.writer_mark_lease must be at least 2 ms (a waiting "
+                            "writer comes back every half of it), got {} ms",
+                            cfg.read_write_lock.writer_mark_lease.count()));
+  }
+  if (cfg.read_write_lock.priority != rw_priority::writers &&
+      cfg.read_write_lock.priority != rw_priority::readers) {
+    throw_error(errc::invalid_argument,
+                fmt::format("read_write_lock.priority is not an rw_priority ({})",
+                            static_cast<int>(cfg.read_write_lock.priority)));
+  }
   if (!cfg.cluster.nodes.empty() && !cfg.sentinel.nodes.empty()) {
     throw_error(
         errc::invalid_argument,
@@ -388,14 +400,40 @@ spin_lock client::get_spin_lock(std::string_view name, std::uint64_t owner_id) {
   return spin_lock(impl_->state_for(name, owner_id, detail::spin_kind));
 }
 
+namespace {
+const detail::lock_kind& read_half(rw_priority p) {
+  return p == rw_priority::writers ? detail::read_kind_writers_first : detail::read_kind;
+}
+const detail::lock_kind& write_half(rw_priority p) {
+  return p == rw_priority::writers ? detail::write_kind_writers_first : detail::write_kind;
+}
+/// A caller's priority: one of the two, or a clear error (a cast of any number compiles).
+rw_priority checked(rw_priority p) {
+  if (p != rw_priority::writers && p != rw_priority::readers) {
+    throw_error(errc::invalid_argument,
+                fmt::format("get_read_write_lock: {} is not an rw_priority", static_cast<int>(p)));
+  }
+  return p;
+}
+}  // namespace
+
 read_write_lock client::get_read_write_lock(std::string_view name) {
-  auto read = impl_->new_owner(name, detail::read_kind);
-  auto write = impl_->new_owner(name, detail::write_kind, read->owner);
+  return get_read_write_lock(name, get_config().read_write_lock.priority);
+}
+read_write_lock client::get_read_write_lock(std::string_view name, rw_priority priority) {
+  checked(priority);
+  auto read = impl_->new_owner(name, read_half(priority));
+  auto write = impl_->new_owner(name, write_half(priority), read->owner);
   return read_write_lock(std::move(read), std::move(write));
 }
 read_write_lock client::get_read_write_lock(std::string_view name, std::uint64_t owner_id) {
-  return read_write_lock(impl_->state_for(name, owner_id, detail::read_kind),
-                         impl_->state_for(name, owner_id, detail::write_kind));
+  return get_read_write_lock(name, owner_id, get_config().read_write_lock.priority);
+}
+read_write_lock client::get_read_write_lock(std::string_view name, std::uint64_t owner_id,
+                                            rw_priority priority) {
+  checked(priority);
+  return read_write_lock(impl_->state_for(name, owner_id, read_half(priority)),
+                         impl_->state_for(name, owner_id, write_half(priority)));
 }
 
 semaphore client::get_semaphore(std::string_view name) {

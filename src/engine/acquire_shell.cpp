@@ -120,7 +120,7 @@ struct acquire_operation : attempt_gate::entry {
           next = op->fsm.resume();
           break;
         case action::done:
-          if (op->maybe_queued && !op->took_hold) leave_queue(*op);
+          if (op->left_a_trace && !op->took_hold) leave(*op);
           return;
         case action::interrupt:
         case action::withdraw:
@@ -190,9 +190,15 @@ struct acquire_operation : attempt_gate::entry {
     acquire_inputs in;
     in.lease_ms = c.lease_arg(op->lease.value_or(c.cfg.watchdog_timeout), own_lease);
     in.publish = c.session.publish_command();
+    const bool waits = !op->wait || op->wait->count() != 0;  // not a single attempt
+    if (waits) in.mark_ms = c.writer_mark_arg.view();
+    // From its first waiting attempt on, what the kind leaves on the server while it waits (a
+    // place in a fair queue, a writer's mark) may be there: undone if it gives up.
+    if (waits && op->s->kind.leave_call != nullptr) op->left_a_trace = true;
     fair_inputs fair;
     if (op->s->kind.waiting == wait_mode::queue) fair.fill(*op, in);
-    if (op->maybe_queued && op->waiter.channel == nullptr && c.session.ordered_pushes()) {
+    if (op->s->kind.waiting == wait_mode::queue && op->left_a_trace &&
+        op->waiter.channel == nullptr && c.session.ordered_pushes()) {
       // A fair waiter listens on its own channel before its attempt can queue it: the
       // SUBSCRIBE is written ahead of the attempt on the same connection, so a handoff by push
       // made right after the attempt is heard (no retry once the channel is confirmed).
@@ -231,7 +237,6 @@ struct acquire_operation : attempt_gate::entry {
       const engine_context& c = op.ctx();
       in.wait_ms = op.fair_allowance(wait);
       if (op.wait && op.wait->count() == 0) return;  // a single attempt
-      op.maybe_queued = true;  // from its first write on, it may be in the queue
       ticket.assign(op.waiter.ticket);
       in.ticket = ticket.view();
       if (c.cfg.fair_lock.handoff_by_push && c.cfg.sync_replicas.replicas == 0) {
@@ -242,12 +247,15 @@ struct acquire_operation : attempt_gate::entry {
     }
   };
 
-  /// A fair waiter that gives up (out of time, cancelled, failed) leaves the queue: Redisson's
-  /// acquireFailed, which also gives back a handoff by push made to it meanwhile. Nobody waits
-  /// for it; idempotent, so it is written again after a reconnect, for as long as the entry it
-  /// removes could otherwise stay (fair_lock::wait_timeout): an entry is dropped as stale only
-  /// when another waiter's script runs on the lock, which may never happen.
-  static void leave_queue(acquire_operation& op) {
+  /// A waiter that gives up (out of time, cancelled, failed) undoes what its waiting left on the
+  /// server (lock_kind::leave_call). A fair waiter leaves the queue: Redisson's acquireFailed,
+  /// which also gives back a handoff by push made to it meanwhile. A writer takes back its
+  /// mark, so the readers it held back need not wait out the mark's lease. Nobody waits for it;
+  /// idempotent, so it is written again after a reconnect, for as long as what it removes could
+  /// otherwise stay (fair_lock::wait_timeout: a queue entry is dropped as stale only when
+  /// another waiter's script runs on the lock, which may never happen). A late leave may take
+  /// back a mark the same owner's next wait made: that writer marks again within half a lease.
+  static void leave(acquire_operation& op) {
     engine_context& c = op.ctx();
     struct leaving {
       std::shared_ptr<lock_state> s;  // the call views its key and field
@@ -424,6 +432,7 @@ struct acquire_operation : attempt_gate::entry {
     engine_context& c = ctx();
     waiter.owner = this;  // for the sleep and a local handoff
     waiter.on_unpark = &acquire_operation::on_unparked;
+    waiter.woken_first = s->kind.woken_first;
     // A polling waiter (the spin lock's) listens on nothing: it only sleeps.
     if (s->kind.waiting == wait_mode::poll) return;
     c.hub.add(s->key(), s->channel(), s->kind.on_message, waiter);
@@ -673,7 +682,7 @@ struct acquire_operation : attempt_gate::entry {
   bool wake_by_message = false;  // the wake-up the attempt in flight used was an unlock message
   bool counted = false;          // its attempt in flight holds a turn of the gate
   bool called_again = false;     // the attempt in flight follows a NOSCRIPT answer
-  bool maybe_queued = false;     // a fair kind's attempt was written: it may be in the queue
+  bool left_a_trace = false;     // a waiting attempt was written: it may be queued, or marked
   bool took_hold = false;        // an answer or a handoff gave it a hold (kept or given back)
   bool joined_first = false;     // a fair waiter that joined its channel before its attempts
   backoff_state naps;            // a polling waiter's sleeps so far (lock_kind::backoff)

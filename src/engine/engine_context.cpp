@@ -40,6 +40,7 @@ engine_config engine_config::from(const config& c) {
   e.local_handoff = c.local_handoff;
   e.fair_lock = c.fair_lock;
   e.spin_lock = c.spin_lock;
+  e.read_write_lock = c.read_write_lock;
   e.key_prefix = c.key_prefix;
   e.deployment = deployment_of(c);
   return e;
@@ -53,6 +54,7 @@ engine_context::engine_context(boost::asio::any_io_executor ex, const config& c,
       watchdog_lease_arg(cfg.watchdog_timeout.count()),
       latch_ttl_arg(std::max<std::int64_t>(1, 2 * cfg.command_timeout.count())),
       fair_wait_arg(cfg.fair_lock.wait_timeout.count()),
+      writer_mark_arg(cfg.read_write_lock.writer_mark_lease.count()),
       session(p.commands),
       scripts(p.scripts),
       hub(p.waits),

@@ -36,6 +36,7 @@ struct engine_config {
   config::handoff_bound local_handoff;
   config::fair_lock_policy fair_lock;
   config::spin_backoff spin_lock;
+  config::read_write_lock_policy read_write_lock;
   std::string key_prefix;
   /// Which deployment the client talks to ("host:port", "sentinel <master>", "cluster <seed>"):
   /// a multi-lock orders its members within one.
@@ -91,7 +92,8 @@ class engine_context {
   /// release's bound and one reconnect later).
   const decimal watchdog_lease_arg;
   const decimal latch_ttl_arg;
-  const decimal fair_wait_arg;  // config::fair_lock::wait_timeout
+  const decimal fair_wait_arg;    // config::fair_lock::wait_timeout
+  const decimal writer_mark_arg;  // config::read_write_lock::writer_mark_lease
 
   /// `lease` as a script argument: the watchdog's, formatted once, or formatted into `own`.
   std::string_view lease_arg(std::chrono::milliseconds lease, decimal& own) const noexcept {

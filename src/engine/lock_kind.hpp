@@ -69,6 +69,10 @@ struct acquire_inputs {
   std::string_view handoff;
   /// `publish` or `spublish` (a semaphore's attempt tells waiters of the permits it gives back).
   std::string_view publish;
+  /// How long a waiting acquisition's mark on the lock lives (config::read_write_lock's
+  /// writer_mark_lease), for a kind whose waiters mark it (a writer under rw_priority::writers);
+  /// empty for a single attempt, which waits for nothing and so marks nothing.
+  std::string_view mark_ms;
 };
 
 /// What a release script call needs beyond the state: views the release operation owns.
@@ -83,7 +87,7 @@ struct release_inputs {
   std::string_view to_lease_ms;
 };
 
-/// What a waiter that gives up needs to leave a fair queue.
+/// What a waiter that gives up needs to leave a fair queue, or to take back its mark.
 struct leave_inputs {
   std::string_view channel;  // the lock's unlock channel (the next waiter's is derived)
   std::string_view wait_ms;  // the allowance its attempts gave
@@ -159,9 +163,10 @@ struct lock_kind {
   void (*force_call)(const lock_identity& s, std::string_view channel, std::string_view publish,
                      release_script_call& call);
 
-  /// wait_mode::queue: the script a waiter that gives up (out of time, cancelled, failed) runs
-  /// to leave the queue; idempotent (a release-kind command, written again after a reconnect).
-  /// Null for the other modes.
+  /// The script a waiter that gives up (out of time, cancelled, failed) runs to undo what its
+  /// waiting attempts left on the server: a fair waiter leaves the queue (wait_mode::queue), a
+  /// writer takes back its mark (rw_priority::writers). Idempotent (a release-kind command,
+  /// written again after a reconnect). Null: a waiter leaves nothing.
   void (*leave_call)(const lock_identity& s, const leave_inputs& in, release_script_call& call);
 
   /// The watchdog's batched renewal: KEYS = lock keys, ARGV[1] = lease ms, ARGV[i + 1] = the
@@ -190,6 +195,10 @@ struct lock_kind {
   /// wait_mode::poll: how long a waiter sleeps before its next attempt (at most until its next
   /// look at the lock anyway), advancing `state`; null for the other modes.
   std::chrono::milliseconds (*backoff)(const engine_config& c, backoff_state& state) = nullptr;
+  /// A wake of one (wake_policy::one) goes to this kind's oldest waiter before any older one of
+  /// another kind on the channel: the write half under rw_priority::writers, whom the readers
+  /// sharing its channel wait for (a reader woken first would only find the writer's mark).
+  bool woken_first = false;
   /// Whether an acquisition takes a hold. False for a kind that only waits for a condition on
   /// the server (a count-down latch's zero): "acquired" means the condition holds; nothing is
   /// recorded, renewed, released or given back, and no acquisition metrics are counted.
@@ -227,6 +236,10 @@ extern const lock_kind read_kind;
 /// Its write half: exclusive, field `<owner field>:write`; refuses an owner that reads
 /// (errc::upgrade_refused).
 extern const lock_kind write_kind;
+/// The same halves under rw_priority::writers (rlock's default): a waiting writer marks the
+/// lock (`{<key>}:rlock_writers`) and readers that do not read already wait behind it.
+extern const lock_kind read_kind_writers_first;
+extern const lock_kind write_kind_writers_first;
 /// A hold of a semaphore's permits (Redisson's RSemaphore counter and channel, kept as a hold in
 /// RPermitExpirableSemaphore's `{<key>}:timeout` zset): an owner per acquisition, with a lease
 /// the watchdog renews; scripts.hpp, RLOCK_SEMAPHORE_LUA.

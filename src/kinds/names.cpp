@@ -75,4 +75,8 @@ void append_read_timeouts(std::string_view key, std::string_view field, std::str
   out.append(":rwlock_timeout");
 }
 
+void append_writer_marks(std::string_view key, std::string& out) {
+  append_tagged(out, {}, key, ":rlock_writers");
+}
+
 }  // namespace rlock::detail

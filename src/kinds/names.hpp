@@ -51,5 +51,8 @@ inline constexpr std::string_view write_field_suffix = ":write";
 /// Appends the prefix of an owner's read hold timeouts, `{<key>}:<field>:rwlock_timeout` (hold n
 /// is `<prefix>:<n>`); with an empty field, the base `{<key>}` every owner's starts with.
 void append_read_timeouts(std::string_view key, std::string_view field, std::string& out);
+/// Appends the waiting writers' marks of a read-write lock, `{<key>}:rlock_writers` (rlock's,
+/// in the lock's slot; rw_priority::writers).
+void append_writer_marks(std::string_view key, std::string& out);
 
 }  // namespace rlock::detail

@@ -1,5 +1,7 @@
 // Redisson's RReadWriteLock: its read half (shared, a timeout key per read hold) and its write
-// half (exclusive, field `<owner field>:write`).
+// half (exclusive, field `<owner field>:write`); each with Redisson's reader-first rule and with
+// rlock's writers first (rw_priority): a waiting writer's mark in `{<key>}:rlock_writers` that
+// readers respect, taken back by the writer's leave when it gives up.
 #include "kinds/hash_lock.hpp"
 
 #include <string>
@@ -16,25 +18,35 @@ constexpr std::string_view upgrade_refusal =
     "itself (release the read holds first)";
 constexpr refusal upgrade_refusals[] = {{"WRITE_AFTER_READ", errc::upgrade_refused}};
 
-/// The read half's derived names in `scratch`: the owner's hold timeouts, then its write field.
-void read_names(const lock_identity& s, std::string& names, std::size_t& timeouts_end) {
+/// The read acquire: KEYS = the lock, the owner's hold timeouts' prefix and, under
+/// rw_priority::writers, the waiting writers' marks; ARGV = lease, field, write field. The
+/// derived names share `scratch`, reserved once.
+void read_call(const lock_identity& s, const acquire_inputs& in, bool writers_first,
+               acquire_script_call& call) {
+  auto& names = call.scratch;
   names.clear();
-  names.reserve(2 * s.key.size() + 2 * s.field.size() + 24);
+  names.reserve(3 * s.key.size() + 2 * s.field.size() + 48);
   append_read_timeouts(s.key, s.field, names);
-  timeouts_end = names.size();
+  const std::size_t timeouts_end = names.size();
   names.append(s.field).append(write_field_suffix);
+  const std::size_t write_field_end = names.size();
+  if (writers_first) append_writer_marks(s.key, names);
+  const std::string_view all(names);
+  call.which = writers_first ? script::acquire_read_writers_first : script::acquire_read;
+  call.keys = {s.key, all.substr(0, timeouts_end), all.substr(write_field_end)};
+  call.key_count = writers_first ? 3 : 2;
+  call.args = {in.lease_ms, s.field, all.substr(timeouts_end, write_field_end - timeouts_end)};
+  call.arg_count = 3;
 }
 
 void read_acquire(const lock_identity& s, const acquire_inputs& in, acquire_script_call& call) {
-  call.which = script::acquire_read;
-  std::size_t timeouts_end = 0;
-  read_names(s, call.scratch, timeouts_end);
-  const std::string_view names(call.scratch);
-  call.keys[0] = s.key;
-  call.keys[1] = names.substr(0, timeouts_end);
-  call.key_count = 2;
-  call.args = {in.lease_ms, s.field, names.substr(timeouts_end)};
-  call.arg_count = 3;
+  read_call(s, in, false, call);
+}
+
+/// Under rw_priority::writers: readers wait behind a waiting writer's mark.
+void read_acquire_writers_first(const lock_identity& s, const acquire_inputs& in,
+                                acquire_script_call& call) {
+  read_call(s, in, true, call);
 }
 
 /// The owner's read field: its write field without `:write`.
@@ -48,6 +60,30 @@ void write_acquire(const lock_identity& s, const acquire_inputs& in, acquire_scr
   call.key_count = 1;
   call.args = {in.lease_ms, s.field, read_field_of(s.field), upgrade_refusal};
   call.arg_count = 4;
+}
+
+/// Under rw_priority::writers: the write acquire, marking the lock while it waits.
+void write_acquire_writers_first(const lock_identity& s, const acquire_inputs& in,
+                                 acquire_script_call& call) {
+  write_acquire(s, in, call);
+  call.which = script::acquire_write_writers_first;
+  call.scratch.clear();
+  append_writer_marks(s.key, call.scratch);
+  call.keys[1] = call.scratch;
+  call.key_count = 2;
+  call.args[4] = in.mark_ms;
+  call.arg_count = 5;
+}
+
+/// A waiting writer that gives up takes its mark back (and tells the readers it held back).
+void write_leave(const lock_identity& s, const leave_inputs& in, release_script_call& call) {
+  call.which = script::leave_write;
+  call.scratch.clear();
+  append_writer_marks(s.key, call.scratch);
+  call.keys = {s.key, call.scratch, in.channel};
+  call.key_count = 3;
+  call.args = {s.field, in.publish};
+  call.arg_count = 2;
 }
 
 void read_release(const lock_identity& s, const release_inputs& in, release_script_call& call) {
@@ -92,9 +128,8 @@ void write_force(const lock_identity& s, std::string_view channel, std::string_v
   call.args[1] = "1";
 }
 
-}  // namespace
-
-const lock_kind read_kind{
+/// Redisson's halves (reader-first).
+constexpr lock_kind read_half{
     .name = "read",
     .acquire_call = &read_acquire,
     .decode = &reentrant_decode,
@@ -111,7 +146,7 @@ const lock_kind read_kind{
     .field_suffix = {},
 };
 
-const lock_kind write_kind{
+constexpr lock_kind write_half{
     .name = "write",
     .acquire_call = &write_acquire,
     .decode = &reentrant_decode,
@@ -128,5 +163,26 @@ const lock_kind write_kind{
     .field_suffix = write_field_suffix,
     .refusals = upgrade_refusals,
 };
+
+}  // namespace
+
+constinit const lock_kind read_kind = read_half;
+constinit const lock_kind write_kind = write_half;
+
+constinit const lock_kind read_kind_writers_first = [] {
+  lock_kind k = read_half;
+  k.name = "read (writers first)";
+  k.acquire_call = &read_acquire_writers_first;
+  return k;
+}();
+
+constinit const lock_kind write_kind_writers_first = [] {
+  lock_kind k = write_half;
+  k.name = "write (writers first)";
+  k.acquire_call = &write_acquire_writers_first;
+  k.leave_call = &write_leave;
+  k.woken_first = true;
+  return k;
+}();
 
 }  // namespace rlock::detail

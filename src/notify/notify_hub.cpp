@@ -58,12 +58,14 @@ void notify_hub::on_timer() {
 }
 
 void notify_hub::wake_one(channel_state& c, bool by_message) {
+  waiter* oldest = nullptr;
   for (waiter* w = c.head; w != nullptr; w = w->next) {
-    if (!w->woken && !w->reserved) {
-      wake(*w, by_message);
-      return;
-    }
+    if (w->woken || w->reserved) continue;
+    if (w->woken_first) return wake(*w, by_message);
+    if (oldest == nullptr) oldest = w;
+    if (c.woken_first == 0) break;  // nobody to look further for
   }
+  if (oldest != nullptr) wake(*oldest, by_message);
 }
 
 void notify_hub::add(std::string_view key, std::string_view channel, message_policy policy,
@@ -81,6 +83,7 @@ void notify_hub::add(std::string_view key, std::string_view channel, message_pol
   w.next = nullptr;
   (c.tail != nullptr ? c.tail->next : c.head) = &w;
   c.tail = &w;
+  if (w.woken_first) ++c.woken_first;
   if (c.size++ == 0) {
     session_.subscribe(c.key, c.name);
   } else if (session_.subscribed(c.key, c.name)) {
@@ -100,6 +103,7 @@ void notify_hub::remove(waiter& w) {
   w.prev = w.next = nullptr;
   w.channel = nullptr;
   --c->size;
+  if (w.woken_first) --c->woken_first;
   if (w.woken && !w.failed) wake_one(*c, w.by_message);
   if (c->size == 0) {
     session_.unsubscribe(c->key, c->name);

@@ -56,6 +56,9 @@ class notify_hub {
     /// A fair lock's release handed the lock to this waiter's acquisition by push (set with
     /// `woken`): grant_since() bounds when.
     bool pushed_grant = false;
+    /// A wake of one passes older waiters for it (lock_kind::woken_first: a writer that the
+    /// readers on its channel wait for).
+    bool woken_first = false;
     /// Names the acquisition in a fair lock's handoff by push (its `g<ticket>` message).
     std::uint32_t ticket = 0;
     void* owner = nullptr;  // the waiting operation, for a local handoff
@@ -71,8 +74,9 @@ class notify_hub {
     waiter* head = nullptr;
     waiter* tail = nullptr;
     std::size_t size = 0;
-    std::string refusal;      // Redis's text when the server refused the channel
-    std::error_code refused;  // and its code
+    std::size_t woken_first = 0;  // waiters among them that a wake of one goes to first
+    std::string refusal;          // Redis's text when the server refused the channel
+    std::error_code refused;      // and its code
     /// The earliest `since` of the grants pushed here and not yet taken (grant_since()).
     clock::time_point grant_since = clock::time_point::max();
   };

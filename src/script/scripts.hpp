@@ -28,6 +28,9 @@ enum class script : std::uint8_t {
   force_unlock_spin,
   acquire_read,
   acquire_write,
+  acquire_read_writers_first,
+  acquire_write_writers_first,
+  leave_write,
   release_read,
   release_write,
   renew_read_write,
@@ -100,6 +103,48 @@ struct script_row {
   "redis.call('hdel', KEYS[4], head); "                                                      \
   "redis.call(publish, KEYS[5] .. ':' .. head, 'g' .. ticket); return; end; end; "           \
   "redis.call(publish, KEYS[5] .. ':' .. head, '0'); end; "
+
+// The server's clock in ms, as `now` (rlock's scripts that keep times on the server).
+#define RLOCK_NOW_MS_LUA           \
+  "local t = redis.call('time'); " \
+  "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000); "
+
+// Redisson's read acquire after `mode` (KEYS, ARGV: acquire_read's): the lock is taken when
+// free, shared when read, entered by its writer (a downgrade); otherwise the PTTL.
+#define RLOCK_READ_ACQUIRE_LUA                                                                 \
+  "if (mode == false) then "                                                                   \
+  "redis.call('hset', KEYS[1], 'mode', 'read'); "                                              \
+  "redis.call('hset', KEYS[1], ARGV[2], 1); "                                                  \
+  "redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1]); "                                     \
+  "redis.call('pexpire', KEYS[1], ARGV[1]); "                                                  \
+  "return nil; "                                                                               \
+  "end; "                                                                                      \
+  "if (mode == 'read') or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) " \
+  "then "                                                                                      \
+  "local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1); "                                   \
+  "redis.call('set', KEYS[2] .. ':' .. ind, 1, 'px', ARGV[1]); "                               \
+  "redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1]))); " \
+  "return nil; "                                                                               \
+  "end; "                                                                                      \
+  "return redis.call('pttl', KEYS[1]);"
+
+// Redisson's write acquire up to its busy answer (KEYS, ARGV: acquire_write's), running
+// `taken` when it takes a free lock: taken or re-entered, nil; the owner reads, the refusal.
+#define RLOCK_WRITE_ACQUIRE_LUA(taken)                                            \
+  "local mode = redis.call('hget', KEYS[1], 'mode'); "                            \
+  "if (mode == false) then "                                                      \
+  "redis.call('hset', KEYS[1], 'mode', 'write'); "                                \
+  "redis.call('hset', KEYS[1], ARGV[2], 1); "                                     \
+  "redis.call('pexpire', KEYS[1], ARGV[1]); " taken                               \
+  "return nil; "                                                                  \
+  "end; "                                                                         \
+  "if (mode == 'write') and (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then " \
+  "redis.call('hincrby', KEYS[1], ARGV[2], 1); "                                  \
+  "redis.call('pexpire', KEYS[1], redis.call('pttl', KEYS[1]) + ARGV[1]); "       \
+  "return nil; "                                                                  \
+  "end; "                                                                         \
+  "if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then "                         \
+  "return redis.error_reply(ARGV[4]); end; "
 
 // The read-write lock's shared Lua: the longest remaining lease among the read holds of
 // KEYS[1] (every owner field with a count; a writer's field has no hold timeouts), whose
@@ -393,22 +438,7 @@ inline constexpr script_row script_table[] = {
      // nil: acquired (with no writer, or as a downgrade by the writer); otherwise the PTTL.
      // Each read hold n has its own key `<prefix>:<n>` carrying its lease; the hash lives as long
      // as the longest.
-     "local mode = redis.call('hget', KEYS[1], 'mode'); "
-     "if (mode == false) then "
-     "redis.call('hset', KEYS[1], 'mode', 'read'); "
-     "redis.call('hset', KEYS[1], ARGV[2], 1); "
-     "redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1]); "
-     "redis.call('pexpire', KEYS[1], ARGV[1]); "
-     "return nil; "
-     "end; "
-     "if (mode == 'read') or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) "
-     "then "
-     "local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1); "
-     "redis.call('set', KEYS[2] .. ':' .. ind, 1, 'px', ARGV[1]); "
-     "redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1]))); "
-     "return nil; "
-     "end; "
-     "return redis.call('pttl', KEYS[1]);"},
+     "local mode = redis.call('hget', KEYS[1], 'mode'); " RLOCK_READ_ACQUIRE_LUA},
 
     {script::acquire_write, command_kind::acquire, true,
      // acquire_write (Redisson's write lock, plus a refusal) — KEYS[1] = lock key; ARGV[1] = lease
@@ -416,21 +446,60 @@ inline constexpr script_row script_table[] = {
      // = the refusal. nil: acquired or re-entered (Redisson adds the lease to the TTL); the PTTL:
      // busy; an error reply: the owner holds the read lock, and waiting would wait for itself
      // (Redisson's client waits; the state is the same either way).
+     RLOCK_WRITE_ACQUIRE_LUA("") "return redis.call('pttl', KEYS[1]);"},
+
+    {script::acquire_read_writers_first, command_kind::acquire, true,
+     // acquire_read_writers_first (rlock's read lock under rw_priority::writers) — KEYS[1..2]
+     // and ARGV as acquire_read, KEYS[3] = the waiting writers' marks `{<key>}:rlock_writers`
+     // (a zset: write field -> when its mark lapses, server ms). A reader that does not read
+     // already, and is not the writer downgrading, does not enter while a mark lives: it is
+     // answered the time to the earliest mark's end (it comes back then, or when the writer's
+     // unlock or leave wakes it). Otherwise acquire_read's.
      "local mode = redis.call('hget', KEYS[1], 'mode'); "
-     "if (mode == false) then "
-     "redis.call('hset', KEYS[1], 'mode', 'write'); "
-     "redis.call('hset', KEYS[1], ARGV[2], 1); "
-     "redis.call('pexpire', KEYS[1], ARGV[1]); "
-     "return nil; "
-     "end; "
-     "if (mode == 'write') and (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then "
-     "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
-     "redis.call('pexpire', KEYS[1], redis.call('pttl', KEYS[1]) + ARGV[1]); "
-     "return nil; "
-     "end; "
-     "if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then "
-     "return redis.error_reply(ARGV[4]); end; "
-     "return redis.call('pttl', KEYS[1]);"},
+     "if (mode ~= 'write') and "
+     "(mode == false or redis.call('hexists', KEYS[1], ARGV[2]) == 0) then " RLOCK_NOW_MS_LUA
+     "local first = redis.call('zrangebyscore', KEYS[3], '(' .. now, '+inf', 'WITHSCORES', "
+     "'LIMIT', 0, 1); "
+     "if first[2] ~= nil then return math.max(tonumber(first[2]) - now, 1); end; "
+     "end; " RLOCK_READ_ACQUIRE_LUA},
+
+    {script::acquire_write_writers_first, command_kind::acquire, true,
+     // acquire_write_writers_first (rlock's write lock under rw_priority::writers) — KEYS[1] and
+     // ARGV[1..4] as acquire_write, KEYS[2] = the marks (as above), ARGV[5] = how long this
+     // writer's mark lives, ms; empty: a single attempt, which leaves none. Taking the lock
+     // removes the writer's mark. Busy, a waiting writer marks the lock (expired marks go), and
+     // is answered at most half its mark's life: it comes back, and so renews its mark, before
+     // the mark lapses; a writer that died stops holding readers back one mark life after its
+     // last attempt.
+     RLOCK_WRITE_ACQUIRE_LUA(
+         "redis.call('zrem', KEYS[2], ARGV[2]); ") "local ttl = redis.call('pttl', KEYS[1]); "
+                                                   "if ARGV[5] ~= '' then "
+                                                   "local life = "
+                                                   "tonumber(ARGV[5]); " RLOCK_NOW_MS_LUA
+                                                   "redis.call('zremrangebyscore', KEYS[2], "
+                                                   "'-inf', now); "
+                                                   "redis.call('zadd', KEYS[2], now + life, "
+                                                   "ARGV[2]); "
+                                                   "redis.call('pexpire', KEYS[2], "
+                                                   "math.max(redis.call('pttl', KEYS[2]), life)); "
+                                                   "local back = math.max(math.floor(life / 2), "
+                                                   "1); "
+                                                   "if ttl < 0 or ttl > back then ttl = back; end; "
+                                                   "end; "
+                                                   "return ttl;"},
+
+    {script::leave_write, command_kind::release, true,
+     // A release kind: idempotent (removing a mark twice removes nothing).
+     // leave_write (a waiting writer that gives up, under rw_priority::writers) — KEYS[1] =
+     // lock key, KEYS[2] = the marks, KEYS[3] = the channel; ARGV[1] = write field, ARGV[2] =
+     // publish command. Its mark goes; if it was the last live mark and no writer holds the
+     // lock, the readers it held back are told ("1": everybody tries, as after a write unlock).
+     // 1: told; 0: nothing to tell.
+     "if redis.call('zrem', KEYS[2], ARGV[1]) == 0 then return 0; end; " RLOCK_NOW_MS_LUA
+     "if #redis.call('zrangebyscore', KEYS[2], '(' .. now, '+inf', 'LIMIT', 0, 1) > 0 then "
+     "return 0; end; "
+     "if redis.call('hget', KEYS[1], 'mode') == 'write' then return 0; end; "
+     "redis.call(ARGV[2], KEYS[3], '1'); return 1;"},
 
     {script::release_read, command_kind::release, true,
      // release_read (Redisson's read unlock, latched) — KEYS[1] = lock key, KEYS[2] = channel
@@ -694,6 +763,9 @@ constexpr std::string_view script_source(script s) noexcept {
 
 #undef RLOCK_FAIR_LUA
 #undef RLOCK_READ_TIMEOUTS_LUA
+#undef RLOCK_NOW_MS_LUA
+#undef RLOCK_READ_ACQUIRE_LUA
+#undef RLOCK_WRITE_ACQUIRE_LUA
 #undef RLOCK_SEMAPHORE_LUA
 
 }  // namespace rlock::detail

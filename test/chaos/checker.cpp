@@ -186,6 +186,29 @@ verdict check(const history& h, const checker_options& opts) {
     }
   }
 
+  // Writers first (read-write locks): a writer's wait is bounded while readers keep arriving.
+  // Readers that asked after the writer began to wait and entered before it are the sign of
+  // starvation; within the bound they are the readers whose attempts crossed the writer's mark
+  // on the wire. (The workloads never re-enter a read hold, which the rule would count too.)
+  if (opts.writer_wait_bound >= 0) {
+    for (const auto& [lock, list] : by_lock) {
+      for (const auto& w : list) {
+        if (w.shared || w.permits > 0 || w.acquired - w.requested <= opts.writer_wait_bound) {
+          continue;
+        }
+        std::size_t passed = 0;
+        for (const auto& r : list) {
+          if (r.shared && r.requested > w.requested && r.acquired < w.acquired) ++passed;
+        }
+        if (passed == 0) continue;
+        v.starved.push_back(lock + ": " + describe(w, origin) + " waited " +
+                            ms(w.acquired, w.requested) + " (bound " +
+                            ms(opts.writer_wait_bound, 0) + ") while " + std::to_string(passed) +
+                            " reader(s) that asked after it entered first");
+      }
+    }
+  }
+
   for (const auto& a : h.acquisitions) ++v.ends[std::string(to_string(a.end))];
   for (const auto& o : h.operations) {
     ++v.outcomes[std::string(to_string(o.kind)) + ": " +
@@ -232,6 +255,7 @@ std::string verdict::report() const {
   section("VIOLATIONS of exclusion", violations);
   section("DATA LOSS", data_loss);
   section("operations past their bound", overruns);
+  section("writers starved by readers", starved);
   section("never completed", stuck);
   section("left behind", leftovers);
   if (!context.empty()) {

@@ -13,6 +13,10 @@ struct checker_options {
   /// Allowed on top of an operation's stated bound: scheduling, sanitizers, a loaded CI machine.
   /// It is not a performance margin; an operation that hangs overruns any slack.
   nanos slack = 2'000'000'000;
+  /// The writer rule (read-write locks under rw_priority::writers): a write acquisition that
+  /// waited longer than this while readers that asked after it entered first starved. -1: not
+  /// checked (a run whose faults may cut a writer off while other processes keep reading).
+  nanos writer_wait_bound = -1;
 };
 
 /// What check() found. Each list is a kind of failure, with one line per finding; a run is clean
@@ -28,6 +32,9 @@ struct verdict {
   std::vector<std::string> data_loss;
   /// Operations that completed later than their bound (+ slack).
   std::vector<std::string> overruns;
+  /// Writers that waited past checker_options::writer_wait_bound while readers that came after
+  /// them went first.
+  std::vector<std::string> starved;
   /// Operations that never completed, acquisitions never ended.
   std::vector<std::string> stuck;
   /// Channels, keys, client activity left at the end.
@@ -45,8 +52,8 @@ struct verdict {
   std::map<std::string, std::size_t> outcomes;
 
   bool clean() const noexcept {
-    return violations.empty() && data_loss.empty() && overruns.empty() && stuck.empty() &&
-           leftovers.empty();
+    return violations.empty() && data_loss.empty() && overruns.empty() && starved.empty() &&
+           stuck.empty() && leftovers.empty();
   }
   /// A multi-line summary for test output.
   std::string report() const;

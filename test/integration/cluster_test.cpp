@@ -323,6 +323,69 @@ TEST(cluster, read_write_locks_on_every_shard_share_readers_wake_them_and_renew_
   EXPECT_EQ(readers.metrics().renewal_failures, 0u);
 }
 
+TEST(cluster, waiting_writers_mark_their_locks_slot_on_every_shard_and_enter_before_readers) {
+  auto& cluster = shared_cluster();
+  asio::io_context io;
+  const auto cfg = cluster_config();
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), cfg);
+  // One name per master, and one with a hash tag of its own: the marks `{<key>}:rlock_writers`
+  // (`<key>:rlock_writers` for a tagged key) share the lock's slot, or the scripts would fail
+  // with CROSSSLOT.
+  std::vector<std::string> names;
+  std::set<std::uint16_t> masters;
+  for (int i = 0; names.size() < 3 && i < 1000; ++i) {
+    const std::string name = "wf-" + std::to_string(i);
+    if (masters.insert(cluster.owner_of(key_slot(cfg.key_prefix + name))).second) {
+      names.push_back(name);
+    }
+  }
+  ASSERT_EQ(names.size(), 3u);
+  names.push_back("wf-{tag}-x");
+  int wrote = 0;
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    std::vector<rlock::read_lock> readers;
+    std::vector<rlock::write_lock> writers;
+    for (const auto& n : names) {
+      readers.push_back(a.get_read_write_lock(n).read_lock());
+      writers.push_back(b.get_read_write_lock(n).write_lock());
+      co_await readers.back().lock();
+    }
+    for (auto& w : writers) {
+      asio::co_spawn(
+          io,
+          [&]() -> asio::awaitable<void> {
+            if (co_await w.try_lock(20s)) ++wrote;
+          },
+          asio::detached);
+    }
+    EXPECT_TRUE(
+        co_await poll_until([&] { return b.stats().acquire_attempts >= 2 * writers.size(); }));
+    for (const auto& n : names) {
+      const auto key = cfg.key_prefix + n;
+      const auto marks =
+          (key.find('{') == std::string::npos ? "{" + key + "}" : key) + ":rlock_writers";
+      EXPECT_EQ(key_slot(marks), key_slot(key)) << marks;
+      raw_client raw(cluster.owner_of(key_slot(key)));
+      EXPECT_EQ(raw.command_int({"ZCARD", marks}), 1) << marks;
+      // An arriving reader waits behind the mark.
+      EXPECT_FALSE(co_await b.get_read_write_lock(n).read_lock().try_lock());
+    }
+    for (auto& r : readers) co_await r.unlock();
+    EXPECT_TRUE(co_await poll_until([&] { return wrote == 4; }, 15s));
+    for (auto& w : writers) co_await w.unlock();
+    for (const auto& n : names) {
+      const auto key = cfg.key_prefix + n;
+      raw_client raw(cluster.owner_of(key_slot(key)));
+      EXPECT_EQ(raw.command_int({"EXISTS", key}), 0);
+    }
+  });
+  EXPECT_EQ(wrote, 4);
+  EXPECT_EQ(b.stats().expiry_wakeups, 0u);
+}
+
 TEST(cluster, a_multi_lock_spans_every_shard_all_or_nothing) {
   auto& cluster = shared_cluster();
   asio::io_context io;

@@ -1262,6 +1262,67 @@ TEST(interop, read_write_locks_share_readers_and_exclude_writers_with_redisson_b
   });
 }
 
+TEST(interop, a_waiting_writers_mark_holds_our_readers_back_and_redissons_scripts_ignore_it) {
+  // rw_priority::writers against Redisson's scripts: what each side sees of the other.
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client redis(io.get_executor(), cfg);
+  foreign_client redisson(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto reader = redis.get_read_write_lock("wf").read_lock();
+    auto arriving = redis.get_read_write_lock("wf").read_lock();
+    auto writer = redis.get_read_write_lock("wf").write_lock();
+    const auto key = std::string(reader.key());
+    const auto marks = "{" + key + "}:rlock_writers";
+    auto& raw = redisson.raw();
+    co_await reader.lock();
+    bool wrote = false;
+    asio::steady_timer bell(io);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await writer.lock();
+          wrote = true;
+          bell.cancel();
+        },
+        asio::detached);
+    RLOCK_CO_ASSERT(co_await waiter_asleep(redis, raw, "redisson_rwlock:{" + key + "}", 3));
+    EXPECT_EQ(raw.command_int({"ZCARD", marks}), 1);
+    // Our arriving reader waits behind the mark; Redisson's read script does not know it and
+    // enters (so Redisson's readers can still keep our writer out).
+    EXPECT_FALSE(co_await arriving.try_lock());
+    RLOCK_CO_ASSERT(redisson.read_acquire(key).is_null());
+    // The lock hash is Redisson's layout: the mark lives beside it, never in it.
+    EXPECT_EQ(raw.command_int({"HLEN", key}), 3);  // mode, our reader, Redisson's reader
+    EXPECT_EQ(raw.command({"HGET", key, "mode"}).str, "read");
+    EXPECT_EQ(redisson.read_release(key).integer, 0);  // ours still reads
+    co_await reader.unlock();
+    co_await wait_until(
+        bell, [&] { return wrote; }, 10s);
+    RLOCK_CO_ASSERT(wrote);
+    EXPECT_EQ(writer.last_wake(), rlock::wake_reason::notification);
+    EXPECT_EQ(raw.command_int({"EXISTS", marks}), 0);
+    // Redisson's write script excludes our writer as before, and our write unlock lets it in.
+    EXPECT_EQ(redisson.write_acquire(key).type, resp3::type::number);
+    co_await writer.unlock();
+    RLOCK_CO_ASSERT(redisson.write_acquire(key).is_null());
+    EXPECT_EQ(redisson.write_release(key).integer, 1);
+    // A waiting Redisson writer leaves nothing on the server: our readers cannot see it, and
+    // enter as Redisson's own readers would.
+    co_await reader.lock();
+    EXPECT_EQ(redisson.write_acquire(key).type, resp3::type::number);
+    EXPECT_EQ(raw.command_int({"EXISTS", marks}), 0);
+    EXPECT_TRUE(co_await arriving.try_lock());
+    co_await arriving.unlock();
+    co_await reader.unlock();
+    RLOCK_CO_ASSERT(redisson.write_acquire(key).is_null());
+    EXPECT_EQ(redisson.write_release(key).integer, 1);
+    EXPECT_EQ(raw.command_int({"EXISTS", key}), 0);
+    co_await redis.close();
+  });
+}
+
 TEST(interop, a_downgrade_leaves_a_read_write_lock_redissons_scripts_accept) {
   asio::io_context io;
   const auto cfg = make_config();

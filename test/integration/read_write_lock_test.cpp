@@ -49,6 +49,17 @@ std::string rw_channel(std::string_view key) {
   return "redisson_rwlock:{" + std::string(key) + "}";
 }
 
+/// The waiting writers' marks (rw_priority::writers): a zset, write field -> server ms.
+std::string writer_marks(std::string_view key) {
+  return "{" + std::string(key) + "}:rlock_writers";
+}
+
+/// The server's clock in ms, as the scripts read it.
+std::int64_t server_ms(rlock::test::raw_client& raw) {
+  const auto t = raw.command({"TIME"});
+  return std::stoll(t.elements.at(0).str) * 1000 + std::stoll(t.elements.at(1).str) / 1000;
+}
+
 TEST(read_write_lock, readers_share_it_and_a_writer_excludes_them_both_ways) {
   asio::io_context io;
   const auto cfg = make_config();
@@ -358,6 +369,283 @@ TEST(read_write_lock, the_blocking_facade_is_a_shared_mutex_for_threads) {
     EXPECT_TRUE(rw.read().is_held());
   }
   EXPECT_FALSE(rw.read().is_locked());
+}
+
+TEST(read_write_lock,
+     a_waiting_writer_keeps_arriving_readers_out_and_enters_when_the_readers_leave) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  ASSERT_EQ(cfg.read_write_lock.priority, rlock::rw_priority::writers);  // the default
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    auto reader = a.get_read_write_lock("wf").read_lock();
+    auto late = b.get_read_write_lock("wf").read_lock();
+    auto writer = b.get_read_write_lock("wf").write_lock();
+    const auto key = std::string(reader.key());
+    co_await reader.lock();
+    bool wrote = false;
+    asio::steady_timer bell(io);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await writer.lock();
+          wrote = true;
+          bell.cancel();
+        },
+        asio::detached);
+    // Its refused attempt left its mark, with the mark's lease.
+    RLOCK_CO_ASSERT(co_await poll_until([&] {
+      return raw.command_int({"ZCARD", writer_marks(key)}) == 1;
+    }));
+    const auto ttl = raw.command_int({"PTTL", writer_marks(key)});
+    EXPECT_GT(ttl, 0);
+    EXPECT_LE(ttl, cfg.read_write_lock.writer_mark_lease.count());
+    // A reader that arrives now does not enter, waiting or not; under Redisson's rule it would.
+    EXPECT_FALSE(co_await late.try_lock());
+    EXPECT_FALSE(co_await late.try_lock(150ms));
+    EXPECT_FALSE(wrote);
+    // The reader already in re-enters (its holds are its own), and a handle that opted out
+    // enters: it ignores the marks, as Redisson's readers do.
+    EXPECT_TRUE(co_await reader.try_lock());
+    auto redissons_rule = a.get_read_write_lock("wf", rlock::rw_priority::readers).read_lock();
+    EXPECT_TRUE(co_await redissons_rule.try_lock());
+    co_await redissons_rule.unlock();
+    co_await reader.unlock();
+    EXPECT_FALSE(wrote);
+    // The last read unlock lets the writer in, woken by its message; its mark goes with it.
+    co_await reader.unlock();
+    co_await wait_until(
+        bell, [&] { return wrote; }, 10s);
+    RLOCK_CO_ASSERT(wrote);
+    EXPECT_EQ(writer.last_wake(), rlock::wake_reason::notification);
+    EXPECT_EQ(raw.command_int({"EXISTS", writer_marks(key)}), 0);
+    // The writer downgrades while another writer waits: its own read is no arriving reader.
+    auto other_writer = a.get_read_write_lock("wf").write_lock();
+    EXPECT_FALSE(co_await other_writer.try_lock(100ms));
+    // Taken back on giving up (the leave is written after the caller is told).
+    EXPECT_TRUE(co_await poll_until([&] {
+      return raw.command_int({"EXISTS", writer_marks(key)}) == 0;
+    }));
+    auto own_read = b.get_read_write_lock("wf", writer.owner_id()).read_lock();
+    EXPECT_TRUE(co_await own_read.try_lock());
+    co_await writer.unlock();
+    co_await own_read.unlock();
+    EXPECT_EQ(raw.command_int({"EXISTS", key}), 0);
+    EXPECT_TRUE(co_await late.try_lock());
+    co_await late.unlock();
+    co_await a.close();
+    co_await b.close();
+  });
+}
+
+TEST(read_write_lock, under_redissons_rule_readers_that_keep_arriving_pass_a_waiting_writer) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.read_write_lock.priority = rlock::rw_priority::readers;  // for the whole client
+  rlock::client a(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    auto first = a.get_read_write_lock("rf").read_lock();
+    auto second = a.get_read_write_lock("rf").read_lock();
+    auto writer = a.get_read_write_lock("rf").write_lock();
+    const auto key = std::string(first.key());
+    co_await first.lock();
+    // The writer waits, leaving no mark; readers keep entering past it, each overlapping the
+    // last, so the lock is never free for it.
+    bool wrote = false;
+    bool done = false;
+    asio::steady_timer bell(io);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          try {
+            wrote = co_await writer.try_lock(600ms);
+          } catch (const boost::system::system_error&) {
+            // A loaded machine's late answer: timeout, which is not acquired either.
+          }
+          done = true;
+          bell.cancel();
+        },
+        asio::detached);
+    RLOCK_CO_ASSERT(co_await poll_until([&] { return a.stats().acquire_attempts >= 2; }));
+    rlock::read_lock* holding = &first;
+    rlock::read_lock* next = &second;
+    for (int i = 0; i < 200 && !done; ++i) {  // bounded: the writer gives up after 600 ms
+      EXPECT_TRUE(co_await next->try_lock());
+      co_await holding->unlock();
+      std::swap(holding, next);
+      co_await rlock::test::sleep_for(5ms);
+    }
+    co_await wait_until(
+        bell, [&] { return done; }, 10s);
+    RLOCK_CO_ASSERT(done);
+    EXPECT_FALSE(wrote);
+    EXPECT_FALSE(co_await writer.is_held());
+    EXPECT_EQ(raw.command_int({"EXISTS", writer_marks(key)}), 0);
+    co_await holding->unlock();
+    co_await a.close();
+  });
+}
+
+TEST(read_write_lock, a_writer_that_gives_up_lets_the_readers_it_held_back_in_at_once) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.read_write_lock.writer_mark_lease = 60s;  // only the leave can let them in in time
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    auto reader = a.get_read_write_lock("gu").read_lock();
+    auto writer = a.get_read_write_lock("gu").write_lock();
+    auto held_back = b.get_read_write_lock("gu").read_lock();
+    const auto key = std::string(reader.key());
+    co_await reader.lock();
+    bool gave_up = false;
+    bool read = false;
+    asio::steady_timer bell(io);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          gave_up = !(co_await writer.try_lock(400ms));
+          bell.cancel();
+        },
+        asio::detached);
+    RLOCK_CO_ASSERT(co_await poll_until([&] {
+      return raw.command_int({"ZCARD", writer_marks(key)}) == 1;
+    }));
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          if (co_await held_back.try_lock(20s)) read = true;
+          bell.cancel();
+        },
+        asio::detached);
+    co_await wait_until(
+        bell, [&] { return read || gave_up; }, 10s);
+    RLOCK_CO_ASSERT(gave_up);
+    // The writer took its mark back and told the readers: the one held back enters on that
+    // message, not at the end of the mark's minute.
+    co_await wait_until(
+        bell, [&] { return read; }, 10s);
+    RLOCK_CO_ASSERT(read);
+    EXPECT_EQ(held_back.last_wake(), rlock::wake_reason::notification);
+    EXPECT_EQ(raw.command_int({"EXISTS", writer_marks(key)}), 0);
+    co_await held_back.unlock();
+    co_await reader.unlock();
+    co_await a.close();
+    co_await b.close();
+  });
+}
+
+TEST(read_write_lock, a_mark_its_writer_no_longer_renews_holds_readers_back_until_its_lease_ends) {
+  // What a writer that died (or was cut off) leaves: a mark nobody renews. A reader is answered
+  // the time to the mark's end and enters then, without any message.
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client a(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    auto reader = a.get_read_write_lock("dead").read_lock();
+    const auto key = std::string(reader.key());
+    const auto ends = server_ms(raw) + 700;
+    raw.command({"ZADD", writer_marks(key), std::to_string(ends), "gone-uuid:1:write"});
+    raw.command({"PEXPIRE", writer_marks(key), "10000"});
+    EXPECT_FALSE(co_await reader.try_lock());
+    EXPECT_TRUE(co_await reader.try_lock(10s));
+    EXPECT_GE(server_ms(raw), ends);
+    EXPECT_EQ(reader.last_wake(), rlock::wake_reason::expiry);
+    // An expired mark is no mark: the next writer's attempt sweeps it.
+    co_await reader.unlock();
+    auto writer = a.get_read_write_lock("dead").write_lock();
+    co_await writer.lock();
+    co_await writer.unlock();
+    EXPECT_EQ(raw.command_int({"ZCARD", writer_marks(key)}), 1);  // nobody waited: nothing swept
+    EXPECT_TRUE(co_await reader.try_lock());
+    co_await reader.unlock();
+    co_await a.close();
+  });
+}
+
+TEST(read_write_lock, the_last_read_unlock_wakes_a_waiting_writer_before_an_older_waiting_reader) {
+  // One client, a reader asleep before a writer on the lock's one channel. The last read unlock
+  // publishes "0", which wakes one waiter per client: it must be the writer (the reader would
+  // only find the writer's mark, and the writer would sleep to its next look).
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    auto holder = a.get_read_write_lock("order").read_lock();
+    auto reader = b.get_read_write_lock("order").read_lock();
+    auto writer = b.get_read_write_lock("order").write_lock();
+    const auto key = std::string(holder.key());
+    co_await holder.lock();
+    // A writer of another process marks the lock: the reader waits behind it.
+    raw.command(
+        {"ZADD", writer_marks(key), std::to_string(server_ms(raw) + 60'000), "elsewhere:1:write"});
+    bool read = false;
+    bool wrote = false;
+    asio::steady_timer bell(io);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          if (co_await reader.try_lock(20s)) read = true;
+          bell.cancel();
+        },
+        asio::detached);
+    rlock::lock_handle probe = b.get_lock("probe");
+    RLOCK_CO_ASSERT(co_await rlock::test::until_asleep(b, probe, 2));
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          if (co_await writer.try_lock(20s)) wrote = true;
+          bell.cancel();
+        },
+        asio::detached);
+    // Both asleep on the channel, the reader first (each made its attempt and its retry).
+    RLOCK_CO_ASSERT(co_await rlock::test::until_asleep(b, probe, 4));
+    EXPECT_EQ(raw.command_int({"ZCARD", writer_marks(key)}), 2);
+    raw.command({"ZREM", writer_marks(key), "elsewhere:1:write"});  // that writer went
+    const auto attempts = b.stats().acquire_attempts;
+    co_await holder.unlock();
+    co_await wait_until(
+        bell, [&] { return wrote; }, 10s);
+    RLOCK_CO_ASSERT(wrote);
+    EXPECT_EQ(writer.last_wake(), rlock::wake_reason::notification);
+    EXPECT_EQ(b.stats().acquire_attempts, attempts + 1);  // the writer's alone
+    EXPECT_FALSE(read);
+    co_await writer.unlock();
+    co_await wait_until(
+        bell, [&] { return read; }, 10s);
+    EXPECT_TRUE(read);
+    co_await reader.unlock();
+    EXPECT_EQ(raw.command_int({"EXISTS", key, writer_marks(key)}), 0);
+    co_await a.close();
+    co_await b.close();
+  });
+}
+
+TEST(read_write_lock, a_priority_that_is_no_rw_priority_is_refused_with_its_value) {
+  asio::io_context io;
+  auto cfg = make_config();
+  rlock::client a(io.get_executor(), cfg);
+  EXPECT_EQ(rlock::test::thrown_by(
+                [&] { (void)a.get_read_write_lock("x", static_cast<rlock::rw_priority>(7)); }),
+            rlock::errc::invalid_argument);
+  cfg.read_write_lock.writer_mark_lease = 1ms;
+  EXPECT_EQ(rlock::test::thrown_by([&] { rlock::client bad(io.get_executor(), cfg); }),
+            rlock::errc::invalid_argument);
 }
 
 }  // namespace

@@ -109,6 +109,42 @@ TEST(checker, readers_share_a_read_write_lock_and_a_writer_overlapping_any_of_th
   EXPECT_EQ(check(parsed).violations.size(), 1u);
 }
 
+TEST(checker, a_writer_that_waits_past_its_bound_while_later_readers_enter_starved) {
+  auto h = base();
+  auto read = [](std::string owner, nanos asked, nanos from, nanos to) {
+    auto a = acq(std::move(owner), from, to);
+    a.requested = asked * ms;
+    a.shared = true;
+    return a;
+  };
+  auto write = [](std::string owner, nanos asked, nanos from, nanos to) {
+    auto a = acq(std::move(owner), from, to);
+    a.requested = asked * ms;
+    return a;
+  };
+  checker_options opts;
+  opts.writer_wait_bound = 100 * ms;
+  // The writer asks at 10 and waits for the reader in at 0 and the one that crossed its mark
+  // (asked at 12): 60 ms, within the bound.
+  h.acquisitions = {read("r1", 0, 0, 50), read("r2", 12, 13, 70), write("w", 10, 70, 80)};
+  EXPECT_TRUE(check(h, opts).clean()) << check(h, opts).report();
+  // Readers keep arriving past it: 300 ms, while two later readers entered first.
+  h.acquisitions = {read("r1", 0, 0, 150), read("r2", 100, 100, 250), read("r3", 200, 200, 310),
+                    write("w", 10, 310, 320)};
+  auto v = check(h, opts);
+  ASSERT_EQ(v.starved.size(), 1u) << v.report();
+  EXPECT_NE(v.starved[0].find("2 reader(s)"), std::string::npos) << v.starved[0];
+  EXPECT_FALSE(v.clean());
+  EXPECT_TRUE(v.violations.empty());  // never an overlap: exclusion held
+  // A long wait behind readers that were all in before it is no starvation (long holds).
+  h.acquisitions = {read("r1", 0, 0, 300), write("w", 10, 300, 320)};
+  EXPECT_TRUE(check(h, opts).clean());
+  // Off by default: a run whose faults may cut a writer off.
+  h.acquisitions = {read("r1", 0, 0, 150), read("r2", 100, 100, 310), write("w", 10, 310, 320)};
+  EXPECT_TRUE(check(h).clean());
+  EXPECT_FALSE(check(h, opts).clean());
+}
+
 TEST(checker, a_fair_grant_out_of_queue_order_is_a_violation_and_in_order_is_not) {
   auto h = base();
   // a waits (lock()) from 10, b (try_lock) from 12; the queue read at 15 has a ahead of b.

@@ -70,6 +70,8 @@ TEST(lock_kind, every_decoder_bounds_the_wait_the_server_answers) {
       {&rlock::detail::spin_kind, false},
       {&rlock::detail::read_kind, false},
       {&rlock::detail::write_kind, false},
+      {&rlock::detail::read_kind_writers_first, false},
+      {&rlock::detail::write_kind_writers_first, false},
       {&rlock::detail::semaphore_kind, false}};
   for (const auto& [kind, pair] : kinds) {
     for (const auto ms : huge) {
@@ -197,12 +199,73 @@ TEST(lock_kind, non_reentrant_refuses_its_holder_with_redissons_words) {
   EXPECT_EQ(non_reentrant_kind.decode(number(40)).what, outcome::busy);
 }
 
+TEST(lock_kind, writers_first_calls_add_the_marks_in_the_locks_slot_and_keep_redissons_layout) {
+  namespace d = rlock::detail;
+  const d::lock_identity reader{"doc", "uuid:7"};
+  const d::lock_identity writer{"doc", "uuid:7:write"};
+  d::acquire_inputs in{};
+  in.lease_ms = "30000";
+  in.mark_ms = "10000";
+  d::acquire_script_call redisson_read;
+  d::read_kind.acquire_call(reader, in, redisson_read);
+  d::acquire_script_call read;
+  d::read_kind_writers_first.acquire_call(reader, in, read);
+  EXPECT_EQ(read.which, d::script::acquire_read_writers_first);
+  // Redisson's keys and arguments first, then the marks: one slot ({doc}) for all.
+  ASSERT_EQ(read.key_span().size(), 3u);
+  EXPECT_EQ(read.keys[0], "doc");
+  EXPECT_EQ(read.keys[1], "{doc}:uuid:7:rwlock_timeout");
+  EXPECT_EQ(read.keys[2], "{doc}:rlock_writers");
+  ASSERT_EQ(redisson_read.key_span().size(), 2u);
+  EXPECT_EQ(redisson_read.keys[1], read.keys[1]);
+  ASSERT_EQ(read.arg_span().size(), 3u);
+  EXPECT_EQ(read.args[0], "30000");
+  EXPECT_EQ(read.args[1], "uuid:7");
+  EXPECT_EQ(read.args[2], "uuid:7:write");
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(read.args[i], redisson_read.args[i]);
+
+  d::acquire_script_call write;
+  d::write_kind_writers_first.acquire_call(writer, in, write);
+  EXPECT_EQ(write.which, d::script::acquire_write_writers_first);
+  ASSERT_EQ(write.key_span().size(), 2u);
+  EXPECT_EQ(write.keys[1], "{doc}:rlock_writers");
+  ASSERT_EQ(write.arg_span().size(), 5u);
+  EXPECT_EQ(write.args[1], "uuid:7:write");
+  EXPECT_EQ(write.args[2], "uuid:7");
+  EXPECT_EQ(write.args[4], "10000");
+  // A single attempt waits for nothing: it marks nothing.
+  in.mark_ms = {};
+  d::write_kind_writers_first.acquire_call(writer, in, write);
+  EXPECT_EQ(write.args[4], "");
+
+  // A name with its own hash tag keeps it, so the marks share the lock's slot.
+  const d::lock_identity tagged{"a{x}b", "uuid:7:write"};
+  d::write_kind_writers_first.acquire_call(tagged, in, write);
+  EXPECT_EQ(write.keys[1], "a{x}b:rlock_writers");
+
+  d::leave_inputs leave{};
+  leave.channel = "redisson_rwlock:{doc}";
+  leave.publish = "publish";
+  d::release_script_call call;
+  d::write_kind_writers_first.leave_call(writer, leave, call);
+  EXPECT_EQ(call.which, d::script::leave_write);
+  ASSERT_EQ(call.key_span().size(), 3u);
+  EXPECT_EQ(call.keys[1], "{doc}:rlock_writers");
+  EXPECT_EQ(call.keys[2], "redisson_rwlock:{doc}");
+  ASSERT_EQ(call.arg_span().size(), 2u);
+  EXPECT_EQ(call.args[0], "uuid:7:write");
+  // Only the writer is woken first, and only under writers first.
+  EXPECT_TRUE(d::write_kind_writers_first.woken_first);
+  EXPECT_FALSE(d::write_kind.woken_first);
+  EXPECT_FALSE(d::read_kind_writers_first.woken_first);
+}
+
 TEST(lock_kind, fair_calls_name_redissons_queue_and_rlocks_handoff_registrations) {
   using rlock::detail::fair_kind;
   using rlock::detail::non_reentrant_fair_kind;
   using rlock::detail::script;
   const rlock::detail::lock_identity id{"acct", "uuid:7"};
-  rlock::detail::acquire_inputs in{"30000", "60000", "12", "30000:60000", "publish"};
+  rlock::detail::acquire_inputs in{"30000", "60000", "12", "30000:60000", "publish", {}};
   rlock::detail::acquire_script_call call;
   fair_kind.acquire_call(id, in, call);
   EXPECT_EQ(call.which, script::acquire_fair);
@@ -306,6 +369,7 @@ TEST(lock_kind, each_kind_names_its_own_refusals) {
   // Another kind's word, or any other error, is what the session made of it.
   EXPECT_EQ(code(d::reentrant_kind, "NON_REENTRANT_REACQUIRE"), server_error);
   EXPECT_EQ(code(d::read_kind, "WRITE_AFTER_READ"), server_error);
+  EXPECT_EQ(code(d::write_kind_writers_first, "WRITE_AFTER_READ"), rlock::errc::upgrade_refused);
   EXPECT_EQ(code(d::non_reentrant_kind, "ERR wrong number of arguments"), server_error);
 }
 
@@ -315,12 +379,14 @@ namespace {
 
 TEST(lock_kind, a_kinds_wait_mode_and_its_hooks_agree) {
   namespace d = rlock::detail;
-  for (const d::lock_kind* k : {&d::reentrant_kind, &d::fenced_kind, &d::non_reentrant_kind,
-                                &d::fair_kind, &d::non_reentrant_fair_kind, &d::spin_kind,
-                                &d::read_kind, &d::write_kind, &d::semaphore_kind}) {
+  for (const d::lock_kind* k :
+       {&d::reentrant_kind, &d::fenced_kind, &d::non_reentrant_kind, &d::fair_kind,
+        &d::non_reentrant_fair_kind, &d::spin_kind, &d::read_kind, &d::write_kind,
+        &d::read_kind_writers_first, &d::write_kind_writers_first, &d::semaphore_kind}) {
     SCOPED_TRACE(k->name);
-    // Queued waiters leave their queue when they give up; nobody else has one to leave.
-    EXPECT_EQ(k->waiting == d::wait_mode::queue, k->leave_call != nullptr);
+    // Queued waiters leave their queue when they give up, and a writer that readers wait behind
+    // (the one kind woken first) takes back its mark; nobody else leaves anything to undo.
+    EXPECT_EQ(k->waiting == d::wait_mode::queue || k->woken_first, k->leave_call != nullptr);
     // A polling kind's waiters are in no channel: a release has nobody here to hand over to.
     if (k->waiting == d::wait_mode::poll) {
       EXPECT_TRUE(k->transfer_call == nullptr);
