@@ -218,6 +218,13 @@ struct RLOCK_EXPORT config {
     /// lock get Redisson's protocol). false: every waiter acquires by itself after the push, as
     /// in Redisson. Off under sync_replicas (the grant would skip the replicas' check).
     bool handoff_by_push = true;
+    /// A handoff by push to a waiter whose lease the watchdog renews gives it the lock on the
+    /// server for this long only; the waiter renews at once on taking the push (its holder
+    /// believes no longer than this until that renewal is answered). So a waiter that died at
+    /// the head of the queue holds the lock this long, not a whole watchdog lease, before the
+    /// next waiter takes it (Redisson issue #6150's rlock form). A waiter with its own lease is
+    /// given that lease, which nothing renews. Positive; at most the watchdog's lease is used.
+    std::chrono::milliseconds handoff_claim{2'000};
   };
   /// Fair locks' settings (see fair_lock_policy).
   fair_lock_policy fair_lock;

@@ -60,6 +60,11 @@ const config& validated(const config& cfg) {
                 fmt::format("fair_lock.wait_timeout must be positive, got {} ms",
                             cfg.fair_lock.wait_timeout.count()));
   }
+  if (cfg.fair_lock.handoff_claim.count() <= 0) {
+    throw_error(errc::invalid_argument,
+                fmt::format("fair_lock.handoff_claim must be positive, got {} ms",
+                            cfg.fair_lock.handoff_claim.count()));
+  }
   if (cfg.read_write_lock.writer_mark_lease.count() < 2) {
     throw_error(errc::invalid_argument,
                 fmt::format("read_write_lock.writer_mark_lease must be at least 2 ms (a waiting "

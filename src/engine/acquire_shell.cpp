@@ -240,7 +240,8 @@ struct acquire_operation : attempt_gate::entry {
       ticket.assign(op.waiter.ticket);
       in.ticket = ticket.view();
       if (c.cfg.fair_lock.handoff_by_push && c.cfg.sync_replicas.replicas == 0) {
-        handoff.append(in.lease_ms).push_back(':');
+        // Renewed by the watchdog, it is granted the claim only (push_claim()).
+        handoff.append(op.lease ? in.lease_ms : c.handoff_claim_arg.view()).push_back(':');
         handoff.append(in.wait_ms);
         in.handoff = handoff;
       }
@@ -397,7 +398,10 @@ struct acquire_operation : attempt_gate::entry {
             judged.what == reconcile_result::outcome::not_run ? "it did not run" : "it ran");
       switch (judged.what) {
         case reconcile_result::outcome::ran:
-          op->record_hold(judged.token, op->reconciled_start());
+          // The hold found may be a handoff by push made after a busy attempt: believed as one.
+          op->record_hold(judged.token, op->reconciled_start(),
+                          op->busy_written != clock_type::time_point{} ? op->push_claim()
+                                                                       : milliseconds{});
           a = answer::acquired;
           break;
         case reconcile_result::outcome::ran_no_token:
@@ -523,10 +527,21 @@ struct acquire_operation : attempt_gate::entry {
     if (c.session.ordered_pushes() && pushed_after != clock_type::time_point::max()) {
       since = std::max(since, pushed_after);
     }
-    const auto held_for = lease.value_or(c.cfg.watchdog_timeout);
+    const auto held_for = lease.value_or(c.handoff_claim);
     if (since == clock_type::time_point{} || clock_type::now() - since > held_for / 4) return false;
-    record_hold(0, since);
+    record_hold(0, since, push_claim());
     return true;
+  }
+
+  /// What the server gives a hold a release handed to this waiter by push: its own lease, or,
+  /// renewed by the watchdog, config::fair_lock::handoff_claim only, so that a waiter that died
+  /// at the head of the queue holds the lock no longer; the watchdog renews such a hold at once
+  /// and believes it only that long until the renewal is answered. Zero: no claim.
+  milliseconds push_claim() const noexcept {
+    const auto& c = ctx().cfg;
+    const bool by_push = s->kind.waiting == wait_mode::queue && c.fair_lock.handoff_by_push &&
+                         c.sync_replicas.replicas == 0;
+    return by_push && !lease ? ctx().handoff_claim : milliseconds{};
   }
 
   /// Where a hold a reconciliation found began at the latest: the lost attempt's write, or,
@@ -541,10 +556,10 @@ struct acquire_operation : attempt_gate::entry {
   /// Bookkeeping of a hold an answer took for this operation (kept even if it is given back),
   /// its lease counted from `sent` (the attempt's, or a handoff's, write).
   void record_hold(std::int64_t t) { record_hold(t, written); }
-  void record_hold(std::int64_t t, clock_type::time_point sent) {
+  void record_hold(std::int64_t t, clock_type::time_point sent, milliseconds claim = {}) {
     if (!s->kind.takes_hold) return;  // the condition holds: nothing to keep
     took_hold = true;
-    s->on_acquired(lease.value_or(ctx().cfg.watchdog_timeout), !lease, sent);
+    s->on_acquired(lease.value_or(ctx().cfg.watchdog_timeout), !lease, sent, claim);
     if (t > 0) {
       token = t;
       s->token.store(t, std::memory_order_relaxed);

@@ -94,6 +94,10 @@ class engine_context {
   const decimal latch_ttl_arg;
   const decimal fair_wait_arg;    // config::fair_lock::wait_timeout
   const decimal writer_mark_arg;  // config::read_write_lock::writer_mark_lease
+  /// config::fair_lock::handoff_claim, at most the watchdog's lease: what a waiter renewed by
+  /// the watchdog registers as its lease for a handoff by push.
+  const std::chrono::milliseconds handoff_claim;
+  const decimal handoff_claim_arg;
 
   /// `lease` as a script argument: the watchdog's, formatted once, or formatted into `own`.
   std::string_view lease_arg(std::chrono::milliseconds lease, decimal& own) const noexcept {

@@ -87,7 +87,8 @@ void lock_state::on_lease_lost(std::string_view why) {
 }
 
 void lock_state::on_acquired(std::chrono::milliseconds lease_ms, bool renew,
-                             std::chrono::steady_clock::time_point sent) {
+                             std::chrono::steady_clock::time_point sent,
+                             std::chrono::milliseconds claim) {
   if (local_holds++ == 0) {
     lost = false;
     granted_at = std::chrono::steady_clock::now();
@@ -100,7 +101,7 @@ void lock_state::on_acquired(std::chrono::milliseconds lease_ms, bool renew,
   ctx->longest_lease = std::max(ctx->longest_lease, lease_ms);
   watched = renew;
   // The watchdog holds the state: a held lock stays renewed even if every handle is gone.
-  if (renew) ctx->dog.add(*this, shared_from_this(), sent);
+  if (renew) ctx->dog.add(*this, shared_from_this(), sent, claim);
 }
 
 lock_state::release_undo lock_state::before_release() {

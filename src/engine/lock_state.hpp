@@ -37,9 +37,12 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
              const lock_kind& kind, bool registered);
   ~lock_state();
 
-  /// Bookkeeping after the acquire script, sent at `sent`, took (or re-entered) the lock.
+  /// Bookkeeping after the acquire script, sent at `sent`, took (or re-entered) the lock. A
+  /// nonzero `claim`: the server holds it only that long until a renewal runs (a handoff by
+  /// push; watchdog::add).
   void on_acquired(std::chrono::milliseconds lease, bool renew,
-                   std::chrono::steady_clock::time_point sent);
+                   std::chrono::steady_clock::time_point sent,
+                   std::chrono::milliseconds claim = {});
   /// What before_release changed, for release_not_sent to undo.
   struct release_undo {
     std::uint64_t holds = 0;

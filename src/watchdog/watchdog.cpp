@@ -21,6 +21,7 @@ struct watchdog::batch {
   std::vector<std::string_view> keys;
   std::vector<std::string_view> args;
   clock::time_point sent{};  // set by the session each time the call is written
+  bool round = false;        // part of a round (else one claimed lease's own renewal)
 };
 
 watchdog::watchdog(asio::any_io_executor ex, script_registry& scripts,
@@ -31,12 +32,15 @@ watchdog::watchdog(asio::any_io_executor ex, script_registry& scripts,
       margin_(std::min(lease_ms / 100 + std::chrono::milliseconds(5), lease_ms / 2)),
       timer_(executor_) {}
 
-void watchdog::add(lease& l, std::shared_ptr<void> keep_alive, clock::time_point sent) {
+void watchdog::add(lease& l, std::shared_ptr<void> keep_alive, clock::time_point sent,
+                   std::chrono::milliseconds claim) {
   if (l.renewing()) {
     // Re-entered: the acquire script set the TTL again.
     l.confirmed_ = std::max(l.confirmed_, sent);
     return;
   }
+  const bool claimed = claim.count() > 0 && claim < lease_;
+  l.claim_ms_ = claimed ? static_cast<std::uint32_t>(claim.count()) : 0;
   l.keep_alive_ = std::move(keep_alive);
   l.generation_ = next_generation_++;
   l.group_ = scripts_.group_of(l.lease_key());
@@ -50,6 +54,10 @@ void watchdog::add(lease& l, std::shared_ptr<void> keep_alive, clock::time_point
   ++size_;
   if (next_round_ == clock::time_point::max()) next_round_ = clock::now() + lease_ / 3;
   arm_for(believe_until(l));
+  if (claimed) {
+    lease* one = &l;
+    send(std::span<lease* const>(&one, 1), owner_.lock(), false);
+  }
 }
 
 void watchdog::remove(lease& l) noexcept {
@@ -130,7 +138,7 @@ void watchdog::on_timer() {
   if (now >= next_round_) {
     // A round still in flight (the session is down, the server stalled) is not doubled: its
     // calls go out when the session is back, and the belief deadlines bound the wait.
-    if (batches_in_flight_ == 0) start_round();
+    if (round_batches_in_flight_ == 0) start_round();
     next_round_ = now + lease_ / 3;
   }
   arm_for(clock::time_point::max());
@@ -138,7 +146,6 @@ void watchdog::on_timer() {
 
 void watchdog::start_round() {
   auto owner = owner_.lock();
-  const std::string lease_ms = std::to_string(lease_.count());
   // In acquisition order, grouped (stably) by renewal script and script group when there is
   // more than one of either.
   std::vector<lease*> order;
@@ -154,40 +161,50 @@ void watchdog::start_round() {
     });
   }
   for (std::size_t next = 0; next < order.size();) {
-    auto b = std::make_unique<batch>();
-    b->lease_ms = lease_ms;
-    b->items.reserve(std::min(batch_size, order.size() - next));
-    auto deadline = clock::time_point::max();
+    const std::size_t first = next;
     const std::uint16_t group = order[next]->group_;
     const script renew = order[next]->renew_;
-    for (; next < order.size() && b->items.size() < batch_size && order[next]->group_ == group &&
-           order[next]->renew_ == renew;
-         ++next) {
-      lease* l = order[next];
-      b->items.push_back({l->keep_alive_, l, l->generation_});
-      deadline = std::min(deadline, believe_until(*l));
+    while (next < order.size() && next - first < batch_size && order[next]->group_ == group &&
+           order[next]->renew_ == renew) {
+      ++next;
     }
-    b->keys.reserve(b->items.size());
-    b->args.reserve(1 + b->items.size());
-    b->args.push_back(b->lease_ms);
-    for (const auto& it : b->items) {
-      b->keys.push_back(it.l->lease_key());
-      b->args.push_back(it.l->lease_field());
-    }
-    // Idempotent, so written again after a reconnect; useful until the earliest holder in the
-    // batch stops believing, and no longer.
-    request_options opts;  // a renewal: written again after a reconnect (its kind)
-    opts.deadline = deadline;
-    opts.written_at = &b->sent;
-    renew_calls_.fetch_add(1, std::memory_order_relaxed);
-    ++batches_in_flight_;
-    batch& ref = *b;
-    scripts_.async_run(renew, ref.keys, ref.args, opts,
-                       [this, b = std::move(b), owner](std::error_code ec, resp3::value reply) {
-                         --batches_in_flight_;
-                         on_batch(*b, ec, reply);
-                       });
+    send(std::span<lease* const>(order.data() + first, next - first), owner, true);
   }
+}
+
+void watchdog::send(std::span<lease* const> items, const std::shared_ptr<void>& owner,
+                    bool round) {
+  auto b = std::make_unique<batch>();
+  b->round = round;
+  b->lease_ms = std::to_string(lease_.count());
+  b->items.reserve(items.size());
+  auto deadline = clock::time_point::max();
+  for (lease* l : items) {
+    b->items.push_back({l->keep_alive_, l, l->generation_});
+    deadline = std::min(deadline, believe_until(*l));
+  }
+  b->keys.reserve(b->items.size());
+  b->args.reserve(1 + b->items.size());
+  b->args.push_back(b->lease_ms);
+  for (const auto& it : b->items) {
+    b->keys.push_back(it.l->lease_key());
+    b->args.push_back(it.l->lease_field());
+  }
+  // Idempotent, so written again after a reconnect; useful until the earliest holder in the
+  // batch stops believing, and no longer.
+  request_options opts;  // a renewal: written again after a reconnect (its kind)
+  opts.deadline = deadline;
+  opts.written_at = &b->sent;
+  renew_calls_.fetch_add(1, std::memory_order_relaxed);
+  ++batches_in_flight_;
+  if (round) ++round_batches_in_flight_;
+  batch& ref = *b;
+  scripts_.async_run(items.front()->renew_, ref.keys, ref.args, opts,
+                     [this, b = std::move(b), owner](std::error_code ec, resp3::value reply) {
+                       --batches_in_flight_;
+                       if (b->round) --round_batches_in_flight_;
+                       on_batch(*b, ec, reply);
+                     });
 }
 
 void watchdog::on_batch(batch& b, std::error_code ec, const resp3::value& reply) {
@@ -209,8 +226,9 @@ void watchdog::on_batch(batch& b, std::error_code ec, const resp3::value& reply)
     // Unlocked (or unlocked and locked again) while the call was in flight: not ours to judge.
     if (!l.renewing() || l.generation_ != b.items[i].generation) continue;
     if (reply.elements[i].integer == 1) {
-      // The lease now runs from this call's (last) send time, at the earliest.
+      // The lease now runs from this call's (last) send time, at the earliest, and is whole.
       l.confirmed_ = std::max(l.confirmed_, b.sent);
+      l.claim_ms_ = 0;
       l.failing_ = false;
     } else {
       report_lost(l, "the server no longer has it (expired, deleted or force-unlocked)");

@@ -71,6 +71,7 @@ class watchdog {
     std::uint64_t generation_ = 0;      // bumped at every add: tells a stale batch reply apart
     clock::time_point confirmed_{};     // send time of the last acquire/renewal known to have run
     std::shared_ptr<void> keep_alive_;  // the owner stays alive while renewed
+    std::uint32_t claim_ms_ = 0;        // nonzero: the server's lease until a renewal runs
     std::uint16_t group_ = 0;           // its key's script group (a cluster's hash slot)
     script renew_{};                    // its renewal script
     bool failing_ = false;              // its last renewal call failed (reported once)
@@ -86,8 +87,12 @@ class watchdog {
   void set_owner(std::weak_ptr<void> owner) { owner_ = std::move(owner); }
 
   /// Starts renewing `l`, whose acquire (with this watchdog's lease) was sent at `sent`;
-  /// `keep_alive` owns it.
-  void add(lease& l, std::shared_ptr<void> keep_alive, clock::time_point sent);
+  /// `keep_alive` owns it. A nonzero `claim` shorter than the lease: the server holds it only
+  /// that long from `sent` (a fair lock's handoff by push, config::fair_lock::handoff_claim), so
+  /// its holder believes until `sent + claim - margin` and it is renewed at once, alone; the
+  /// first renewal that runs gives it the whole lease.
+  void add(lease& l, std::shared_ptr<void> keep_alive, clock::time_point sent,
+           std::chrono::milliseconds claim = {});
 
   /// Stops renewing `l`; called before the final unlock is sent, so a released lock is never
   /// renewed. No effect if `l` is not registered.
@@ -130,8 +135,14 @@ class watchdog {
   struct batch;
 
   clock::time_point believe_until(const lease& l) const noexcept {
-    return l.confirmed_ + lease_ - margin_;
+    return l.confirmed_ + (l.claim_ms_ != 0 ? std::chrono::milliseconds(l.claim_ms_) : lease_) -
+           margin_;
   }
+  /// One renewal call for `items` (one script, one group), useful until the earliest of them
+  /// stops believing.
+  /// `round`: part of a round (a round still in flight is not doubled); otherwise a claimed
+  /// lease's own renewal, which never holds a round back.
+  void send(std::span<lease* const> items, const std::shared_ptr<void>& owner, bool round);
   /// Arms the timer for the next round or the earliest belief deadline (including `deadline`).
   void arm_for(clock::time_point deadline);
   void on_timer();
@@ -151,6 +162,7 @@ class watchdog {
   lease* tail_ = nullptr;
   std::size_t size_ = 0;
   std::size_t batches_in_flight_ = 0;
+  std::size_t round_batches_in_flight_ = 0;
   std::uint64_t next_generation_ = 1;
   std::atomic<std::uint64_t> renew_calls_{0};
   std::atomic<std::uint64_t> renew_failures_{0};

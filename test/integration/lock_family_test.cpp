@@ -120,6 +120,80 @@ TEST(fair_lock, waiters_of_three_clients_get_it_in_the_order_they_asked_each_by_
   });
 }
 
+TEST(fair_lock, a_grant_by_push_is_a_short_claim_on_the_server_until_its_waiters_first_renewal) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.fair_lock.handoff_claim = 400ms;
+  rlock::client holder_client(io.get_executor(), cfg);
+  rlock::client waiter_client(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder_client.connect();
+    co_await waiter_client.connect();
+    auto holder = holder_client.get_fair_lock("claim");
+    auto waiter = waiter_client.get_fair_lock("claim");
+    auto with_lease = waiter_client.get_fair_lock("claim");
+    co_await holder.lock();
+    bool got = false;
+    asio::steady_timer bell(io);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await waiter.lock();
+          got = true;
+          bell.cancel();
+        },
+        asio::detached);
+    RLOCK_CO_ASSERT(co_await rlock::test::until_asleep(waiter_client, waiter, 1));
+    // Renewed by the watchdog, it registers the claim as its lease for a push.
+    const auto handoff = "rlock_fair_handoff:{" + std::string(holder.key()) + "}";
+    const auto registration =
+        raw.command({"HGET", handoff, std::string(waiter.owner_field())}).str;
+    EXPECT_TRUE(registration.starts_with("400:")) << registration;
+    const auto renewals = waiter_client.stats().renewal_calls;
+    co_await holder.unlock();
+    co_await wait_until(
+        bell, [&] { return got; }, 10s);
+    RLOCK_CO_ASSERT(got);
+    EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::handoff);
+    // Taking the push, it renewed at once: the server's TTL is the whole lease again, long
+    // before a round of the watchdog (every 10 s) would have come.
+    const bool renewed = co_await poll_until(
+        [&] { return raw.command_int({"PTTL", holder.key()}) > 1000; });
+    EXPECT_TRUE(renewed);
+    EXPECT_GE(waiter_client.stats().renewal_calls, renewals + 1);
+    // Past the claim it still holds, and was never told lost.
+    co_await rlock::test::sleep_for(2 * cfg.fair_lock.handoff_claim);
+    EXPECT_TRUE(co_await waiter.is_held());
+    EXPECT_EQ(waiter_client.stats().lost_locks, 0u);
+    co_await waiter.unlock();
+    // A waiter with its own lease is pushed that lease: nothing renews it.
+    co_await holder.lock();
+    bool leased = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          leased = co_await with_lease.try_lock(10s, 5s);
+          bell.cancel();
+        },
+        asio::detached);
+    RLOCK_CO_ASSERT(co_await poll_until([&] {
+      return raw.command_int({"HEXISTS", handoff, std::string(with_lease.owner_field())}) == 1;
+    }));
+    EXPECT_TRUE(
+        raw.command({"HGET", handoff, std::string(with_lease.owner_field())}).str.starts_with(
+            "5000:"));
+    co_await holder.unlock();
+    co_await wait_until(
+        bell, [&] { return leased; }, 10s);
+    RLOCK_CO_ASSERT(leased);
+    EXPECT_GT(raw.command_int({"PTTL", holder.key()}), 1000);
+    co_await with_lease.unlock();
+    co_await holder_client.close();
+    co_await waiter_client.close();
+  });
+}
+
 TEST(fair_lock, without_handoff_by_push_a_waiter_acquires_after_redissons_message) {
   asio::io_context io;
   auto cfg = make_config();

@@ -284,6 +284,36 @@ TEST(rlockctl, hold_takes_a_fair_lock_and_a_second_hold_waits_its_turn_in_the_qu
   EXPECT_EQ(run_process(cmd({"hold", "q:x", "--kind", "fair", "--fenced"})).code, 2);
 }
 
+TEST(rlockctl, a_fair_waiter_killed_at_the_head_holds_what_a_push_hands_it_only_for_the_claim) {
+  // Redisson issue #6150's rlock form: a waiter process SIGKILLed at the head of the queue is
+  // made the holder by the release's handoff by push. It gets config::fair_lock::handoff_claim
+  // (2 s) on the server, not a 30 s watchdog lease, and the next waiter takes the lock then.
+  child_process a(cmd({"--json", "hold", "q:dead-head", "--kind", "fair"}));
+  ASSERT_TRUE(a.wait_for_output("\"acquired\"", bound)) << a.out() << a.err();
+  child_process b(cmd({"--json", "hold", "q:dead-head", "--kind", "fair"}));
+  bool registered = false;
+  for (int i = 0; i < 2000 && !registered; ++i) {
+    registered = redis().command_int({"HLEN", "rlock_fair_handoff:{q:dead-head}"}) == 1;
+    if (!registered) ::poll(nullptr, 0, 10);
+  }
+  ASSERT_TRUE(registered);
+  const auto field = redis().command({"LINDEX", "redisson_lock_queue:{q:dead-head}", "0"}).str;
+  b.signal(SIGKILL);
+  EXPECT_FALSE(b.wait(bound).has_value());  // killed, no exit code
+  a.signal(SIGINT);
+  EXPECT_EQ(a.wait(bound), 0) << a.out() << a.err();
+  // The dead waiter holds it, for the claim only.
+  EXPECT_EQ(redis().command({"HGET", "q:dead-head", field}).str, "1");
+  const auto ttl = redis().command_int({"PTTL", "q:dead-head"});
+  EXPECT_GT(ttl, 0);
+  EXPECT_LE(ttl, 2000);
+  // The next waiter takes it when the claim ends.
+  child_process c(cmd({"--json", "hold", "q:dead-head", "--kind", "fair", "--wait", "20000"}));
+  ASSERT_TRUE(c.wait_for_output("\"acquired\"", bound)) << c.out() << c.err();
+  c.signal(SIGINT);
+  EXPECT_EQ(c.wait(bound), 0) << c.out() << c.err();
+}
+
 TEST(rlockctl, two_read_holds_share_a_read_write_lock_which_status_shows_and_a_write_hold_waits) {
   child_process a(cmd({"--json", "hold", "q:rw", "--kind", "read"}));
   ASSERT_TRUE(a.wait_for_output("\"acquired\"", bound)) << a.out() << a.err();
