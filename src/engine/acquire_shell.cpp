@@ -399,9 +399,9 @@ struct acquire_operation : attempt_gate::entry {
       switch (judged.what) {
         case reconcile_result::outcome::ran:
           // The hold found may be a handoff by push made after a busy attempt: believed as one.
-          op->record_hold(judged.token, op->reconciled_start(),
-                          op->busy_written != clock_type::time_point{} ? op->push_claim()
-                                                                       : milliseconds{});
+          op->record_hold(
+              judged.token, op->reconciled_start(),
+              op->busy_written != clock_type::time_point{} ? op->push_claim() : milliseconds{});
           a = answer::acquired;
           break;
         case reconcile_result::outcome::ran_no_token:

@@ -172,8 +172,7 @@ void watchdog::start_round() {
   }
 }
 
-void watchdog::send(std::span<lease* const> items, const std::shared_ptr<void>& owner,
-                    bool round) {
+void watchdog::send(std::span<lease* const> items, const std::shared_ptr<void>& owner, bool round) {
   auto b = std::make_unique<batch>();
   b->round = round;
   b->lease_ms = std::to_string(lease_.count());

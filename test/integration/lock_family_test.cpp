@@ -147,8 +147,7 @@ TEST(fair_lock, a_grant_by_push_is_a_short_claim_on_the_server_until_its_waiters
     RLOCK_CO_ASSERT(co_await rlock::test::until_asleep(waiter_client, waiter, 1));
     // Renewed by the watchdog, it registers the claim as its lease for a push.
     const auto handoff = "rlock_fair_handoff:{" + std::string(holder.key()) + "}";
-    const auto registration =
-        raw.command({"HGET", handoff, std::string(waiter.owner_field())}).str;
+    const auto registration = raw.command({"HGET", handoff, std::string(waiter.owner_field())}).str;
     EXPECT_TRUE(registration.starts_with("400:")) << registration;
     const auto renewals = waiter_client.stats().renewal_calls;
     co_await holder.unlock();
@@ -158,8 +157,9 @@ TEST(fair_lock, a_grant_by_push_is_a_short_claim_on_the_server_until_its_waiters
     EXPECT_EQ(waiter.last_wake(), rlock::wake_reason::handoff);
     // Taking the push, it renewed at once: the server's TTL is the whole lease again, long
     // before a round of the watchdog (every 10 s) would have come.
-    const bool renewed = co_await poll_until(
-        [&] { return raw.command_int({"PTTL", holder.key()}) > 1000; });
+    const bool renewed = co_await poll_until([&] {
+      return raw.command_int({"PTTL", holder.key()}) > 1000;
+    });
     EXPECT_TRUE(renewed);
     EXPECT_GE(waiter_client.stats().renewal_calls, renewals + 1);
     // Past the claim it still holds, and was never told lost.
@@ -180,9 +180,8 @@ TEST(fair_lock, a_grant_by_push_is_a_short_claim_on_the_server_until_its_waiters
     RLOCK_CO_ASSERT(co_await poll_until([&] {
       return raw.command_int({"HEXISTS", handoff, std::string(with_lease.owner_field())}) == 1;
     }));
-    EXPECT_TRUE(
-        raw.command({"HGET", handoff, std::string(with_lease.owner_field())}).str.starts_with(
-            "5000:"));
+    EXPECT_TRUE(raw.command({"HGET", handoff, std::string(with_lease.owner_field())})
+                    .str.starts_with("5000:"));
     co_await holder.unlock();
     co_await wait_until(
         bell, [&] { return leased; }, 10s);
