@@ -104,6 +104,8 @@ struct options {
   bool local_handoff = true;  // --local-handoff 0: config::local_handoff off (on: 8, 20 ms)
   std::string kind = "reentrant";  // s1, s3-worker: the exclusive kind
   int members = 2;                 // --kind multi: how many reentrant locks the group takes
+  int handoff_claim_ms = 0;        // --handoff-claim MS: config::fair_lock::handoff_claim (0: its
+                                   // default); at least the watchdog's lease: no claim
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -114,7 +116,7 @@ struct options {
              "[--key K] [--out FILE] [--prefix P] [--tls-ca CA_FILE] [--cluster 1] "
              "[--local-handoff 0] [--kind "
              "reentrant|fair|non-reentrant|non-reentrant-fair|spin|read|write|multi|semaphore] "
-             "[--members N]\n",
+             "[--members N] [--handoff-claim MS]\n",
              why);
   std::exit(2);
 }
@@ -172,12 +174,15 @@ options parse(int argc, char** argv) {
       o.local_handoff = integer() != 0;
     else if (flag == "--members")
       o.members = integer();
+    else if (flag == "--handoff-claim")
+      o.handoff_claim_ms = integer();
     else
       usage("unknown flag " + flag);
   }
   if (o.seconds <= 0 || o.seconds > 600) usage("--seconds must be in (0, 600]");
   if (o.waiter != "coroutine" && o.waiter != "callback") usage("--waiter: coroutine or callback");
   if (o.members < 1 || o.members > 1000) usage("--members must be in [1, 1000]");
+  if (o.handoff_claim_ms < 0) usage("--handoff-claim must be at least 0");
   static constexpr std::array<std::string_view, 9> kinds{
       "reentrant", "fair",  "non-reentrant", "non-reentrant-fair", "spin",
       "read",      "write", "multi",         "semaphore"};
@@ -195,6 +200,8 @@ rlock::config config_for(const options& o) {
   cfg.key_prefix = o.prefix;
   cfg.command_timeout = 30s;
   cfg.local_handoff.max_streak = o.local_handoff ? 8 : 0;
+  if (o.handoff_claim_ms > 0)
+    cfg.fair_lock.handoff_claim = std::chrono::milliseconds(o.handoff_claim_ms);
   if (o.cluster) {
     cfg.cluster.nodes = {
         fmt::format("{}://127.0.0.1:{}", o.tls_ca.empty() ? "redis" : "rediss", o.port)};
