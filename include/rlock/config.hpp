@@ -223,7 +223,8 @@ struct RLOCK_EXPORT config {
     /// believes no longer than this until that renewal is answered). So a waiter that died at
     /// the head of the queue holds the lock this long, not a whole watchdog lease, before the
     /// next waiter takes it (Redisson issue #6150's rlock form). A waiter with its own lease is
-    /// given that lease, which nothing renews. Positive; at most the watchdog's lease is used.
+    /// given that lease, which nothing renews. Positive; what is used is at most the watchdog's
+    /// lease and at least four times the watchdog's margin (watchdog_timeout / 100 + 5 ms).
     std::chrono::milliseconds handoff_claim{2'000};
   };
   /// Fair locks' settings (see fair_lock_policy).
@@ -238,7 +239,7 @@ struct RLOCK_EXPORT config {
     /// rw_priority::writers: how long a waiting writer's mark lives after its latest attempt. A
     /// waiting writer comes back every half of it (renewing its mark), so this bounds how long
     /// a writer that died, or was cut off, keeps readers out. A writer that gives up takes its
-    /// mark back at once. Positive.
+    /// mark back at once. At least 100 ms.
     std::chrono::milliseconds writer_mark_lease{10'000};
   };
   /// Read-write locks' settings (see read_write_lock_policy).

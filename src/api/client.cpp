@@ -65,9 +65,9 @@ const config& validated(const config& cfg) {
                 fmt::format("fair_lock.handoff_claim must be positive, got {} ms",
                             cfg.fair_lock.handoff_claim.count()));
   }
-  if (cfg.read_write_lock.writer_mark_lease.count() < 2) {
+  if (cfg.read_write_lock.writer_mark_lease.count() < 100) {
     throw_error(errc::invalid_argument,
-                fmt::format("read_write_lock.writer_mark_lease must be at least 2 ms (a waiting "
+                fmt::format("read_write_lock.writer_mark_lease must be at least 100 ms (a waiting "
                             "writer comes back every half of it), got {} ms",
                             cfg.read_write_lock.writer_mark_lease.count()));
   }

@@ -276,8 +276,12 @@ struct acquire_operation : attempt_gate::entry {
     in.publish = c.session.publish_command();
     op.s->kind.leave_call(op.s->identity(), in, l->call);
     request_options opts;
-    opts.deadline =
-        clock_type::now() + std::max(c.cfg.command_timeout, c.cfg.fair_lock.wait_timeout);
+    // Useful while what it removes could still be there: a queue entry until the fair lock's
+    // wait_timeout, a writer's mark until its lease.
+    const auto lasts = op.s->kind.waiting == wait_mode::queue
+                           ? c.cfg.fair_lock.wait_timeout
+                           : c.cfg.read_write_lock.writer_mark_lease;
+    opts.deadline = clock_type::now() + std::max(c.cfg.command_timeout, lasts);
     auto& call = l->call;
     c.scripts.async_run(call.which, call.key_span(), call.arg_span(), opts,
                         [l = std::move(l)](std::error_code, const resp3::value&) {});
@@ -398,10 +402,11 @@ struct acquire_operation : attempt_gate::entry {
             judged.what == reconcile_result::outcome::not_run ? "it did not run" : "it ran");
       switch (judged.what) {
         case reconcile_result::outcome::ran:
-          // The hold found may be a handoff by push made after a busy attempt: believed as one.
-          op->record_hold(
-              judged.token, op->reconciled_start(),
-              op->busy_written != clock_type::time_point{} ? op->push_claim() : milliseconds{});
+          // The hold found may be a handoff by push to a waiting attempt that ran (its
+          // registration asked for the claim), made after the lost attempt or an earlier busy
+          // one: believed as one.
+          op->record_hold(judged.token, op->reconciled_start(),
+                          op->left_a_trace ? op->push_claim() : milliseconds{});
           a = answer::acquired;
           break;
         case reconcile_result::outcome::ran_no_token:

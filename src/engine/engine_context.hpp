@@ -94,8 +94,9 @@ class engine_context {
   const decimal latch_ttl_arg;
   const decimal fair_wait_arg;    // config::fair_lock::wait_timeout
   const decimal writer_mark_arg;  // config::read_write_lock::writer_mark_lease
-  /// config::fair_lock::handoff_claim, at most the watchdog's lease: what a waiter renewed by
-  /// the watchdog registers as its lease for a handoff by push.
+  /// config::fair_lock::handoff_claim, at most the watchdog's lease and at least four times
+  /// its margin (watchdog::margin: a claim shorter than that is lost before its renewal can
+  /// answer): what a waiter renewed by the watchdog registers as its lease for a push.
   const std::chrono::milliseconds handoff_claim;
   const decimal handoff_claim_arg;
 

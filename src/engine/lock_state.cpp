@@ -113,7 +113,7 @@ lock_state::release_undo lock_state::before_release() {
       std::chrono::steady_clock::now() < ctx->counts_uncertain_until) {
     maybe_orphaned = true;
   }
-  release_undo undo{local_holds, renewing(), ctx->dog.confirmed(*this)};
+  release_undo undo{local_holds, renewing(), ctx->dog.confirmed(*this), ctx->dog.claim(*this)};
   if (local_holds == 1) ctx->hold_times.observe(std::chrono::steady_clock::now() - granted_at);
   if (local_holds <= 1) reset(false);
   return undo;
@@ -122,7 +122,7 @@ lock_state::release_undo lock_state::before_release() {
 void lock_state::release_not_sent(const release_undo& undo) {
   if (local_holds != 0 || undo.holds == 0) return;
   local_holds = undo.holds;
-  if (undo.watched) ctx->dog.add(*this, shared_from_this(), undo.confirmed);
+  if (undo.watched) ctx->dog.add(*this, shared_from_this(), undo.confirmed, undo.claim);
 }
 
 lock_state::release_outcome lock_state::on_released(const resp3::value& reply,

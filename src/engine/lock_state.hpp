@@ -48,6 +48,7 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
     std::uint64_t holds = 0;
     bool watched = false;
     std::chrono::steady_clock::time_point confirmed{};
+    std::chrono::milliseconds claim{};  // still a claim (watchdog::add): not renewed since
   };
   /// Bookkeeping before a release is sent: stop renewing before the final release goes out,
   /// so a released lock is never renewed.

@@ -34,12 +34,22 @@ watchdog::watchdog(asio::any_io_executor ex, script_registry& scripts,
 
 void watchdog::add(lease& l, std::shared_ptr<void> keep_alive, clock::time_point sent,
                    std::chrono::milliseconds claim) {
+  const bool claimed = claim.count() > 0 && claim < lease_;
   if (l.renewing()) {
+    if (claimed) {
+      // Handed over by push while still renewed (a belief the server no longer backed): the
+      // server's TTL is the claim now, so the belief is too, until a renewal runs.
+      l.confirmed_ = sent;
+      l.claim_ms_ = static_cast<std::uint32_t>(claim.count());
+      arm_for(believe_until(l));
+      lease* one = &l;
+      send(std::span<lease* const>(&one, 1), owner_.lock(), false);
+      return;
+    }
     // Re-entered: the acquire script set the TTL again.
     l.confirmed_ = std::max(l.confirmed_, sent);
     return;
   }
-  const bool claimed = claim.count() > 0 && claim < lease_;
   l.claim_ms_ = claimed ? static_cast<std::uint32_t>(claim.count()) : 0;
   l.keep_alive_ = std::move(keep_alive);
   l.generation_ = next_generation_++;

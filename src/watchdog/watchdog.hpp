@@ -106,6 +106,11 @@ class watchdog {
     return l.renewing() ? l.confirmed_ : clock::time_point{};
   }
 
+  /// `l`'s claim while no renewal has run since it was added with one (zero otherwise).
+  std::chrono::milliseconds claim(const lease& l) const noexcept {
+    return l.renewing() ? std::chrono::milliseconds(l.claim_ms_) : std::chrono::milliseconds{};
+  }
+
   std::size_t size() const noexcept { return size_; }
   /// Whether the timer is armed for a lease (once nothing is renewed it may still fire once,
   /// to no effect), and renewal batches are in flight (for client::activity()).

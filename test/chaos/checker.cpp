@@ -187,9 +187,9 @@ verdict check(const history& h, const checker_options& opts) {
   }
 
   // Writers first (read-write locks): a writer's wait is bounded while readers keep arriving.
-  // Readers that asked after the writer began to wait and entered before it are the sign of
-  // starvation; within the bound they are the readers whose attempts crossed the writer's mark
-  // on the wire. (The workloads never re-enter a read hold, which the rule would count too.)
+  // Readers that asked after the writer began to wait (later than its mark can take to land)
+  // and entered before it are the sign of starvation. (The workloads never re-enter a read
+  // hold, which the rule would count too.)
   if (opts.writer_wait_bound >= 0) {
     for (const auto& [lock, list] : by_lock) {
       for (const auto& w : list) {
@@ -198,7 +198,10 @@ verdict check(const history& h, const checker_options& opts) {
         }
         std::size_t passed = 0;
         for (const auto& r : list) {
-          if (r.shared && r.requested > w.requested && r.acquired < w.acquired) ++passed;
+          if (r.shared && r.requested > w.requested + opts.writer_mark_delay &&
+              r.acquired < w.acquired) {
+            ++passed;
+          }
         }
         if (passed == 0) continue;
         v.starved.push_back(lock + ": " + describe(w, origin) + " waited " +

@@ -17,6 +17,9 @@ struct checker_options {
   /// waited longer than this while readers that asked after it entered first starved. -1: not
   /// checked (a run whose faults may cut a writer off while other processes keep reading).
   nanos writer_wait_bound = -1;
+  /// Readers that asked within this of the writer may have crossed its mark on the wire (the
+  /// mark is written by the writer's first attempt): they do not count as passing it.
+  nanos writer_mark_delay = 100'000'000;
 };
 
 /// What check() found. Each list is a kind of failure, with one line per finding; a run is clean

@@ -124,6 +124,7 @@ TEST(fair_lock, a_grant_by_push_is_a_short_claim_on_the_server_until_its_waiters
   asio::io_context io;
   auto cfg = make_config();
   cfg.fair_lock.handoff_claim = 400ms;
+  cfg.watchdog_timeout = 3s;  // a margin of 35 ms: a 400 ms claim is used as it is
   rlock::client holder_client(io.get_executor(), cfg);
   rlock::client waiter_client(io.get_executor(), cfg);
   rlock::test::raw_client raw(cfg.port);
