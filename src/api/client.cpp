@@ -35,6 +35,11 @@ namespace {
 std::string random_uuid() { return boost::uuids::to_string(boost::uuids::random_generator()()); }
 
 /// Settings that cannot work together are refused when the client is made, not at first use.
+/// One of rw_priority's values (a cast of any number compiles).
+bool is_rw_priority(rw_priority p) noexcept {
+  return p == rw_priority::writers || p == rw_priority::readers;
+}
+
 const config& validated(const config& cfg) {
   const auto& sync = cfg.sync_replicas;
   if (sync.replicas < 0) {
@@ -71,8 +76,7 @@ const config& validated(const config& cfg) {
                             "writer comes back every half of it), got {} ms",
                             cfg.read_write_lock.writer_mark_lease.count()));
   }
-  if (cfg.read_write_lock.priority != rw_priority::writers &&
-      cfg.read_write_lock.priority != rw_priority::readers) {
+  if (!is_rw_priority(cfg.read_write_lock.priority)) {
     throw_error(errc::invalid_argument,
                 fmt::format("read_write_lock.priority is not an rw_priority ({})",
                             static_cast<int>(cfg.read_write_lock.priority)));
@@ -412,9 +416,9 @@ const detail::lock_kind& read_half(rw_priority p) {
 const detail::lock_kind& write_half(rw_priority p) {
   return p == rw_priority::writers ? detail::write_kind_writers_first : detail::write_kind;
 }
-/// A caller's priority: one of the two, or a clear error (a cast of any number compiles).
+/// A caller's priority, or a clear error.
 rw_priority checked(rw_priority p) {
-  if (p != rw_priority::writers && p != rw_priority::readers) {
+  if (!detail::is_rw_priority(p)) {
     throw_error(errc::invalid_argument,
                 fmt::format("get_read_write_lock: {} is not an rw_priority", static_cast<int>(p)));
   }
