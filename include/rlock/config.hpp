@@ -245,6 +245,25 @@ struct RLOCK_EXPORT config {
   /// Read-write locks' settings (see read_write_lock_policy).
   read_write_lock_policy read_write_lock;
 
+  /// Fenced locks (client::get_fenced_lock): the lifecycle of a lock's token counter
+  /// `redisson_lock_token:{<key>}`.
+  struct fenced_lock_policy {
+    /// Zero (the default): the counter is kept forever and each token is the counter
+    /// incremented, as Redisson keeps it (Redisson issue #6510: one key per name ever fenced).
+    /// Required on a name a Redisson client also fences: Redisson's acquire increments a
+    /// missing counter from 0, so a counter that expired would give it tokens that go back.
+    ///
+    /// Otherwise, at least 1 s: **clock-bounded tokens**. Each acquisition's token is the
+    /// larger of the counter + 1 and the server's clock in microseconds (`TIME`), and the
+    /// counter expires this long after the latest acquisition. Tokens still strictly increase
+    /// across expiry as long as the server's clock (and a promoted replica's) does not step
+    /// back by more than this: a counter that expired was last written this long ago, below
+    /// the clock that seeds the next token. Every client fencing the name must set it.
+    std::chrono::milliseconds token_idle_ttl{0};
+  };
+  /// Fenced locks' settings (see fenced_lock_policy).
+  fenced_lock_policy fenced_lock;
+
   /// Spin locks (client::get_spin_lock): for deployments without pub/sub, a waiter polls.
   /// Redisson's RSpinLock exponential backoff: the first sleep is `initial`, each next one
   /// `multiplier` times the last plus a random 0..n ms (n: sleeps so far), at most `cap`; a

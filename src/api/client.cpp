@@ -76,6 +76,14 @@ const config& validated(const config& cfg) {
                             "writer comes back every half of it), got {} ms",
                             cfg.read_write_lock.writer_mark_lease.count()));
   }
+  const auto token_ttl = cfg.fenced_lock.token_idle_ttl;
+  if (token_ttl.count() != 0 && token_ttl.count() < 1000) {
+    throw_error(errc::invalid_argument,
+                fmt::format("fenced_lock.token_idle_ttl must be 0 (keep token counters forever, "
+                            "as Redisson) or at least 1000 ms (a server clock step back within "
+                            "it could repeat a token), got {} ms",
+                            token_ttl.count()));
+  }
   if (!is_rw_priority(cfg.read_write_lock.priority)) {
     throw_error(errc::invalid_argument,
                 fmt::format("read_write_lock.priority is not an rw_priority ({})",

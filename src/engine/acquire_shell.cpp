@@ -190,6 +190,7 @@ struct acquire_operation : attempt_gate::entry {
     acquire_inputs in;
     in.lease_ms = c.lease_arg(op->lease.value_or(c.cfg.watchdog_timeout), own_lease);
     in.publish = c.session.publish_command();
+    in.token_ttl_ms = c.token_ttl_arg.view();
     const bool waits = !op->wait || op->wait->count() != 0;  // not a single attempt
     if (waits) in.mark_ms = c.writer_mark_arg.view();
     // From its first waiting attempt on, what the kind leaves on the server while it waits (a

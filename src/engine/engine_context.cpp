@@ -41,6 +41,7 @@ engine_config engine_config::from(const config& c) {
   e.fair_lock = c.fair_lock;
   e.spin_lock = c.spin_lock;
   e.read_write_lock = c.read_write_lock;
+  e.fenced_lock = c.fenced_lock;
   e.key_prefix = c.key_prefix;
   e.deployment = deployment_of(c);
   return e;
@@ -55,6 +56,9 @@ engine_context::engine_context(boost::asio::any_io_executor ex, const config& c,
       latch_ttl_arg(std::max<std::int64_t>(1, 2 * cfg.command_timeout.count())),
       fair_wait_arg(cfg.fair_lock.wait_timeout.count()),
       writer_mark_arg(cfg.read_write_lock.writer_mark_lease.count()),
+      token_ttl_arg(cfg.fenced_lock.token_idle_ttl.count() > 0
+                        ? decimal(cfg.fenced_lock.token_idle_ttl.count())
+                        : decimal()),
       handoff_claim(std::clamp(cfg.fair_lock.handoff_claim,
                                4 * (cfg.watchdog_timeout / 100 + std::chrono::milliseconds(5)),
                                cfg.watchdog_timeout)),

@@ -37,6 +37,7 @@ struct engine_config {
   config::fair_lock_policy fair_lock;
   config::spin_backoff spin_lock;
   config::read_write_lock_policy read_write_lock;
+  config::fenced_lock_policy fenced_lock;
   std::string key_prefix;
   /// Which deployment the client talks to ("host:port", "sentinel <master>", "cluster <seed>"):
   /// a multi-lock orders its members within one.
@@ -94,6 +95,7 @@ class engine_context {
   const decimal latch_ttl_arg;
   const decimal fair_wait_arg;    // config::fair_lock::wait_timeout
   const decimal writer_mark_arg;  // config::read_write_lock::writer_mark_lease
+  const decimal token_ttl_arg;    // config::fenced_lock::token_idle_ttl; empty: kept forever
   /// config::fair_lock::handoff_claim, at most the watchdog's lease and at least four times
   /// its margin (watchdog::margin: a claim shorter than that is lost before its renewal can
   /// answer): what a waiter renewed by the watchdog registers as its lease for a push.

@@ -73,6 +73,10 @@ struct acquire_inputs {
   /// writer_mark_lease), for a kind whose waiters mark it (a writer under rw_priority::writers);
   /// empty for a single attempt, which waits for nothing and so marks nothing.
   std::string_view mark_ms;
+  /// How long a counter the kind keeps beside the lock lives after this acquisition
+  /// (config::fenced_lock's token_idle_ttl, for the fenced kind's clock-bounded tokens); empty:
+  /// forever (Redisson's counter).
+  std::string_view token_ttl_ms;
 };
 
 /// What a release script call needs beyond the state: views the release operation owns.

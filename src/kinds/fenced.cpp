@@ -1,5 +1,6 @@
 // Redisson's RFencedLock: RLock plus a token counter `redisson_lock_token:{<key>}` every
-// acquisition increments; the descriptor, then fenced_lock's own forms.
+// acquisition increments (kept forever, as Redisson's, or clock-bounded and expiring:
+// config::fenced_lock); the descriptor, then fenced_lock's own forms.
 #include "engine/operations.hpp"
 #include "engine/round_trip.hpp"
 #include "kinds/hash_lock.hpp"
@@ -12,15 +13,19 @@ namespace {
 
 using namespace hash_lock;
 
+/// Redisson's acquire, or with config::fenced_lock's token_idle_ttl the clock-bounded one, whose
+/// counter expires that long after the latest acquisition.
 void fenced_acquire(const lock_identity& s, const acquire_inputs& in, acquire_script_call& call) {
-  call.which = script::acquire_fenced;
+  const bool clocked = !in.token_ttl_ms.empty();
+  call.which = clocked ? script::acquire_fenced_clocked : script::acquire_fenced;
   if (call.scratch.empty()) call.scratch = token_counter(s.key);
   call.keys[0] = s.key;
   call.keys[1] = call.scratch;
   call.key_count = 2;
   call.args[0] = in.lease_ms;
   call.args[1] = s.field;
-  call.arg_count = 2;
+  call.args[2] = in.token_ttl_ms;
+  call.arg_count = clocked ? 3 : 2;
 }
 
 acquire_reply fenced_decode(const resp3::value& reply) noexcept {

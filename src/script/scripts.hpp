@@ -18,6 +18,7 @@ enum class script : std::uint8_t {
   renew,
   force_unlock,
   acquire_fenced,
+  acquire_fenced_clocked,
   transfer,
   acquire_non_reentrant,
   acquire_fair,
@@ -252,6 +253,31 @@ inline constexpr script_row script_table[] = {
      "if (redis.call('exists', KEYS[1]) == 0 "
      "or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then "
      "local token = redis.call('incr', KEYS[2]);"
+     "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+     "redis.call('pexpire', KEYS[1], ARGV[1]); "
+     "return {-1, token}; "
+     "end; "
+     "return {redis.call('pttl', KEYS[1]), -1};"},
+
+    {script::acquire_fenced_clocked, command_kind::acquire, true,
+     // acquire_fenced_clocked (rlock's clock-bounded tokens, config::fenced_lock's
+     // token_idle_ttl) — KEYS and ARGV[1..2] as acquire_fenced; ARGV[3] = how long the counter
+     // lives after this acquisition, ms. The token is the larger of the counter + 1 and the
+     // server's clock in microseconds, so a counter that expired (idle that long) restarts above
+     // every token it gave. A counter that is not an integer is refused, as Redisson's INCR
+     // refuses it. Tokens stay below 2^53 (Lua's exact integers) until about 2255.
+     "if (redis.call('exists', KEYS[1]) == 0 "
+     "or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then "
+     "local last = redis.call('get', KEYS[2]); "
+     "local counted = 0; "
+     "if last ~= false then counted = tonumber(last); end; "
+     "if counted == nil or counted ~= math.floor(counted) then "
+     "return redis.error_reply('ERR the token counter ' .. KEYS[2] .. ' is not an integer'); "
+     "end; "
+     "local t = redis.call('time'); "
+     "local now = tonumber(t[1]) * 1000000 + tonumber(t[2]); "
+     "local token = math.max(counted + 1, now); "
+     "redis.call('set', KEYS[2], string.format('%.0f', token), 'px', ARGV[3]); "
      "redis.call('hincrby', KEYS[1], ARGV[2], 1); "
      "redis.call('pexpire', KEYS[1], ARGV[1]); "
      "return {-1, token}; "

@@ -262,6 +262,41 @@ TEST(acl, semaphores_need_their_holds_total_channel_and_counter_commands) {
   admin.command({"ACL", "DELUSER", "svc-sem"});
 }
 
+TEST(acl, clocked_fenced_tokens_need_time_and_nothing_else) {
+  rlock::test::raw_client admin(rlock::test::shared_server().port());
+  const std::string prefix = "acl-fenced-" + rlock::test::unique_prefix();
+  set_user(admin, "svc-fenced-notime", least_privilege_rules(prefix));
+  set_user(admin, "svc-fenced", least_privilege_rules(prefix) + " +time");
+  asio::io_context io;
+  auto notime_cfg = as_user("svc-fenced-notime", prefix);
+  notime_cfg.fenced_lock.token_idle_ttl = std::chrono::hours(1);
+  auto cfg = as_user("svc-fenced", prefix);
+  cfg.fenced_lock.token_idle_ttl = std::chrono::hours(1);
+  rlock::client notime(io.get_executor(), notime_cfg);
+  rlock::client a(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await notime.connect();
+    co_await a.connect();
+    // Without +time the clocked acquire is refused in Redis's words, and nothing is held.
+    auto refused = notime.get_fenced_lock("orders:1");
+    try {
+      (void)co_await refused.lock(5s);
+      ADD_FAILURE() << "a clocked token without +time";
+    } catch (const boost::system::system_error& e) {
+      EXPECT_EQ(e.code(), rlock::errc::command_not_permitted) << e.what();
+    }
+    EXPECT_FALSE(co_await refused.is_locked());
+    auto fenced = a.get_fenced_lock("orders:1");
+    const auto token = co_await fenced.lock(5s);
+    EXPECT_EQ(co_await fenced.current_token(), token);
+    co_await fenced.unlock();
+    co_await notime.close();
+    co_await a.close();
+  });
+  admin.command({"ACL", "DELUSER", "svc-fenced-notime"});
+  admin.command({"ACL", "DELUSER", "svc-fenced"});
+}
+
 TEST(acl, each_missing_right_has_its_own_error) {
   rlock::test::raw_client admin(rlock::test::shared_server().port());
   const std::string prefix = "acl2-" + rlock::test::unique_prefix();

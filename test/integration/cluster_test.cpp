@@ -421,6 +421,44 @@ TEST(cluster, a_multi_lock_spans_every_shard_all_or_nothing) {
   });
 }
 
+TEST(cluster, clocked_fenced_tokens_on_every_shard_expire_with_their_counter_in_the_locks_slot) {
+  auto& cluster = shared_cluster();
+  asio::io_context io;
+  auto cfg = cluster_config();
+  cfg.fenced_lock.token_idle_ttl = 30s;
+  rlock::client c(io.get_executor(), cfg);
+  std::vector<std::string> names;
+  std::set<std::uint16_t> masters;
+  for (int i = 0; names.size() < 3 && i < 1000; ++i) {
+    const std::string name = "fenced-" + std::to_string(i);
+    if (masters.insert(cluster.owner_of(key_slot(cfg.key_prefix + name))).second) {
+      names.push_back(name);
+    }
+  }
+  ASSERT_EQ(names.size(), 3u);
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await c.connect();
+    for (const auto& n : names) {
+      auto lock = c.get_fenced_lock(n);
+      const std::int64_t first = co_await lock.lock();
+      co_await lock.unlock();
+      // The counter lives on the lock's own node (its slot), with the TTL.
+      raw_client raw(cluster.owner_of(key_slot(lock.key())));
+      const auto ttl = raw.command_int({"PTTL", lock.token_key()});
+      EXPECT_GT(ttl, 0) << n;
+      EXPECT_LE(ttl, 30'000) << n;
+      raw.command({"PEXPIRE", lock.token_key(), "1"});
+      EXPECT_TRUE(co_await rlock::test::poll_until([&] {
+        return raw.command_int({"EXISTS", lock.token_key()}) == 0;
+      }));
+      const std::int64_t next = co_await lock.lock();
+      EXPECT_GT(next, first) << n;
+      co_await lock.unlock();
+    }
+    co_await c.close();
+  });
+}
+
 TEST(cluster, semaphores_on_every_shard_wake_their_waiters_by_sharded_message) {
   auto& cluster = shared_cluster();
   asio::io_context io;

@@ -201,6 +201,101 @@ TEST(fenced_lock, bad_input_and_errors_are_reentrant_locks) {
     raw.command({"DEL", lock.token_key()});
     co_await redis.close();
   });
+  // The same with clock-bounded tokens (config::fenced_lock), whose script reads the counter.
+  cfg.fenced_lock.token_idle_ttl = 10s;
+  rlock::client clocked(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await clocked.connect();
+    auto lock = clocked.get_fenced_lock("typed-clocked");
+    for (const char* bad : {"not a number", "1.5"}) {
+      raw.command({"SET", lock.token_key(), bad});
+      EXPECT_EQ(co_await error_of(lock.lock()), rlock::errc::server_error) << bad;
+      EXPECT_NE(lock.last_error().find("not an integer"), std::string::npos) << lock.last_error();
+      EXPECT_FALSE(co_await lock.is_locked());
+      EXPECT_EQ(raw.command({"GET", lock.token_key()}).str, bad);  // left as it was
+    }
+    raw.command({"DEL", lock.token_key()});
+    co_await clocked.close();
+  });
+}
+
+/// The server's clock in microseconds (TIME).
+std::int64_t server_micros(rlock::test::raw_client& raw) {
+  const auto t = raw.command({"TIME"});
+  if (t.elements.size() != 2u) return 0;
+  return std::stoll(t.elements[0].str) * 1'000'000 + std::stoll(t.elements[1].str);
+}
+
+// Redisson issue #6510: the counters are kept forever. With token_idle_ttl, each is dropped once
+// idle, and a token taken after that is still larger than every earlier one.
+TEST(fenced_lock, with_a_token_idle_ttl_an_idle_counter_expires_and_tokens_still_grow) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.fenced_lock.token_idle_ttl = 5s;
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(rlock::test::shared_server().port());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_fenced_lock("idle");
+    // A counter kept forever before (Redisson's, or this client without the setting).
+    raw.command({"SET", lock.token_key(), "41"});
+    const std::int64_t before = server_micros(raw);
+    const std::int64_t t1 = co_await lock.lock();
+    EXPECT_GE(t1, before);                         // the server's clock, above the counter
+    const std::int64_t t2 = co_await lock.lock();  // re-entry
+    EXPECT_GT(t2, t1);
+    EXPECT_EQ(co_await lock.current_token(), t2);
+    // The counter lives the TTL from the latest acquisition, held or not.
+    const auto held_ttl = raw.command_int({"PTTL", lock.token_key()});
+    EXPECT_GT(held_ttl, 0);
+    EXPECT_LE(held_ttl, 5000);
+    co_await lock.unlock();
+    co_await lock.unlock();
+    EXPECT_FALSE(co_await lock.is_locked());
+    const auto idle_ttl = raw.command_int({"PTTL", lock.token_key()});
+    EXPECT_GT(idle_ttl, 0);
+    EXPECT_LE(idle_ttl, 5000);
+    // Its TTL runs out (brought forward here): the key is gone, and no token goes back.
+    raw.command({"PEXPIRE", lock.token_key(), "1"});
+    EXPECT_TRUE(co_await rlock::test::poll_until([&] {
+      return raw.command_int({"EXISTS", lock.token_key()}) == 0;
+    }));
+    EXPECT_EQ(co_await lock.current_token(), 0);  // none while idle
+    auto next = redis.get_fenced_lock("idle");
+    const std::int64_t t3 = co_await next.lock();
+    EXPECT_GT(t3, t2);
+    EXPECT_EQ(co_await lock.try_lock(0ms), std::nullopt);  // busy: no token spent
+    co_await next.unlock();
+    const auto t4 = co_await lock.try_lock(0ms);
+    EXPECT_TRUE(t4.has_value());
+    if (t4) {
+      EXPECT_GT(*t4, t3);
+    }
+    co_await lock.unlock();
+    co_await redis.close();
+  });
+}
+
+TEST(fenced_lock, a_token_idle_ttl_below_a_second_is_refused_and_zero_keeps_redissons_counter) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.fenced_lock.token_idle_ttl = 999ms;
+  EXPECT_EQ(rlock::test::thrown_by([&] { rlock::client bad(io.get_executor(), cfg); }),
+            rlock::errc::invalid_argument);
+  cfg.fenced_lock.token_idle_ttl = -1s;
+  EXPECT_EQ(rlock::test::thrown_by([&] { rlock::client bad(io.get_executor(), cfg); }),
+            rlock::errc::invalid_argument);
+  cfg.fenced_lock.token_idle_ttl = 0ms;
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(rlock::test::shared_server().port());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_fenced_lock("forever");
+    EXPECT_EQ(co_await lock.lock(), 1);
+    co_await lock.unlock();
+    EXPECT_EQ(raw.command_int({"PTTL", lock.token_key()}), -1);  // Redisson's: no TTL
+    co_await redis.close();
+  });
 }
 
 }  // namespace

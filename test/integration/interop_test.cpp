@@ -925,6 +925,44 @@ TEST(interop, fenced_tokens_are_one_sequence_with_redissons_rfencedlock) {
   });
 }
 
+/// config::fenced_lock's token_idle_ttl on a name Redisson also fences: while the counter lives,
+/// both sides' tokens are one growing sequence (Redisson's INCR continues from our clocked
+/// token); once it expired, Redisson's INCR starts again at 1. Why the setting must stay 0 on a
+/// name any Redisson client fences (config.hpp, docs/guide/fenced.md).
+TEST(interop, clocked_fenced_tokens_continue_redissons_sequence_until_the_counter_expires) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.fenced_lock.token_idle_ttl = 10s;
+  rlock::client redis(io.get_executor(), cfg);
+  foreign_client redisson(cfg.port);
+  auto token_of = [](const resp3::value& v) {
+    return v.type == resp3::type::array && v.elements.size() == 2u ? v.elements[1].integer : 0;
+  };
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_fenced_lock("fenced-clocked");
+    EXPECT_EQ(token_of(redisson.fenced_acquire(lock.key())), 1);
+    EXPECT_EQ(redisson.release(lock.key()).integer, 1);
+    const std::int64_t ours = co_await lock.lock();
+    EXPECT_GT(ours, 1);
+    co_await lock.unlock();
+    // Redisson's acquire increments our counter, TTL and all (INCR keeps a key's TTL).
+    EXPECT_EQ(token_of(redisson.fenced_acquire(lock.key())), ours + 1);
+    EXPECT_EQ(redisson.release(lock.key()).integer, 1);
+    const std::int64_t later = co_await lock.lock();
+    EXPECT_GT(later, ours + 1);
+    co_await lock.unlock();
+    // The counter expires: Redisson's next token goes back to 1, below ours.
+    redisson.raw().command({"PEXPIRE", lock.token_key(), "1"});
+    EXPECT_TRUE(co_await rlock::test::poll_until([&] {
+      return redisson.raw().command_int({"EXISTS", lock.token_key()}) == 0;
+    }));
+    EXPECT_EQ(token_of(redisson.fenced_acquire(lock.key())), 1);
+    EXPECT_EQ(redisson.release(lock.key()).integer, 1);
+    co_await redis.close();
+  });
+}
+
 }  // namespace
 
 // --- Redis Cluster: Redisson's sharded pub/sub (SPUBLISH in its scripts, SSUBSCRIBE) ----------

@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -316,6 +317,51 @@ TEST(redisson_complaints, a_multi_lock_takes_its_free_members_in_one_round_trip_
     co_await group.unlock();
     co_await c.close();
     co_await other.close();
+  });
+}
+
+/// Redisson #6510: 25 M of a deployment's 75 M keys were fenced locks' token counters, kept
+/// forever. With config::fenced_lock's token_idle_ttl, a thousand names fenced once each leave
+/// counters that expire (key inspection), and a name fenced again after its counter is gone gets
+/// a token above every earlier one.
+TEST(redisson_complaints,
+     fenced_token_counters_of_idle_names_expire_and_tokens_never_go_back_6510) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.fenced_lock.token_idle_ttl = 60s;
+  rlock::client c(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await c.connect();
+    std::int64_t highest = 0;
+    std::string first_counter;
+    for (int i = 0; i < 1000; ++i) {
+      auto lock = c.get_fenced_lock("order-" + std::to_string(i));
+      const auto token = co_await lock.try_lock(0ms, 10s);
+      EXPECT_TRUE(token.has_value()) << lock.name();
+      if (token) highest = std::max(highest, *token);
+      co_await lock.unlock();
+      if (i == 0) first_counter = lock.token_key();
+    }
+    // Every counter left behind carries a TTL (Redisson's would all read -1).
+    std::size_t without_ttl = 0;
+    for (int i = 0; i < 1000; ++i) {
+      const auto key = c.get_fenced_lock("order-" + std::to_string(i)).token_key();
+      const auto ttl = raw.command_int({"PTTL", key});
+      if (ttl <= 0 || ttl > 60'000) ++without_ttl;
+    }
+    EXPECT_EQ(without_ttl, 0u);
+    // The first name's counter expires (its TTL brought forward); fenced again, it goes on
+    // above every token any of the thousand names gave.
+    raw.command({"PEXPIRE", first_counter, "1"});
+    EXPECT_TRUE(co_await rlock::test::poll_until([&] {
+      return raw.command_int({"EXISTS", first_counter}) == 0;
+    }));
+    auto again = c.get_fenced_lock("order-0");
+    const std::int64_t token = co_await again.lock(10s);
+    EXPECT_GT(token, highest);
+    co_await again.unlock();
+    co_await c.close();
   });
 }
 

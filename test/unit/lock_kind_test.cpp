@@ -145,6 +145,22 @@ TEST(lock_kind, the_calls_are_redissons_keys_and_arguments) {
   EXPECT_EQ(fenced.which, script::acquire_fenced);
   ASSERT_EQ(fenced.key_span().size(), 2u);
   EXPECT_EQ(fenced.keys[1], "redisson_lock_token:{acct}");
+  EXPECT_EQ(fenced.arg_span().size(), 2u);
+  // With config::fenced_lock's token_idle_ttl: the clock-bounded acquire, told the counter's TTL.
+  auto expiring = lease;
+  expiring.token_ttl_ms = "3600000";
+  acquire_script_call clocked;
+  fenced_kind.acquire_call(id, expiring, clocked);
+  EXPECT_EQ(clocked.which, script::acquire_fenced_clocked);
+  ASSERT_EQ(clocked.key_span().size(), 2u);
+  EXPECT_EQ(clocked.keys[1], "redisson_lock_token:{acct}");
+  ASSERT_EQ(clocked.arg_span().size(), 3u);
+  EXPECT_EQ(clocked.args[2], "3600000");
+  // Other kinds keep no counter: the input changes nothing for them.
+  acquire_script_call plain;
+  reentrant_kind.acquire_call(id, expiring, plain);
+  EXPECT_EQ(plain.which, script::acquire);
+  EXPECT_EQ(plain.arg_span().size(), 2u);
   // The release (Redisson's latched unlock), and the handoff, which only the reentrant kind has.
   const release_inputs in{
       "redisson_lock__channel:{acct}", "latch", "9000", "10000", "publish", "uuid:8", "5000"};
@@ -265,7 +281,7 @@ TEST(lock_kind, fair_calls_name_redissons_queue_and_rlocks_handoff_registrations
   using rlock::detail::non_reentrant_fair_kind;
   using rlock::detail::script;
   const rlock::detail::lock_identity id{"acct", "uuid:7"};
-  rlock::detail::acquire_inputs in{"30000", "60000", "12", "30000:60000", "publish", {}};
+  rlock::detail::acquire_inputs in{"30000", "60000", "12", "30000:60000", "publish", {}, {}};
   rlock::detail::acquire_script_call call;
   fair_kind.acquire_call(id, in, call);
   EXPECT_EQ(call.which, script::acquire_fair);
