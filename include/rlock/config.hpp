@@ -206,11 +206,15 @@ struct RLOCK_EXPORT config {
   /// Fair locks (client::get_fair_lock): FIFO across processes through a queue on the server.
   struct fair_lock_policy {
     /// How long past its expected turn a waiter keeps its place in the queue (Redisson's
-    /// fairLockWaitTimeout, default 5 minutes, used for lock() and try_lock() without a wait;
-    /// a try_lock's own wait is used instead). rlock's waiters come back while they wait, each
-    /// time moving their deadline on, so a live waiter is never dropped; this bounds how long a
-    /// waiter that died (or a Redisson waiter that gave up silently) holds up the queue once it
-    /// is its turn. Positive.
+    /// fairLockWaitTimeout, default 5 minutes). Every rlock waiter queues with it, whatever its
+    /// try_lock's wait (which bounds the caller): the queue's deadlines are each the one ahead
+    /// plus an allowance, and a take moves them all back by the taker's, so waiters with
+    /// different allowances drop live waiters as stale. Set Redisson's fairLockWaitTimeout alike
+    /// on a lock Java services share (their try_lock(wait) queues with its wait, which rlock
+    /// cannot change). rlock's waiters come back while they wait, each time moving their
+    /// deadline on, so a live waiter is never dropped; this bounds how long a waiter that died
+    /// (or a Redisson waiter that gave up silently) holds up the queue once it is its turn.
+    /// Positive, at most 2^31 - 1 ms.
     std::chrono::milliseconds wait_timeout{60'000};
     /// rlock's handoff by push: a release that finds an rlock waiter at the head of the queue
     /// makes it the holder inside the release script and tells it on its channel, so it holds

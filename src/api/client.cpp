@@ -60,9 +60,11 @@ const config& validated(const config& cfg) {
                             ">= 1, got {} ms, {} ms, {}",
                             spin.initial.count(), spin.cap.count(), spin.multiplier));
   }
-  if (cfg.fair_lock.wait_timeout.count() <= 0) {
+  if (cfg.fair_lock.wait_timeout.count() <= 0 || cfg.fair_lock.wait_timeout.count() > 0x7fff'ffff) {
+    // The scripts add it to the server's clock: a deadline past 2^31 ms is none a reader can use.
     throw_error(errc::invalid_argument,
-                fmt::format("fair_lock.wait_timeout must be positive, got {} ms",
+                fmt::format("fair_lock.wait_timeout must be positive and at most 2147483647 ms, "
+                            "got {} ms",
                             cfg.fair_lock.wait_timeout.count()));
   }
   if (cfg.fair_lock.handoff_claim.count() <= 0) {

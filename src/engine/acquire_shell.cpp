@@ -216,27 +216,32 @@ struct acquire_operation : attempt_gate::entry {
         });
   }
 
-  /// A fair waiter's allowance for its queue deadline (Redisson's threadWaitTime): the caller's
-  /// wait, or config::fair_lock::wait_timeout without one; formatted into `own` if it is the
-  /// caller's. At most longest_server_wait: the script adds it to the server's clock and a lease,
-  /// and a wait near milliseconds::max() would queue a deadline no reader can use (and PEXPIRE
-  /// refuses its float).
-  std::string_view fair_allowance(decimal& own) const noexcept {
-    if (!wait || wait->count() == 0) return ctx().fair_wait_arg.view();
-    own.assign(std::min(wait->count(), longest_server_wait.count()));
-    return own.view();
-  }
+  /// A fair waiter's allowance for its queue deadline (Redisson's threadWaitTime):
+  /// config::fair_lock::wait_timeout, the same for every waiter whatever its caller's wait (which
+  /// bounds the caller, not the queue). The queue's arithmetic needs one allowance: each waiter's
+  /// deadline is the one ahead of it plus its allowance, and a take moves every deadline back by
+  /// the taker's. With the caller's waits as allowances (before F1 found it), a take by a waiter
+  /// that asked to wait longer moved the deadlines behind it into the past: a live waiter asleep
+  /// until its push was dropped from the queue as stale and came back at its end, 2 s later.
+  std::string_view fair_allowance() const noexcept { return ctx().fair_wait_arg.view(); }
 
   /// A fair kind's attempt arguments: the queue allowance, the ticket (none for a single
   /// attempt, which is never queued) and the registration for a handoff by push.
   struct fair_inputs {
-    decimal wait;
     decimal ticket;
+    decimal nap_base;
     std::string handoff;
 
     void fill(acquire_operation& op, acquire_inputs& in) {
       const engine_context& c = op.ctx();
-      in.wait_ms = op.fair_allowance(wait);
+      in.wait_ms = op.fair_allowance();
+      // Its naps: halves of its own wait (at most longest_server_wait), not of the allowance.
+      if (op.wait && op.wait->count() > 0) {
+        nap_base.assign(std::min(op.wait->count(), longest_server_wait.count()));
+        in.nap_base_ms = nap_base.view();
+      } else {
+        in.nap_base_ms = in.wait_ms;
+      }
       if (op.wait && op.wait->count() == 0) return;  // a single attempt
       ticket.assign(op.waiter.ticket);
       in.ticket = ticket.view();
@@ -262,7 +267,6 @@ struct acquire_operation : attempt_gate::entry {
     struct leaving {
       std::shared_ptr<lock_state> s;  // the call views its key and field
       std::string channel;
-      decimal wait;
       decimal ticket;
       release_script_call call;
     };
@@ -271,7 +275,7 @@ struct acquire_operation : attempt_gate::entry {
     op.s->kind.channel(op.s->key(), l->channel);
     leave_inputs in;
     in.channel = l->channel;
-    in.wait_ms = op.fair_allowance(l->wait);  // what its attempts gave, to give back
+    in.wait_ms = op.fair_allowance();  // what its attempts gave, to give back
     l->ticket.assign(op.waiter.ticket);
     in.ticket = l->ticket.view();
     in.publish = c.session.publish_command();

@@ -49,10 +49,10 @@ struct basic_script_call {
   std::span<const std::string_view> key_span() const noexcept { return {keys.data(), key_count}; }
   std::span<const std::string_view> arg_span() const noexcept { return {args.data(), arg_count}; }
 };
-/// An acquire attempt: up to 5 keys and 6 arguments (a semaphore's counter, holds, sizes,
-/// channel and total; a fair lock's queue, timeouts and handoff registrations, its wait, ticket
-/// and registration).
-using acquire_script_call = basic_script_call<5, 6>;
+/// An acquire attempt: up to 5 keys and 7 arguments (a semaphore's counter, holds, sizes,
+/// channel and total; a fair lock's queue, timeouts and handoff registrations, its allowance,
+/// ticket, registration and nap).
+using acquire_script_call = basic_script_call<5, 7>;
 /// A release or a handoff: the fair lock's 6 keys (its own 5 and the latch), or the latched
 /// unlock's 3; up to 7 arguments. Also a fair waiter's leave and a force unlock.
 using release_script_call = basic_script_call<6, 7>;
@@ -60,8 +60,12 @@ using release_script_call = basic_script_call<6, 7>;
 /// What an acquire attempt needs beyond the state.
 struct acquire_inputs {
   std::string_view lease_ms;
-  /// Fair kinds: the allowance for the waiter's queue deadline (Redisson's threadWaitTime).
+  /// Fair kinds: the allowance for the waiter's queue deadline (Redisson's threadWaitTime), the
+  /// same for every waiter (config::fair_lock::wait_timeout).
   std::string_view wait_ms;
+  /// Fair kinds: the caller's own wait (its config::fair_lock::wait_timeout without one), whose
+  /// half a waiting attempt sleeps at most before it looks again (a dead head is passed then).
+  std::string_view nap_base_ms;
   /// Fair kinds: the acquisition's ticket in decimal, naming it in a handoff by push; empty for
   /// a single attempt (which never joins the queue).
   std::string_view ticket;

@@ -34,8 +34,8 @@ void fair_acquire_with(const lock_identity& s, const acquire_inputs& in, std::st
                        acquire_script_call& call) {
   call.which = script::acquire_fair;
   fair_keys(s.key, call);
-  call.args = {in.lease_ms, s.field, in.wait_ms, in.ticket, in.handoff, refusal};
-  call.arg_count = 6;
+  call.args = {in.lease_ms, s.field, in.wait_ms, in.ticket, in.handoff, refusal, in.nap_base_ms};
+  call.arg_count = 7;
 }
 
 void fair_acquire(const lock_identity& s, const acquire_inputs& in, acquire_script_call& call) {

@@ -328,7 +328,8 @@ inline constexpr script_row script_table[] = {
      // allowance), ARGV[4] = the acquisition's ticket, or '' for a single attempt (never queued:
      // Redisson's tryLock() without a wait), ARGV[5] = '<lease>:<wait>' to register for a handoff
      // by push, or '' (Redisson's protocol: a `0` and an acquire of its own), ARGV[6] = '' for a
-     // reentrant lock, else the refusal of a re-acquire (`NON_REENTRANT_REACQUIRE`).
+     // reentrant lock, else the refusal of a re-acquire (`NON_REENTRANT_REACQUIRE`), ARGV[7] = the
+     // caller's own wait ms, whose half bounds the sleep answered.
      // nil: acquired or re-entered; -3: a handoff to this acquisition was already made (its lease
      // restarted now); otherwise busy, and how long to sleep without a message (ms; -1: the
      // holder has no TTL). A queued waiter's retry moves its deadline on (a live waiter is never
@@ -369,7 +370,7 @@ inline constexpr script_row script_table[] = {
      "redis.call('hset', KEYS[4], ARGV[2], ARGV[5] .. ':' .. ARGV[4]); "
      "keep(deadline - now + tonumber(ARGV[1])); "
      "else redis.call('hdel', KEYS[4], ARGV[2]); end; "
-     "local nap = math.floor(wait / 2); "
+     "local nap = math.floor(tonumber(ARGV[7]) / 2); "
      "if pttl == -2 then "
      "local d = head and redis.call('zscore', KEYS[3], head); "
      "if d then nap = math.min(nap, tonumber(d) - now + 1); end; "

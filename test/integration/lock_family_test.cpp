@@ -283,6 +283,77 @@ TEST(fair_lock, a_waiter_that_gives_up_or_is_cancelled_leaves_the_queue) {
   });
 }
 
+// F1 (scripts/bench) found waiters skipped for 2 s: each waiter queued with its try_lock's wait as
+// its allowance, and a take moves every deadline behind the taker back by the taker's allowance,
+// so a take by a waiter that asked to wait longer moved a live waiter's deadline into the past and
+// the next script dropped it as stale. Every rlock waiter now queues with wait_timeout.
+TEST(fair_lock, every_waiter_queues_with_one_allowance_whatever_its_wait) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.fair_lock.wait_timeout = 20s;
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), cfg);
+  rlock::client c(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    co_await c.connect();
+    auto holder = a.get_fair_lock("allowance");
+    auto patient = b.get_fair_lock("allowance");
+    auto hasty = c.get_fair_lock("allowance");
+    const auto key = std::string(holder.key());
+    co_await holder.lock();
+    bool patient_got = false;
+    bool hasty_got = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          patient_got = co_await patient.try_lock(40s);
+          co_await rlock::test::sleep_for(50ms);
+          co_await patient.unlock();
+        },
+        asio::detached);
+    const bool one_queued = co_await poll_until([&] { return queue(raw, key).size() == 1; });
+    RLOCK_CO_ASSERT(one_queued);
+    asio::co_spawn(
+        io, [&]() -> asio::awaitable<void> { hasty_got = co_await hasty.try_lock(10s); },
+        asio::detached);
+    const bool two_queued = co_await poll_until([&] { return queue(raw, key).size() == 2; });
+    RLOCK_CO_ASSERT(two_queued);
+    // One allowance for both, whatever their waits: 20 s apart, and registered with it.
+    const auto first = queue(raw, key).at(0);
+    const auto second = queue(raw, key).at(1);
+    const auto deadline = [&](const std::string& field) {
+      const auto v = raw.command({"ZSCORE", timeouts_of(key), field});
+      return v.str.empty() ? v.real : std::stod(v.str);
+    };
+    EXPECT_EQ(deadline(second) - deadline(first), 20'000.0);
+    const std::string handoffs = "rlock_fair_handoff:{" + key + "}";
+    for (const auto& field : {first, second}) {
+      const auto r = raw.command({"HGET", handoffs, field}).str;
+      EXPECT_NE(r.find(":20000:"), std::string::npos) << field << " registered " << r;
+    }
+    // The patient waiter takes it: the hasty one's deadline moves back to the patient one's, still
+    // ahead, so nobody drops it; it gets the lock next, by push.
+    co_await holder.unlock();
+    const bool patient_took = co_await poll_until([&] { return patient_got; });
+    RLOCK_CO_ASSERT(patient_took);
+    const auto now = raw.command({"TIME"});
+    RLOCK_CO_ASSERT(now.elements.size() == 2u);
+    const double now_ms = std::stod(now.elements[0].str) * 1000.0;
+    EXPECT_EQ(queue(raw, key), std::vector<std::string>{second});
+    EXPECT_GT(deadline(second), now_ms);
+    const bool hasty_took = co_await poll_until([&] { return hasty_got; });
+    RLOCK_CO_ASSERT(hasty_took);
+    EXPECT_EQ(hasty.last_wake(), rlock::wake_reason::handoff);
+    co_await hasty.unlock();
+    co_await a.close();
+    co_await b.close();
+    co_await c.close();
+  });
+}
+
 TEST(fair_lock, a_dead_waiter_ahead_is_dropped_at_its_deadline_and_never_blocks_the_queue) {
   asio::io_context io;
   auto cfg = make_config();
@@ -309,8 +380,9 @@ TEST(fair_lock, a_dead_waiter_ahead_is_dropped_at_its_deadline_and_never_blocks_
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
-          // Nobody tells it the dead head is gone: it looks again within half its allowance
-          // (1 s here), and then after the head's deadline.
+          // Nobody tells it the dead head is gone: it looks again within half its own wait
+          // (1 s here; its queue allowance is wait_timeout's 60 s), and then after the head's
+          // deadline.
           got = co_await waiter.try_lock(2s);
           bell.cancel();
         },

@@ -281,7 +281,8 @@ TEST(lock_kind, fair_calls_name_redissons_queue_and_rlocks_handoff_registrations
   using rlock::detail::non_reentrant_fair_kind;
   using rlock::detail::script;
   const rlock::detail::lock_identity id{"acct", "uuid:7"};
-  rlock::detail::acquire_inputs in{"30000", "60000", "12", "30000:60000", "publish", {}, {}};
+  rlock::detail::acquire_inputs in{"30000",       "60000",   "2000", "12",
+                                   "30000:60000", "publish", {},     {}};
   rlock::detail::acquire_script_call call;
   fair_kind.acquire_call(id, in, call);
   EXPECT_EQ(call.which, script::acquire_fair);
@@ -290,11 +291,13 @@ TEST(lock_kind, fair_calls_name_redissons_queue_and_rlocks_handoff_registrations
   EXPECT_EQ(call.keys[1], "redisson_lock_queue:{acct}");
   EXPECT_EQ(call.keys[2], "redisson_lock_timeout:{acct}");
   EXPECT_EQ(call.keys[3], "rlock_fair_handoff:{acct}");
-  ASSERT_EQ(call.arg_span().size(), 6u);
+  ASSERT_EQ(call.arg_span().size(), 7u);
   EXPECT_EQ(call.args[1], "uuid:7");
+  EXPECT_EQ(call.args[2], "60000");  // the allowance: wait_timeout, for every waiter
   EXPECT_EQ(call.args[3], "12");
   EXPECT_EQ(call.args[4], "30000:60000");
   EXPECT_EQ(call.args[5], "");
+  EXPECT_EQ(call.args[6], "2000");  // the caller's wait: its naps are halves of it
   rlock::detail::acquire_script_call refusing;
   non_reentrant_fair_kind.acquire_call(id, in, refusing);
   EXPECT_EQ(refusing.args[5], "NON_REENTRANT_REACQUIRE");
