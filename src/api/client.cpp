@@ -245,14 +245,23 @@ asio::awaitable<failure> client_impl::connect_op(std::shared_ptr<client_impl> c)
 
 asio::awaitable<failure> client_impl::close_op(std::shared_ptr<client_impl> c) {
   co_await asio::this_coro::throw_if_cancelled(false);
-  // Unlocks already answered still owe their latch DEL: send it and wait for its answer (at most
-  // command_timeout; cancellation ends the wait), so a closed client leaves no latch behind.
+  // Unlocks already answered still owe their latch DEL, and waiters that gave up their leave
+  // (a fair queue's entry, a writer's mark): send what is pending and wait for the answers (at
+  // most command_timeout; cancellation ends the wait), so a closed client leaves nothing behind.
   c->latches_.flush();
-  if (c->latches_.in_flight() != 0) {
+  const auto settled = [&c] {
+    return c->latches_.in_flight() == 0 && c->ctx_.owed.in_flight() == 0;
+  };
+  if (!settled()) {
     asio::steady_timer drained(c->executor_, c->cfg_.command_timeout);
-    c->latches_.on_drained([&drained] { drained.cancel(); });
+    const auto check = [&] {
+      if (settled()) drained.cancel();
+    };
+    c->latches_.on_drained(check);
+    c->ctx_.owed.on_drained(check);
     co_await drained.async_wait(asio::as_tuple(asio::use_awaitable));
     c->latches_.on_drained({});
+    c->ctx_.owed.on_drained({});
   }
   c->shutdown(std::make_error_code(std::errc::operation_canceled));
   co_return failure();

@@ -75,6 +75,7 @@ struct acquire_operation : attempt_gate::entry {
         error(validate(w, l)) {}
 
   ~acquire_operation() {
+    if (owes) s->ctx->owed.end();
     if (link) link->op = nullptr;
     s->ctx->attempts.withdraw(*this);
     leave_handoff();
@@ -288,8 +289,11 @@ struct acquire_operation : attempt_gate::entry {
                            : c.cfg.read_write_lock.writer_mark_lease;
     opts.deadline = clock_type::now() + std::max(c.cfg.command_timeout, lasts);
     auto& call = l->call;
-    c.scripts.async_run(call.which, call.key_span(), call.arg_span(), opts,
-                        [l = std::move(l)](std::error_code, const resp3::value&) {});
+    // client::close() waits for it: counted from the caller's answer on (owes), or from now.
+    if (!std::exchange(op.owes, false)) c.owed.begin();
+    c.scripts.async_run(
+        call.which, call.key_span(), call.arg_span(), opts,
+        [l = std::move(l)](std::error_code, const resp3::value&) { l->s->ctx->owed.end(); });
   }
 
   /// The caller's bound passed with the attempt written and unanswered (a stalled server or a
@@ -644,6 +648,12 @@ struct acquire_operation : attempt_gate::entry {
     leave_handoff();
     ctx().hub.remove(waiter);
     const bool acquired = fsm.outcome() == verdict::acquired;
+    // Told without a hold, with a trace on the server its leave will undo once the attempt in
+    // flight (if any) is answered: client::close() waits for that from now on.
+    if (!acquired && left_a_trace && !took_hold && !owes) {
+      owes = true;
+      ctx().owed.begin();
+    }
     if (acquired && s->kind.takes_hold) {
       s->last_wake.store(static_cast<std::uint8_t>(reason), std::memory_order_relaxed);
       account();
@@ -709,8 +719,9 @@ struct acquire_operation : attempt_gate::entry {
   bool called_again = false;     // the attempt in flight follows a NOSCRIPT answer
   bool left_a_trace = false;     // a waiting attempt was written: it may be queued, or marked
   bool took_hold = false;        // an answer or a handoff gave it a hold (kept or given back)
-  bool joined_first = false;     // a fair waiter that joined its channel before its attempts
-  backoff_state naps;            // a polling waiter's sleeps so far (lock_kind::backoff)
+  bool owes = false;          // counted in engine_context::owed: told, with a trace still to undo
+  bool joined_first = false;  // a fair waiter that joined its channel before its attempts
+  backoff_state naps;         // a polling waiter's sleeps so far (lock_kind::backoff)
 };
 
 }  // namespace

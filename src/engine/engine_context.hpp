@@ -22,8 +22,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace rlock::detail {
 
@@ -61,6 +63,26 @@ struct engine_counters {
   std::atomic<std::uint64_t> acquired_handoff{0};
   std::atomic<std::uint64_t> local_handoffs{0};
   std::atomic<std::uint64_t> handoffs_given_back{0};
+};
+
+/// Requests a client owes the server so that it leaves nothing behind (a fair waiter's leave, a
+/// writer taking back its mark): nobody waits for them, but client::close() does, bounded by
+/// command_timeout, as for the unlock latches' DELs. Executor only.
+class owed_requests {
+ public:
+  void begin() noexcept { ++in_flight_; }
+  /// One answered (or failed); the drained callback runs once when none is left.
+  void end() {
+    if (in_flight_ > 0) --in_flight_;
+    if (in_flight_ == 0 && drained_) std::exchange(drained_, {})();
+  }
+  std::size_t in_flight() const noexcept { return in_flight_; }
+  /// Called once when none is in flight any more (replaces an earlier one; empty: none).
+  void on_drained(std::function<void()> f) { drained_ = std::move(f); }
+
+ private:
+  std::size_t in_flight_ = 0;
+  std::function<void()> drained_;
 };
 
 /// The engine's view of a client: its executor, its ports (commands, scripts, waits, leases, the
@@ -119,6 +141,7 @@ class engine_context {
   attempt_gate& attempts;
   latch_sweeper& latches;
   owner_table owners;  // the owners of this client, and their latest errors
+  owed_requests owed;  // leaves in flight: close() waits for them
 
   // --- metrics ----------------------------------------------------------------------------------
   engine_counters counters;

@@ -320,6 +320,42 @@ TEST(redisson_complaints, a_multi_lock_takes_its_free_members_in_one_round_trip_
   });
 }
 
+/// Redisson #5019's entries left behind, in the form F1 found in rlock: a waiter that gives up and
+/// whose client closes at once (a process that exits when its try_lock fails). The leave script
+/// went out in the background and close() did not wait for it, so the queue entry stayed for the
+/// allowance (60 s). close() now waits for the leaves in flight, as for the unlock latches' DELs:
+/// nothing stays, for a fair queue's entry nor for a waiting writer's mark.
+TEST(redisson_complaints,
+     a_waiter_that_gives_up_and_closes_its_client_at_once_leaves_nothing_5019) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client holder(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder.connect();
+    auto fair = holder.get_fair_lock("gives-up");
+    auto rw = holder.get_read_write_lock("gives-up-rw");
+    co_await fair.lock();
+    co_await rw.read_lock().lock();
+    const std::string queue = "redisson_lock_queue:{" + std::string(fair.key()) + "}";
+    const std::string timeouts = "redisson_lock_timeout:{" + std::string(fair.key()) + "}";
+    const std::string marks = "{" + std::string(rw.read_lock().key()) + "}:rlock_writers";
+    for (int round = 0; round < 3; ++round) {
+      rlock::client waiter(io.get_executor(), cfg);
+      co_await waiter.connect();
+      EXPECT_FALSE(co_await waiter.get_fair_lock("gives-up").try_lock(150ms));
+      EXPECT_FALSE(co_await waiter.get_read_write_lock("gives-up-rw").write_lock().try_lock(150ms));
+      co_await waiter.close();  // at once, as a process exiting
+      EXPECT_EQ(raw.command_int({"EXISTS", queue}), 0) << round;
+      EXPECT_EQ(raw.command_int({"EXISTS", timeouts}), 0) << round;
+      EXPECT_EQ(raw.command_int({"EXISTS", marks}), 0) << round;
+    }
+    co_await fair.unlock();
+    co_await rw.read_lock().unlock();
+    co_await holder.close();
+  });
+}
+
 /// Redisson #6510: 25 M of a deployment's 75 M keys were fenced locks' token counters, kept
 /// forever. With config::fenced_lock's token_idle_ttl, a thousand names fenced once each leave
 /// counters that expire (key inspection), and a name fenced again after its counter is gone gets
