@@ -24,6 +24,10 @@
 //   print-acquire-script         the acquire Lua, for the EVALSHA reference
 //   s4-rw --waiters W            a read-write lock's fan-out: W readers behind a writer, commands
 //                                and attempts per reader after the write unlock
+//   family-worker --kind K --key KEY [--hold-ms 50] [--warmup S] [--seconds S] --out FILE
+//                                one process of F1 (scripts/bench): acquire, hold, release;
+//                                K also latch-counter or latch-waiter; --permits N (semaphore),
+//                                --priority readers|writers (read-write)
 // s1 and s3-worker take --kind reentrant|fair|non-reentrant|non-reentrant-fair|spin|read|write|
 // multi|semaphore (default reentrant): the same loop on another kind of the lock family (read:
 // S1 only, readers never exclude each other; multi: a multi-lock over the key and `<key>:2`;
@@ -57,6 +61,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <future>
 #include <map>
@@ -104,8 +109,12 @@ struct options {
   bool local_handoff = true;  // --local-handoff 0: config::local_handoff off (on: 8, 20 ms)
   std::string kind = "reentrant";  // s1, s3-worker: the exclusive kind
   int members = 2;                 // --kind multi: how many reentrant locks the group takes
-  int handoff_claim_ms = 0;        // --handoff-claim MS: config::fair_lock::handoff_claim (0: its
-                                   // default); at least the watchdog's lease: no claim
+  int hold_ms = 50;                // family-worker: how long each acquisition holds
+  double warmup = 0;               // family-worker: seconds before the measured phase
+  int permits = 1;                 // --kind semaphore: the semaphore's permits (each takes 1)
+  rlock::rw_priority priority = rlock::rw_priority::writers;  // --priority readers|writers
+  int handoff_claim_ms = 0;  // --handoff-claim MS: config::fair_lock::handoff_claim (0: its
+                             // default); at least the watchdog's lease: no claim
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -116,7 +125,8 @@ struct options {
              "[--key K] [--out FILE] [--prefix P] [--tls-ca CA_FILE] [--cluster 1] "
              "[--local-handoff 0] [--kind "
              "reentrant|fair|non-reentrant|non-reentrant-fair|spin|read|write|multi|semaphore] "
-             "[--members N] [--handoff-claim MS]\n",
+             "[--members N] [--handoff-claim MS] [--hold-ms MS] [--warmup S] [--permits N] "
+             "[--priority readers|writers]\n",
              why);
   std::exit(2);
 }
@@ -176,20 +186,34 @@ options parse(int argc, char** argv) {
       o.members = integer();
     else if (flag == "--handoff-claim")
       o.handoff_claim_ms = integer();
-    else
+    else if (flag == "--hold-ms")
+      o.hold_ms = integer();
+    else if (flag == "--warmup")
+      o.warmup = std::stod(value);
+    else if (flag == "--permits")
+      o.permits = integer();
+    else if (flag == "--priority") {
+      if (value != "readers" && value != "writers") usage("--priority: readers or writers");
+      o.priority = value == "readers" ? rlock::rw_priority::readers : rlock::rw_priority::writers;
+    } else
       usage("unknown flag " + flag);
   }
   if (o.seconds <= 0 || o.seconds > 600) usage("--seconds must be in (0, 600]");
   if (o.waiter != "coroutine" && o.waiter != "callback") usage("--waiter: coroutine or callback");
   if (o.members < 1 || o.members > 1000) usage("--members must be in [1, 1000]");
   if (o.handoff_claim_ms < 0) usage("--handoff-claim must be at least 0");
+  if (o.warmup < 0 || o.warmup > 600) usage("--warmup must be in [0, 600]");
+  if (o.hold_ms < 1 || o.hold_ms > 10'000) usage("--hold-ms must be in [1, 10000]");
+  if (o.permits < 1 || o.permits > 1000) usage("--permits must be in [1, 1000]");
+  const bool latch_role = o.kind == "latch-counter" || o.kind == "latch-waiter";
+  if (latch_role && o.mode != "family-worker") usage("--kind " + o.kind + ": family-worker only");
   static constexpr std::array<std::string_view, 9> kinds{
       "reentrant", "fair",  "non-reentrant", "non-reentrant-fair", "spin",
       "read",      "write", "multi",         "semaphore"};
-  if (std::find(kinds.begin(), kinds.end(), o.kind) == kinds.end()) {
+  if (!latch_role && std::find(kinds.begin(), kinds.end(), o.kind) == kinds.end()) {
     usage(
-        "--kind: reentrant, fair, non-reentrant, non-reentrant-fair, spin, read, write, multi or "
-        "semaphore");
+        "--kind: reentrant, fair, non-reentrant, non-reentrant-fair, spin, read, write, multi, "
+        "semaphore (family-worker: also latch-counter, latch-waiter)");
   }
   return o;
 }
@@ -202,6 +226,16 @@ rlock::config config_for(const options& o) {
   cfg.local_handoff.max_streak = o.local_handoff ? 8 : 0;
   if (o.handoff_claim_ms > 0)
     cfg.fair_lock.handoff_claim = std::chrono::milliseconds(o.handoff_claim_ms);
+  cfg.read_write_lock.priority = o.priority;
+  // RLOCK_BENCH_LOG=1: the client's debug log on stderr, each line stamped with nanos_now().
+  if (const char* log = std::getenv("RLOCK_BENCH_LOG"); log != nullptr && *log == '1') {
+    cfg.log = [](rlock::log_level level, std::string_view line) {
+      const auto ns =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch())
+              .count();
+      fmt::print(stderr, "{} {} {}\n", ns, rlock::to_string(level), line);
+    };
+  }
   if (o.cluster) {
     cfg.cluster.nodes = {
         fmt::format("{}://127.0.0.1:{}", o.tls_ca.empty() ? "redis" : "rediss", o.port)};
@@ -339,6 +373,7 @@ class multi_group {
       : first_(redis.get_lock(name)), group_(members_of(redis, first_, name, members)) {}
   asio::awaitable<void> lock() { return group_.lock(); }
   asio::awaitable<void> lock(std::chrono::milliseconds lease) { return group_.lock(lease); }
+  asio::awaitable<bool> try_lock(std::chrono::milliseconds wait) { return group_.try_lock(wait); }
   asio::awaitable<void> unlock() { return group_.unlock(); }
   /// How the first member (the contended one) was taken.
   rlock::wake_reason last_wake() const { return first_.last_wake(); }
@@ -355,14 +390,26 @@ class multi_group {
   rlock::multi_lock group_;
 };
 
-/// --kind semaphore: a semaphore of one permit (set by the first process to ask), taken and
-/// given back as a lock: a hold through the engine, woken by the count on `redisson_sc:{key}`.
+/// --kind semaphore: a semaphore of --permits permits (1 by default; set by the first process to
+/// ask), one taken and given back as a lock: a hold through the engine, woken by the count on
+/// `redisson_sc:{key}`.
 class semaphore_one {
  public:
-  semaphore_one(rlock::client& redis, const std::string& name)
-      : semaphore_(redis.get_semaphore(name)) {}
+  semaphore_one(rlock::client& redis, const std::string& name, int permits)
+      : semaphore_(redis.get_semaphore(name)), permits_(static_cast<std::uint32_t>(permits)) {}
   asio::awaitable<void> lock() { return take(std::nullopt); }
   asio::awaitable<void> lock(std::chrono::milliseconds lease) { return take(lease); }
+  asio::awaitable<bool> try_lock(std::chrono::milliseconds wait) {
+    if (!set_) {
+      (void)co_await semaphore_.try_set_permits(permits_);
+      set_ = true;
+    }
+    auto got = co_await semaphore_.try_acquire(1, wait);
+    if (!got) co_return false;
+    last_wake_ = got->last_wake();
+    held_.emplace(std::move(*got));
+    co_return true;
+  }
   asio::awaitable<void> unlock() {
     auto p = std::move(*held_);
     held_.reset();
@@ -373,13 +420,14 @@ class semaphore_one {
  private:
   asio::awaitable<void> take(std::optional<std::chrono::milliseconds> lease) {
     if (!set_) {
-      (void)co_await semaphore_.try_set_permits(1);
+      (void)co_await semaphore_.try_set_permits(permits_);
       set_ = true;
     }
     held_.emplace(co_await semaphore_.acquire(1, lease));
     last_wake_ = held_->last_wake();
   }
   rlock::semaphore semaphore_;
+  std::uint32_t permits_;
   std::optional<rlock::permit> held_;
   rlock::wake_reason last_wake_ = rlock::wake_reason::immediate;
   bool set_ = false;
@@ -389,10 +437,13 @@ class semaphore_one {
 class exclusive_handle {
  public:
   exclusive_handle(rlock::client& redis, const std::string& kind, const std::string& name,
-                   int members = 2)
-      : lock_(make(redis, kind, name, members)) {}
+                   int members = 2, int permits = 1)
+      : lock_(make(redis, kind, name, members, permits)) {}
   asio::awaitable<void> lock(std::optional<std::chrono::milliseconds> lease = std::nullopt) {
     return std::visit([&](auto& l) { return lease ? l.lock(*lease) : l.lock(); }, lock_);
+  }
+  asio::awaitable<bool> try_lock(std::chrono::milliseconds wait) {
+    return std::visit([&](auto& l) { return l.try_lock(wait); }, lock_);
   }
   asio::awaitable<void> unlock() {
     return std::visit([](auto& l) { return l.unlock(); }, lock_);
@@ -406,9 +457,10 @@ class exclusive_handle {
                            rlock::non_reentrant_fair_lock, rlock::spin_lock, rlock::read_lock,
                            rlock::write_lock, multi_group, semaphore_one>;
   static any make(rlock::client& redis, const std::string& kind, const std::string& name,
-                  int members) {
+                  int members, int permits) {
     if (kind == "multi") return multi_group(redis, name, members);
-    if (kind == "semaphore") return semaphore_one(redis, name);
+    if (kind == "semaphore") return semaphore_one(redis, name, permits);
+    // The client's rw_priority (config::read_write_lock, --priority).
     if (kind == "read") return redis.get_read_write_lock(name).read_lock();
     if (kind == "write") return redis.get_read_write_lock(name).write_lock();
     if (kind == "fair") return redis.get_fair_lock(name);
@@ -545,6 +597,97 @@ void run_s3_worker(const options& o) {
              R"("metrics": {{"acquisitions": {}{}}}}})"
              "\n",
              kind_param(o), o.seconds, events.size(), by);
+}
+
+// --- family-worker: one process of F1, the family in its users' shape (issue 37) ---------------
+
+/// One process of F1: --kind's acquisition, a hold of --hold-ms, the release, in a loop through a
+/// warm-up (--warmup) and a measured phase (--seconds). Writes `<requested> <acquired>
+/// <releasing>` per acquisition made (or given up) in the measured phase, in ns of the steady clock
+/// (CLOCK_MONOTONIC: one clock for every process of the machine, so bench/family.py merges the
+/// processes' lines); a request still waiting when the phase ends is written with `-1 -1` (a
+/// writer starved to the end counts with the wait it had). The count-down latch's roles:
+/// latch-counter counts down round k's latch (`<key>:<k>`, set to 5) after a hold, writing `<k>
+/// <the last count-down sent>`; each latch-waiter waits for round after round, writing `<k>
+/// <released>`.
+void run_family_worker(const options& o) {
+  if (o.out.empty()) usage("family-worker needs --out");
+  std::vector<std::array<std::int64_t, 3>> events;
+  std::map<std::string, std::size_t> wakes;  // how each measured acquisition came about
+  auto cfg = config_for(o);
+  cfg.key_prefix.clear();  // --key is the full key, shared with the other processes
+  const auto hold = std::chrono::milliseconds(o.hold_ms);
+  const auto seconds = [](double s) {
+    return std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(s));
+  };
+  with_client(
+      o,
+      [&](asio::io_context&, rlock::client& redis) -> asio::awaitable<void> {
+        const auto measured_from = clock_type::now() + seconds(o.warmup);
+        const auto end = measured_from + seconds(o.seconds);
+        auto round = [&](std::int64_t k) {
+          return rlock::count_down_latch(redis, fmt::format("{}:{}", o.key, k));
+        };
+        if (o.kind == "latch-counter") {
+          // Two rounds ahead: a waiter released from round k finds round k + 1 already set.
+          (void)co_await round(0).try_set_count(5);
+          (void)co_await round(1).try_set_count(5);
+          // Past the end by a few rounds, so the waiters' last waits end.
+          const auto last = end + 4 * hold;
+          for (std::int64_t k = 0; k < 1'000'000 && clock_type::now() < last; ++k) {
+            co_await sleep_for(hold);
+            auto latch = round(k);
+            for (int i = 0; i < 4; ++i) co_await latch.count_down();
+            const auto zero = nanos_now();
+            co_await latch.count_down();
+            if (clock_type::now() >= measured_from) events.push_back({k, zero, 0});
+            (void)co_await round(k + 2).try_set_count(5);
+          }
+          co_return;
+        }
+        if (o.kind == "latch-waiter") {
+          for (int i = 0; i < 10'000; ++i) {  // until the counter set round 0 (10 s at most)
+            const auto count = co_await round(0).count();
+            if (count > 0) break;
+            co_await sleep_for(1ms);
+          }
+          for (std::int64_t k = 0; k < 1'000'000 && clock_type::now() < end; ++k) {
+            const bool released = co_await round(k).try_wait(10s);
+            if (!released) break;
+            if (clock_type::now() >= measured_from) events.push_back({k, nanos_now(), 0});
+          }
+          co_return;
+        }
+        exclusive_handle lock(redis, o.kind, o.key, o.members, o.permits);
+        for (std::size_t i = 0; i < 10'000'000 && clock_type::now() < end; ++i) {
+          const auto requested = nanos_now();
+          // Bounded by the phase's end: a waiter starved to the end is written as one.
+          const auto left = std::chrono::ceil<std::chrono::milliseconds>(end - clock_type::now());
+          const bool got = co_await lock.try_lock(std::max(left, 1ms));
+          // Measured: what ended in the measured phase (a wait from the warm-up on included).
+          const bool measured = clock_type::now() >= measured_from;
+          if (!got) {
+            if (measured) events.push_back({requested, -1, -1});
+            break;
+          }
+          const auto acquired = nanos_now();
+          if (measured) ++wakes[std::string(rlock::to_string(lock.last_wake()))];
+          co_await sleep_for(hold);
+          const auto releasing = nanos_now();
+          co_await lock.unlock();
+          if (measured) events.push_back({requested, acquired, releasing});
+        }
+      },
+      cfg);
+  std::ofstream out(o.out);
+  for (const auto& e : events) out << e[0] << ' ' << e[1] << ' ' << e[2] << '\n';
+  if (!out) usage("cannot write " + o.out);
+  std::string by;
+  for (const auto& [reason, n] : wakes) by += fmt::format(R"(, "{}": {})", reason, n);
+  fmt::print(R"({{"library": "rlock", "mode": "family-worker", "params": {{"kind": "{}", )"
+             R"("hold_ms": {}, "warmup": {}, "seconds": {}}}, "metrics": {{"events": {}{}}}}})"
+             "\n",
+             o.kind, o.hold_ms, o.warmup, o.seconds, events.size(), by);
 }
 
 // --- s3-local: the handoff scenario between coroutines of one client ----------------------------
@@ -1107,7 +1250,7 @@ void run_s3_fair_floor(const options& o) {
       if (::read(to_child[0], &go, 1) != 1 || go == 's') break;
       const auto t = std::to_string(ticket);
       (void)cmd.command({"EVALSHA", acquire, "4", key, queue, timeouts, handoffs, "10000",
-                         child_field, "10000", t, "10000:10000", ""});
+                         child_field, "10000", t, "10000:10000", "", "10000"});
       [[maybe_unused]] auto w0 = ::write(to_parent[1], &go, 1);  // queued: release now
       const auto push = sub.read();                              // the grant: `g<ticket>`
       const bool granted = push.elements.size() == 3 && push.elements[2].str == "g" + t;
@@ -1130,7 +1273,7 @@ void run_s3_fair_floor(const options& o) {
     // Free once the child's release is in (its DEL of the hash came before its next read).
     for (int tries = 0; tries < 1000; ++tries) {
       if (cmd.command({"EVALSHA", acquire, "4", key, queue, timeouts, handoffs, "10000",
-                       parent_field, "10000", "", "", ""})
+                       parent_field, "10000", "", "", "", "10000"})
               .is_null()) {
         break;
       }
@@ -1669,6 +1812,8 @@ int main(int argc, char** argv) {
       run_s2(o);
     else if (o.mode == "s3-worker")
       run_s3_worker(o);
+    else if (o.mode == "family-worker")
+      run_family_worker(o);
     else if (o.mode == "s3-local")
       run_s3_local(o);
     else if (o.mode == "s1-blocking")
