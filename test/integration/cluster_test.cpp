@@ -55,6 +55,18 @@ rlock::config cluster_config(cluster_topology& c = shared_cluster()) {
   return cfg;
 }
 
+/// Three names `<stem><i>` whose keys (under `prefix`) live on three different masters.
+std::vector<std::string> one_name_per_master(cluster_topology& c, const std::string& prefix,
+                                             const std::string& stem) {
+  std::vector<std::string> names;
+  std::set<std::uint16_t> masters;
+  for (int i = 0; names.size() < 3 && i < 1000; ++i) {
+    const std::string name = stem + std::to_string(i);
+    if (masters.insert(c.owner_of(key_slot(prefix + name))).second) names.push_back(name);
+  }
+  return names;
+}
+
 /// The lock's hold count for `field` on the node that owns its key (0: none).
 std::int64_t holds_on_owner(cluster_topology& c, std::string_view key, std::string_view field) {
   raw_client raw(c.owner_of(key_slot(key)));
@@ -143,14 +155,7 @@ TEST(cluster, waiters_are_woken_across_shards_by_sharded_unlock_messages) {
   rlock::client holder(io.get_executor(), cfg);
   rlock::client waiter(io.get_executor(), cfg);
   // One name per master: each wake-up travels on its own node's sharded channel.
-  std::vector<std::string> names;
-  std::set<std::uint16_t> masters;
-  for (int i = 0; names.size() < 3 && i < 1000; ++i) {
-    const std::string name = "wake-" + std::to_string(i);
-    if (masters.insert(cluster.owner_of(key_slot(cfg.key_prefix + name))).second) {
-      names.push_back(name);
-    }
-  }
+  const auto names = one_name_per_master(cluster, cfg.key_prefix, "wake-");
   ASSERT_EQ(names.size(), 3u);
   run(io, [&]() -> asio::awaitable<void> {
     co_await holder.connect();
@@ -200,14 +205,7 @@ TEST(cluster, fair_locks_on_every_shard_hand_over_by_sharded_push_in_order) {
   rlock::client second(io.get_executor(), cfg);
   // One name per master: the queue, timeouts, handoff registrations and each waiter's channel
   // share the lock's slot (Redisson's braces), so every script stays on one node.
-  std::vector<std::string> names;
-  std::set<std::uint16_t> masters;
-  for (int i = 0; names.size() < 3 && i < 1000; ++i) {
-    const std::string name = "fair-" + std::to_string(i);
-    if (masters.insert(cluster.owner_of(key_slot(cfg.key_prefix + name))).second) {
-      names.push_back(name);
-    }
-  }
+  const auto names = one_name_per_master(cluster, cfg.key_prefix, "fair-");
   ASSERT_EQ(names.size(), 3u);
   run(io, [&]() -> asio::awaitable<void> {
     co_await holder.connect();
@@ -266,14 +264,7 @@ TEST(cluster, read_write_locks_on_every_shard_share_readers_wake_them_and_renew_
   rlock::client readers(io.get_executor(), cfg);
   // One name per master: the hash, its hold timeouts `{<key>}:...` and the channel
   // `redisson_rwlock:{<key>}` share the lock's slot, so every script stays on one node.
-  std::vector<std::string> names;
-  std::set<std::uint16_t> masters;
-  for (int i = 0; names.size() < 3 && i < 1000; ++i) {
-    const std::string name = "rw-" + std::to_string(i);
-    if (masters.insert(cluster.owner_of(key_slot(cfg.key_prefix + name))).second) {
-      names.push_back(name);
-    }
-  }
+  const auto names = one_name_per_master(cluster, cfg.key_prefix, "rw-");
   ASSERT_EQ(names.size(), 3u);
   int reading = 0;
   run(io, [&]() -> asio::awaitable<void> {
@@ -332,14 +323,7 @@ TEST(cluster, waiting_writers_mark_their_locks_slot_on_every_shard_and_enter_bef
   // One name per master, and one with a hash tag of its own: the marks `{<key>}:rlock_writers`
   // (`<key>:rlock_writers` for a tagged key) share the lock's slot, or the scripts would fail
   // with CROSSSLOT.
-  std::vector<std::string> names;
-  std::set<std::uint16_t> masters;
-  for (int i = 0; names.size() < 3 && i < 1000; ++i) {
-    const std::string name = "wf-" + std::to_string(i);
-    if (masters.insert(cluster.owner_of(key_slot(cfg.key_prefix + name))).second) {
-      names.push_back(name);
-    }
-  }
+  auto names = one_name_per_master(cluster, cfg.key_prefix, "wf-");
   ASSERT_EQ(names.size(), 3u);
   names.push_back("wf-{tag}-x");
   int wrote = 0;
@@ -392,14 +376,7 @@ TEST(cluster, a_multi_lock_spans_every_shard_all_or_nothing) {
   const auto cfg = cluster_config();
   rlock::client a(io.get_executor(), cfg);
   rlock::client b(io.get_executor(), cfg);
-  std::vector<std::string> names;
-  std::set<std::uint16_t> masters;
-  for (int i = 0; names.size() < 3 && i < 1000; ++i) {
-    const std::string name = "multi-" + std::to_string(i);
-    if (masters.insert(cluster.owner_of(key_slot(cfg.key_prefix + name))).second) {
-      names.push_back(name);
-    }
-  }
+  const auto names = one_name_per_master(cluster, cfg.key_prefix, "multi-");
   ASSERT_EQ(names.size(), 3u);
   run(io, [&]() -> asio::awaitable<void> {
     co_await a.connect();
@@ -427,14 +404,7 @@ TEST(cluster, clocked_fenced_tokens_on_every_shard_expire_with_their_counter_in_
   auto cfg = cluster_config();
   cfg.fenced_lock.token_idle_ttl = 30s;
   rlock::client c(io.get_executor(), cfg);
-  std::vector<std::string> names;
-  std::set<std::uint16_t> masters;
-  for (int i = 0; names.size() < 3 && i < 1000; ++i) {
-    const std::string name = "fenced-" + std::to_string(i);
-    if (masters.insert(cluster.owner_of(key_slot(cfg.key_prefix + name))).second) {
-      names.push_back(name);
-    }
-  }
+  const auto names = one_name_per_master(cluster, cfg.key_prefix, "fenced-");
   ASSERT_EQ(names.size(), 3u);
   run(io, [&]() -> asio::awaitable<void> {
     co_await c.connect();
@@ -465,14 +435,7 @@ TEST(cluster, semaphores_on_every_shard_wake_their_waiters_by_sharded_message) {
   const auto cfg = cluster_config();
   rlock::client a(io.get_executor(), cfg);
   rlock::client b(io.get_executor(), cfg);
-  std::vector<std::string> names;
-  std::set<std::uint16_t> masters;
-  for (int i = 0; names.size() < 3 && i < 1000; ++i) {
-    const std::string name = "sem-" + std::to_string(i);
-    if (masters.insert(cluster.owner_of(key_slot(cfg.key_prefix + name))).second) {
-      names.push_back(name);
-    }
-  }
+  const auto names = one_name_per_master(cluster, cfg.key_prefix, "sem-");
   ASSERT_EQ(names.size(), 3u);
   int got = 0;
   run(io, [&]() -> asio::awaitable<void> {
