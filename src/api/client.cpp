@@ -1,6 +1,7 @@
 #include "rlock/client.hpp"
 
 #include "api/client_impl.hpp"
+#include "engine/acquire_reply.hpp"
 #include "engine/kind_access.hpp"
 #include "engine/lock_state.hpp"
 #include "engine/operations.hpp"
@@ -60,12 +61,11 @@ const config& validated(const config& cfg) {
                             ">= 1, got {} ms, {} ms, {}",
                             spin.initial.count(), spin.cap.count(), spin.multiplier));
   }
-  if (cfg.fair_lock.wait_timeout.count() <= 0 || cfg.fair_lock.wait_timeout.count() > 0x7fff'ffff) {
+  if (cfg.fair_lock.wait_timeout.count() <= 0 || cfg.fair_lock.wait_timeout > longest_server_wait) {
     // The scripts add it to the server's clock: a deadline past 2^31 ms is none a reader can use.
     throw_error(errc::invalid_argument,
-                fmt::format("fair_lock.wait_timeout must be positive and at most 2147483647 ms, "
-                            "got {} ms",
-                            cfg.fair_lock.wait_timeout.count()));
+                fmt::format("fair_lock.wait_timeout must be positive and at most {} ms, got {} ms",
+                            longest_server_wait.count(), cfg.fair_lock.wait_timeout.count()));
   }
   if (cfg.fair_lock.handoff_claim.count() <= 0) {
     throw_error(errc::invalid_argument,

@@ -354,6 +354,17 @@ TEST(fair_lock, every_waiter_queues_with_one_allowance_whatever_its_wait) {
   });
 }
 
+TEST(fair_lock, a_wait_timeout_no_deadline_can_hold_is_refused) {
+  asio::io_context io;
+  auto cfg = make_config();
+  cfg.fair_lock.wait_timeout = std::chrono::milliseconds(0x8000'0000);  // one past 2^31 - 1
+  EXPECT_EQ(rlock::test::thrown_by([&] { rlock::client bad(io.get_executor(), cfg); }),
+            rlock::errc::invalid_argument);
+  cfg.fair_lock.wait_timeout = std::chrono::milliseconds(0x7fff'ffff);
+  EXPECT_EQ(rlock::test::thrown_by([&] { rlock::client fine(io.get_executor(), cfg); }),
+            std::error_code());
+}
+
 TEST(fair_lock, a_dead_waiter_ahead_is_dropped_at_its_deadline_and_never_blocks_the_queue) {
   asio::io_context io;
   auto cfg = make_config();
