@@ -79,4 +79,8 @@ void append_writer_marks(std::string_view key, std::string& out) {
   append_tagged(out, {}, key, ":rlock_writers");
 }
 
+void append_writer_queue(std::string_view key, std::string& out) {
+  append_tagged(out, {}, key, ":rlock_writer_queue");
+}
+
 }  // namespace rlock::detail

@@ -54,5 +54,8 @@ void append_read_timeouts(std::string_view key, std::string_view field, std::str
 /// Appends the waiting writers' marks of a read-write lock, `{<key>}:rlock_writers` (rlock's,
 /// in the lock's slot; rw_priority::writers).
 void append_writer_marks(std::string_view key, std::string& out);
+/// Appends the waiting writers' queue of a read-write lock, `{<key>}:rlock_writer_queue`
+/// (rlock's, in the lock's slot; rw_priority::writers): the order writers take it in.
+void append_writer_queue(std::string_view key, std::string& out);
 
 }  // namespace rlock::detail

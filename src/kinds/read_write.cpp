@@ -1,10 +1,13 @@
 // Redisson's RReadWriteLock: its read half (shared, a timeout key per read hold) and its write
 // half (exclusive, field `<owner field>:write`); each with Redisson's reader-first rule and with
 // rlock's writers first (rw_priority): a waiting writer's mark in `{<key>}:rlock_writers` that
-// readers respect, taken back by the writer's leave when it gives up.
+// readers respect, and its place in `{<key>}:rlock_writer_queue` that orders the writers, both
+// taken back by the writer's leave when it gives up.
 #include "kinds/hash_lock.hpp"
 
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace rlock::detail {
 
@@ -62,26 +65,38 @@ void write_acquire(const lock_identity& s, const acquire_inputs& in, acquire_scr
   call.arg_count = 4;
 }
 
-/// Under rw_priority::writers: the write acquire, marking the lock while it waits.
+/// The waiting writers' marks, then their queue, into `names`; views of both.
+std::pair<std::string_view, std::string_view> marks_and_queue(std::string_view key,
+                                                              std::string& names) {
+  names.clear();
+  append_writer_marks(key, names);
+  const std::size_t marks_end = names.size();
+  append_writer_queue(key, names);
+  const std::string_view all(names);
+  return {all.substr(0, marks_end), all.substr(marks_end)};
+}
+
+/// Under rw_priority::writers: the write acquire, marking the lock while it waits and taking a
+/// free lock only in its turn among the waiting writers.
 void write_acquire_writers_first(const lock_identity& s, const acquire_inputs& in,
                                  acquire_script_call& call) {
   write_acquire(s, in, call);
   call.which = script::acquire_write_writers_first;
-  call.scratch.clear();
-  append_writer_marks(s.key, call.scratch);
-  call.keys[1] = call.scratch;
-  call.key_count = 2;
+  const auto [marks, queue] = marks_and_queue(s.key, call.scratch);
+  call.keys[1] = marks;
+  call.keys[2] = queue;
+  call.key_count = 3;
   call.args[4] = in.mark_ms;
   call.arg_count = 5;
 }
 
-/// A waiting writer that gives up takes its mark back (and tells the readers it held back).
+/// A waiting writer that gives up takes its mark and its place back (and tells those it held
+/// back).
 void write_leave(const lock_identity& s, const leave_inputs& in, release_script_call& call) {
   call.which = script::leave_write;
-  call.scratch.clear();
-  append_writer_marks(s.key, call.scratch);
-  call.keys = {s.key, call.scratch, in.channel};
-  call.key_count = 3;
+  const auto [marks, queue] = marks_and_queue(s.key, call.scratch);
+  call.keys = {s.key, marks, in.channel, queue};
+  call.key_count = 4;
   call.args = {s.field, in.publish};
   call.arg_count = 2;
 }

@@ -147,6 +147,40 @@ struct script_row {
   "if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then "                         \
   "return redis.error_reply(ARGV[4]); end; "
 
+// rlock's writers first (KEYS[1] lock, KEYS[2] marks, KEYS[3] queue, ARGV[2] this writer's
+// field, `now`): `turn` is when the mark of the writer that has waited longest ends if a free
+// lock is that writer's and not this one's, nil otherwise. Queued writers whose marks lapsed go
+// (bounded: each pass drops one).
+#define RLOCK_WRITER_TURN_LUA                                            \
+  "local turn = nil; "                                                   \
+  "if redis.call('exists', KEYS[1]) == 0 then "                          \
+  "for i = 1, 1000 do "                                                  \
+  "local first = redis.call('zrange', KEYS[3], 0, 0)[1]; "               \
+  "if first == nil or first == ARGV[2] then break; end; "                \
+  "local ends = tonumber(redis.call('zscore', KEYS[2], first) or '0'); " \
+  "if ends > now then turn = ends; break; end; "                         \
+  "redis.call('zrem', KEYS[3], first); "                                 \
+  "end; end; "
+
+// Taking the lock ends the writer's wait: its mark and its place go.
+#define RLOCK_WRITER_TAKEN_LUA \
+  "redis.call('zrem', KEYS[2], ARGV[2]); redis.call('zrem', KEYS[3], ARGV[2]); "
+
+// A writer answered `ttl` that waits (ARGV[5], its mark's life, is not empty) marks the lock
+// (expired marks go) and keeps its place or queues, and is answered at most half the mark's
+// life, so that it comes back (renewing its mark) before the mark lapses.
+#define RLOCK_WRITER_WAITS_LUA                                             \
+  "if ARGV[5] ~= '' then "                                                 \
+  "local life = tonumber(ARGV[5]); "                                       \
+  "redis.call('zremrangebyscore', KEYS[2], '-inf', now); "                 \
+  "redis.call('zadd', KEYS[2], now + life, ARGV[2]); "                     \
+  "redis.call('zadd', KEYS[3], 'NX', now, ARGV[2]); "                      \
+  "for _, k in ipairs({KEYS[2], KEYS[3]}) do "                             \
+  "redis.call('pexpire', k, math.max(redis.call('pttl', k), life)); end; " \
+  "local back = math.max(math.floor(life / 2), 1); "                       \
+  "if ttl < 0 or ttl > back then ttl = back; end; "                        \
+  "end; "
+
 // The read-write lock's shared Lua: the longest remaining lease among the read holds of
 // KEYS[1] (every owner field with a count; a writer's field has no hold timeouts), whose
 // timeouts are `<base>:<owner field>:rwlock_timeout:<n>` with base = `{<key>}`.
@@ -492,39 +526,33 @@ inline constexpr script_row script_table[] = {
 
     {script::acquire_write_writers_first, command_kind::acquire, true,
      // acquire_write_writers_first (rlock's write lock under rw_priority::writers) — KEYS[1] and
-     // ARGV[1..4] as acquire_write, KEYS[2] = the marks (as above), ARGV[5] = how long this
-     // writer's mark lives, ms; empty: a single attempt, which leaves none. Taking the lock
-     // removes the writer's mark. Busy, a waiting writer marks the lock (expired marks go), and
-     // is answered at most half its mark's life: it comes back, and so renews its mark, before
-     // the mark lapses; a writer that died stops holding readers back one mark life after its
-     // last attempt.
-     RLOCK_WRITE_ACQUIRE_LUA(
-         "redis.call('zrem', KEYS[2], ARGV[2]); ") "local ttl = redis.call('pttl', KEYS[1]); "
-                                                   "if ARGV[5] ~= '' then "
-                                                   "local life = "
-                                                   "tonumber(ARGV[5]); " RLOCK_NOW_MS_LUA
-                                                   "redis.call('zremrangebyscore', KEYS[2], "
-                                                   "'-inf', now); "
-                                                   "redis.call('zadd', KEYS[2], now + life, "
-                                                   "ARGV[2]); "
-                                                   "redis.call('pexpire', KEYS[2], "
-                                                   "math.max(redis.call('pttl', KEYS[2]), life)); "
-                                                   "local back = math.max(math.floor(life / 2), "
-                                                   "1); "
-                                                   "if ttl < 0 or ttl > back then ttl = back; end; "
-                                                   "end; "
-                                                   "return ttl;"},
+     // ARGV[1..4] as acquire_write, KEYS[2] = the marks (as above), KEYS[3] = the waiting
+     // writers' queue `{<key>}:rlock_writer_queue` (a zset: write field -> when it first
+     // waited, server ms), ARGV[5] = how long this writer's mark lives, ms; empty: a single
+     // attempt, which leaves none. A free lock goes to the writer that has waited longest among
+     // those whose marks live (a queued writer whose mark lapsed is dropped): another writer,
+     // waiting or not, is answered the time to that writer's mark's end. Taking the lock removes
+     // the writer's mark and place. Busy, a waiting writer marks the lock (expired marks go),
+     // keeps its place or queues, and is answered at most half its mark's life: it comes back,
+     // and so renews its mark, before the mark lapses; a writer that died stops holding readers
+     // and writers back one mark life after its last attempt.
+     RLOCK_NOW_MS_LUA RLOCK_WRITER_TURN_LUA
+     "local ttl; "
+     "if turn == nil then " RLOCK_WRITE_ACQUIRE_LUA(
+         RLOCK_WRITER_TAKEN_LUA) "ttl = redis.call('pttl', KEYS[1]); "
+                                 "else ttl = math.max(turn - now, 1); end; " RLOCK_WRITER_WAITS_LUA
+                                 "return ttl;"},
 
     {script::leave_write, command_kind::release, true,
      // A release kind: idempotent (removing a mark twice removes nothing).
      // leave_write (a waiting writer that gives up, under rw_priority::writers) — KEYS[1] =
-     // lock key, KEYS[2] = the marks, KEYS[3] = the channel; ARGV[1] = write field, ARGV[2] =
-     // publish command. Its mark goes; if it was the last live mark and no writer holds the
-     // lock, the readers it held back are told ("1": everybody tries, as after a write unlock).
+     // lock key, KEYS[2] = the marks, KEYS[3] = the channel, KEYS[4] = the writers' queue;
+     // ARGV[1] = write field, ARGV[2] = publish command. Its mark and place go; unless a writer
+     // holds the lock, those it held back are told ("1": everybody tries, as after a write
+     // unlock): the readers if it was the last live mark, the writer next in turn otherwise.
      // 1: told; 0: nothing to tell.
-     "if redis.call('zrem', KEYS[2], ARGV[1]) == 0 then return 0; end; " RLOCK_NOW_MS_LUA
-     "if #redis.call('zrangebyscore', KEYS[2], '(' .. now, '+inf', 'LIMIT', 0, 1) > 0 then "
-     "return 0; end; "
+     "redis.call('zrem', KEYS[4], ARGV[1]); "
+     "if redis.call('zrem', KEYS[2], ARGV[1]) == 0 then return 0; end; "
      "if redis.call('hget', KEYS[1], 'mode') == 'write' then return 0; end; "
      "redis.call(ARGV[2], KEYS[3], '1'); return 1;"},
 
@@ -793,6 +821,9 @@ constexpr std::string_view script_source(script s) noexcept {
 #undef RLOCK_NOW_MS_LUA
 #undef RLOCK_READ_ACQUIRE_LUA
 #undef RLOCK_WRITE_ACQUIRE_LUA
+#undef RLOCK_WRITER_TURN_LUA
+#undef RLOCK_WRITER_TAKEN_LUA
+#undef RLOCK_WRITER_WAITS_LUA
 #undef RLOCK_SEMAPHORE_LUA
 
 }  // namespace rlock::detail

@@ -321,8 +321,8 @@ TEST(cluster, waiting_writers_mark_their_locks_slot_on_every_shard_and_enter_bef
   rlock::client a(io.get_executor(), cfg);
   rlock::client b(io.get_executor(), cfg);
   // One name per master, and one with a hash tag of its own: the marks `{<key>}:rlock_writers`
-  // (`<key>:rlock_writers` for a tagged key) share the lock's slot, or the scripts would fail
-  // with CROSSSLOT.
+  // and queue `{<key>}:rlock_writer_queue` (`<key>:…` for a tagged key) share the lock's slot, or
+  // the scripts would fail with CROSSSLOT.
   auto names = one_name_per_master(cluster, cfg.key_prefix, "wf-");
   ASSERT_EQ(names.size(), 3u);
   names.push_back("wf-{tag}-x");
@@ -351,9 +351,12 @@ TEST(cluster, waiting_writers_mark_their_locks_slot_on_every_shard_and_enter_bef
       const auto key = cfg.key_prefix + n;
       const auto marks =
           (key.find('{') == std::string::npos ? "{" + key + "}" : key) + ":rlock_writers";
+      const auto queue = marks.substr(0, marks.find(":rlock_writers")) + ":rlock_writer_queue";
       EXPECT_EQ(key_slot(marks), key_slot(key)) << marks;
+      EXPECT_EQ(key_slot(queue), key_slot(key)) << queue;
       raw_client raw(cluster.owner_of(key_slot(key)));
       EXPECT_EQ(raw.command_int({"ZCARD", marks}), 1) << marks;
+      EXPECT_EQ(raw.command_int({"ZCARD", queue}), 1) << queue;
       // An arriving reader waits behind the mark.
       EXPECT_FALSE(co_await b.get_read_write_lock(n).read_lock().try_lock());
     }

@@ -1357,6 +1357,20 @@ TEST(interop, a_waiting_writers_mark_holds_our_readers_back_and_redissons_script
     RLOCK_CO_ASSERT(redisson.write_acquire(key).is_null());
     EXPECT_EQ(redisson.write_release(key).integer, 1);
     EXPECT_EQ(raw.command_int({"EXISTS", key}), 0);
+    // Nor does Redisson's write script know the writers' queue: a free lock whose turn is a
+    // queued rlock writer's (of another process, its mark live) is not ours to take, but
+    // Redisson's writer takes it.
+    const auto queue = "{" + key + "}:rlock_writer_queue";
+    raw.command({"ZADD", marks, "99999999999999", "elsewhere:1:write"});
+    raw.command({"ZADD", queue, "1", "elsewhere:1:write"});
+    EXPECT_FALSE(co_await writer.try_lock());
+    RLOCK_CO_ASSERT(redisson.write_acquire(key).is_null());
+    EXPECT_EQ(redisson.write_release(key).integer, 1);
+    EXPECT_EQ(raw.command_int({"ZCARD", queue}), 1);
+    raw.command({"DEL", marks, queue});
+    EXPECT_TRUE(co_await writer.try_lock());
+    co_await writer.unlock();
+    EXPECT_EQ(raw.command_int({"EXISTS", key}), 0);
     co_await redis.close();
   });
 }

@@ -15,8 +15,10 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
 #include <boost/system/system_error.hpp>
 
 #include <gtest/gtest.h>
@@ -52,6 +54,11 @@ std::string rw_channel(std::string_view key) {
 /// The waiting writers' marks (rw_priority::writers): a zset, write field -> server ms.
 std::string writer_marks(std::string_view key) {
   return "{" + std::string(key) + "}:rlock_writers";
+}
+
+/// The waiting writers' queue (rw_priority::writers): a zset, write field -> when it queued.
+std::string writer_queue(std::string_view key) {
+  return "{" + std::string(key) + "}:rlock_writer_queue";
 }
 
 /// The server's clock in ms, as the scripts read it.
@@ -426,9 +433,9 @@ TEST(read_write_lock,
     // The writer downgrades while another writer waits: its own read is no arriving reader.
     auto other_writer = a.get_read_write_lock("wf").write_lock();
     EXPECT_FALSE(co_await other_writer.try_lock(100ms));
-    // Taken back on giving up (the leave is written after the caller is told).
+    // Taken back on giving up, with its place (the leave is written after the caller is told).
     EXPECT_TRUE(co_await poll_until([&] {
-      return raw.command_int({"EXISTS", writer_marks(key)}) == 0;
+      return raw.command_int({"EXISTS", writer_marks(key), writer_queue(key)}) == 0;
     }));
     auto own_read = b.get_read_write_lock("wf", writer.owner_id()).read_lock();
     EXPECT_TRUE(co_await own_read.try_lock());
@@ -633,6 +640,133 @@ TEST(read_write_lock, the_last_read_unlock_wakes_a_waiting_writer_before_an_olde
     EXPECT_EQ(raw.command_int({"EXISTS", key, writer_marks(key)}), 0);
     co_await a.close();
     co_await b.close();
+  });
+}
+
+TEST(read_write_lock, waiting_writers_of_different_clients_take_the_lock_in_the_order_they_came) {
+  // Each client hears every unlock message and its waiting writer tries at once: without the
+  // queue the first to answer wins, and a writer can lose every race (F1: writer p99 1.1 s at
+  // 50 ms holds). Here the writer that queued first is the slowest: its client's io_context is
+  // paused while the lock is freed. The others still wait for it, then go in their order.
+  constexpr std::size_t writers = 5;
+  asio::io_context io;
+  asio::io_context slow_io;  // writer 0's, run by hand, then on its own thread
+  const auto cfg = make_config();
+  rlock::client holder_client(io.get_executor(), cfg);
+  std::vector<std::unique_ptr<rlock::client>> clients;
+  clients.push_back(std::make_unique<rlock::client>(slow_io.get_executor(), cfg));
+  for (std::size_t i = 1; i < writers; ++i) {
+    clients.push_back(std::make_unique<rlock::client>(io.get_executor(), cfg));
+  }
+  rlock::test::raw_client raw(cfg.port);
+  std::mutex m;
+  std::vector<std::size_t> order;  // under m
+  std::atomic<std::size_t> finished{0};
+  asio::steady_timer bell(io);
+  auto writer_of = [&](std::size_t i) -> asio::awaitable<void> {
+    if (i == 0) co_await clients[0]->connect();
+    auto writer = clients[i]->get_read_write_lock("queue").write_lock();
+    if (co_await writer.try_lock(20s)) {
+      {
+        std::lock_guard<std::mutex> g(m);
+        order.push_back(i);
+      }
+      co_await writer.unlock();  // publishes "1": every later writer tries at once
+    }
+    ++finished;
+    asio::post(io, [&] { bell.cancel(); });
+  };
+  auto taken = [&] {
+    std::lock_guard<std::mutex> g(m);
+    return order.size();
+  };
+  std::thread slow_thread;
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder_client.connect();
+    for (std::size_t i = 1; i < writers; ++i) co_await clients[i]->connect();
+    auto holder = holder_client.get_read_write_lock("queue").write_lock();
+    const auto key = std::string(holder.key());
+    co_await holder.lock();
+    // Writer 0 queues first and falls asleep on its channel (its attempt and its retry).
+    asio::co_spawn(slow_io, writer_of(0), asio::detached);
+    for (int round = 0; round < 2500 && clients[0]->stats().acquire_attempts < 2; ++round) {
+      slow_io.run_for(2ms);
+    }
+    RLOCK_CO_ASSERT(clients[0]->stats().acquire_attempts == 2);
+    RLOCK_CO_ASSERT(raw.command_int({"ZCARD", writer_queue(key)}) == 1);
+    for (std::size_t i = 1; i < writers; ++i) {
+      asio::co_spawn(io, writer_of(i), asio::detached);
+      const auto queued = static_cast<std::int64_t>(i + 1);
+      RLOCK_CO_ASSERT(co_await poll_until([&] {
+        return raw.command_int({"ZCARD", writer_queue(key)}) == queued &&
+               clients[i]->stats().acquire_attempts >= 2;
+      }));
+    }
+    // The lock is freed while writer 0's client cannot answer: the others, woken, try and are
+    // told it is writer 0's turn.
+    co_await holder.unlock();
+    RLOCK_CO_ASSERT(co_await poll_until([&] {
+      for (std::size_t i = 1; i < writers; ++i) {
+        if (clients[i]->stats().acquire_attempts < 3) return false;
+      }
+      return true;
+    }));
+    EXPECT_EQ(taken(), 0u);
+    EXPECT_EQ(raw.command_int({"EXISTS", key}), 0);
+    // Writer 0's client wakes: it goes first, then the others in the order they queued.
+    slow_thread = std::thread([&] { slow_io.run(); });
+    co_await wait_until(
+        bell, [&] { return finished == writers; }, 30s);
+    RLOCK_CO_ASSERT(finished == writers);
+    {
+      std::lock_guard<std::mutex> g(m);
+      EXPECT_EQ(order, (std::vector<std::size_t>{0, 1, 2, 3, 4}));
+    }
+    // Each writer took its mark and its place with the lock: nothing is left.
+    EXPECT_EQ(raw.command_int({"EXISTS", key, writer_marks(key), writer_queue(key)}), 0);
+    co_await holder_client.close();
+    for (std::size_t i = 1; i < writers; ++i) co_await clients[i]->close();
+    asio::co_spawn(slow_io, clients[0]->close(), asio::use_future).wait();
+  });
+  if (slow_thread.joinable()) {
+    slow_io.stop();
+    slow_thread.join();
+  }
+}
+
+TEST(read_write_lock,
+     no_writer_passes_a_queued_one_and_a_queued_writer_that_died_is_passed_at_its_marks_end) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client a(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    auto writer = a.get_read_write_lock("dead-queued").write_lock();
+    auto reader = a.get_read_write_lock("dead-queued").read_lock();
+    const auto key = std::string(writer.key());
+    // A writer of another process queued first, then stopped: its mark ends in 700 ms. One
+    // queued earlier still, whose mark already lapsed, is no writer at all.
+    const auto now = server_ms(raw);
+    const auto ends = now + 700;
+    raw.command({"ZADD", writer_marks(key), std::to_string(ends), "gone:1:write",
+                 std::to_string(now - 1), "long-gone:1:write"});
+    raw.command({"ZADD", writer_queue(key), std::to_string(now - 2000), "long-gone:1:write",
+                 std::to_string(now - 1000), "gone:1:write"});
+    // The lock is free, but it is that writer's turn: no single attempt takes it, no reader
+    // enters.
+    EXPECT_FALSE(co_await writer.try_lock());
+    EXPECT_FALSE(co_await reader.try_lock());
+    EXPECT_EQ(raw.command_int({"ZCARD", writer_queue(key)}), 1);  // the lapsed one was dropped
+    EXPECT_EQ(raw.command_int({"EXISTS", key}), 0);
+    // A waiting writer queues behind it and is answered the time to its mark's end: it enters
+    // then, without any message.
+    EXPECT_TRUE(co_await writer.try_lock(10s));
+    EXPECT_GE(server_ms(raw), ends);
+    EXPECT_EQ(writer.last_wake(), rlock::wake_reason::expiry);
+    EXPECT_EQ(raw.command_int({"ZCARD", writer_queue(key)}), 0);
+    co_await writer.unlock();
+    co_await a.close();
   });
 }
 

@@ -39,11 +39,12 @@ inline std::string fair_lock_rules(const std::string& prefix) {
 /// What read-write locks need beyond the least-privilege line (docs/guide/tls-acl.md): the per-hold
 /// timeout keys `{<key>}:<owner field>:rwlock_timeout:<n>` (and their base `{<key>}`, which the
 /// read unlock names), the channel `redisson_rwlock:{<key>}` (a channel, and a key to the
-/// scripts, as Redisson passes it), the waiting writers' marks `{<key>}:rlock_writers`, and their
-/// scripts' commands.
+/// scripts, as Redisson passes it), the waiting writers' marks `{<key>}:rlock_writers` and queue
+/// `{<key>}:rlock_writer_queue`, and their scripts' commands.
 inline std::string read_write_lock_rules(const std::string& prefix) {
   return "~{" + prefix + "*}* ~redisson_rwlock:{" + prefix + "*} &redisson_rwlock:{" + prefix +
-         "*} +hset +hdel +hlen +hkeys +time +zadd +zrem +zrangebyscore +zremrangebyscore";
+         "*} +hset +hdel +hlen +hkeys +time +zadd +zrem +zrange +zscore +zrangebyscore "
+         "+zremrangebyscore";
 }
 
 /// What semaphores need beyond the least-privilege line (docs/guide/tls-acl.md): their holds

@@ -243,8 +243,9 @@ TEST(lock_kind, writers_first_calls_add_the_marks_in_the_locks_slot_and_keep_red
   d::acquire_script_call write;
   d::write_kind_writers_first.acquire_call(writer, in, write);
   EXPECT_EQ(write.which, d::script::acquire_write_writers_first);
-  ASSERT_EQ(write.key_span().size(), 2u);
+  ASSERT_EQ(write.key_span().size(), 3u);
   EXPECT_EQ(write.keys[1], "{doc}:rlock_writers");
+  EXPECT_EQ(write.keys[2], "{doc}:rlock_writer_queue");
   ASSERT_EQ(write.arg_span().size(), 5u);
   EXPECT_EQ(write.args[1], "uuid:7:write");
   EXPECT_EQ(write.args[2], "uuid:7");
@@ -258,6 +259,7 @@ TEST(lock_kind, writers_first_calls_add_the_marks_in_the_locks_slot_and_keep_red
   const d::lock_identity tagged{"a{x}b", "uuid:7:write"};
   d::write_kind_writers_first.acquire_call(tagged, in, write);
   EXPECT_EQ(write.keys[1], "a{x}b:rlock_writers");
+  EXPECT_EQ(write.keys[2], "a{x}b:rlock_writer_queue");
 
   d::leave_inputs leave{};
   leave.channel = "redisson_rwlock:{doc}";
@@ -265,9 +267,10 @@ TEST(lock_kind, writers_first_calls_add_the_marks_in_the_locks_slot_and_keep_red
   d::release_script_call call;
   d::write_kind_writers_first.leave_call(writer, leave, call);
   EXPECT_EQ(call.which, d::script::leave_write);
-  ASSERT_EQ(call.key_span().size(), 3u);
+  ASSERT_EQ(call.key_span().size(), 4u);
   EXPECT_EQ(call.keys[1], "{doc}:rlock_writers");
   EXPECT_EQ(call.keys[2], "redisson_rwlock:{doc}");
+  EXPECT_EQ(call.keys[3], "{doc}:rlock_writer_queue");
   ASSERT_EQ(call.arg_span().size(), 2u);
   EXPECT_EQ(call.args[0], "uuid:7:write");
   // Only the writer is woken first, and only under writers first.
