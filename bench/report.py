@@ -757,6 +757,7 @@ class Report:
                                    "rlock gap p50 µs", r.get("gap_p50_us"),
                                    "fastest peer gap p50 µs (%s)" % best[1], best[0], "<=", 0.5))
             self.s3_kind_goals(p, data, floor)
+            self.s3_same_p_goals(p, data, floor)
         md_fair = self.s3_fair_floors(data, ps, floor)
         if floor:
             data["floor"] = floor
@@ -812,7 +813,39 @@ class Report:
                 shares.append("P=%d %.2f ×" % (p, g / fair_floor["p50_us"]))
         if shares:
             line += "; rlock-fair against the fair floor: " + ", ".join(shares)
+        at = []
+        for p in ps:
+            at_p, fair_at_p = self.floors_at(p, floor)
+            if at_p or fair_at_p:
+                at.append("P=%d %s / %s µs" % (p, num(at_p.get("p50_us")) if at_p else "—",
+                                                num(fair_at_p.get("p50_us")) if fair_at_p else "—"))
+        if at:
+            line += (".\nFloors at the same P (`s3-floor --contenders P-1` / `s3-fair-floor "
+                     "--queued P-2`), p50: " + ", ".join(at))
         return line + ".\n"
+
+    def floors_at(self, p, floor):
+        """The floors measured at P (issue 37): s3-floor with P - 1 processes answering each
+        message, and the fair floor with P - 2 more waiters queued; at P = 2 the plain ones."""
+        if p <= 2:
+            return floor, self.metric("S3", "rlock", mode="s3-fair-floor")
+        return (self.metric("S3", "rlock", mode="s3-floor", contenders=p - 1),
+                self.metric("S3", "rlock", mode="s3-fair-floor", queued=p - 2))
+
+    def s3_same_p_goals(self, p, data, floor):
+        """Issue 37's S3 goal: each kind's handoff p50 ≤ 1.3 × a floor measured at the same P."""
+        at_p, fair_at_p = self.floors_at(p, floor)
+        r = data.get("rlock", {}).get(str(p), {})
+        fair = data.get("rlock-fair", {}).get(str(p), {})
+        self.goals.append(goal("S3", "P=%d: handoff p50 ≤ 1.3 × the floor at the same P (issue 37)" % p,
+                               "rlock gap p50 µs", r.get("gap_p50_us"),
+                               "s3-floor p50 µs, %d contenders" % (p - 1),
+                               at_p.get("p50_us") if at_p else None, "<=", 1.3))
+        self.goals.append(goal("S3", "fair lock P=%d: handoff p50 ≤ 1.3 × the fair floor at the same P "
+                                     "(issue 37)" % p,
+                               "rlock-fair gap p50 µs", fair.get("gap_p50_us"),
+                               "s3-fair-floor p50 µs, %d more queued" % max(p - 2, 0),
+                               fair_at_p.get("p50_us") if fair_at_p else None, "<=", 1.3))
 
     def s3_kind_goals(self, p, data, floor):
         """Issue 25's goals for the fair lock at P, each half a goal of its own (goal() sets one

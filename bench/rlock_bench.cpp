@@ -11,11 +11,13 @@
 //   s2-floor --concurrency C [--connections N]
 //                                rlock's server work for S2's C pairs in flight, pipelined by a
 //                                minimal client on N connections (default 1): the floor under S2
-//   s3-floor                     release → notification → acquire with blocking minimal clients
+//   s3-floor [--contenders K]    release → notification → acquire with blocking minimal clients;
+//                                K subscribed processes answering each message (S3's P - 1)
 //   s3-push-floor                a publish heard by a blocking minimal client (a push handoff's
 //                                floor)
-//   s3-fair-floor                the fair lock's handoff by push between blocking minimal clients
-//                                running rlock's fair scripts
+//   s3-fair-floor [--queued N]   the fair lock's handoff by push between blocking minimal clients
+//                                running rlock's fair scripts; N more waiters queued behind the
+//                                one handed the lock (S3's P - 2 at P): the scripts walk them
 //   s6-floor --waiters N         RSS of N bare parked Asio coroutines: the floor under S6
 //   s7-floor --threads T         T blocking threads, each its own connection: the floor under S7
 //   s8 --restarts N [--redis-server PATH]
@@ -70,6 +72,7 @@
 #include <netinet/in.h>
 #include <numeric>
 #include <optional>
+#include <poll.h>
 #include <random>
 #include <span>
 #include <spawn.h>
@@ -115,6 +118,8 @@ struct options {
   rlock::rw_priority priority = rlock::rw_priority::writers;  // --priority readers|writers
   int handoff_claim_ms = 0;  // --handoff-claim MS: config::fair_lock::handoff_claim (0: its
                              // default); at least the watchdog's lease: no claim
+  int queued = 0;            // s3-fair-floor: waiters queued behind the one handed the lock
+  int contenders = 1;        // s3-floor: subscribed processes answering each message
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -126,7 +131,7 @@ struct options {
              "[--local-handoff 0] [--kind "
              "reentrant|fair|non-reentrant|non-reentrant-fair|spin|read|write|multi|semaphore] "
              "[--members N] [--handoff-claim MS] [--hold-ms MS] [--warmup S] [--permits N] "
-             "[--priority readers|writers]\n",
+             "[--priority readers|writers] [--queued N] [--contenders K]\n",
              why);
   std::exit(2);
 }
@@ -192,6 +197,10 @@ options parse(int argc, char** argv) {
       o.warmup = std::stod(value);
     else if (flag == "--permits")
       o.permits = integer();
+    else if (flag == "--queued")
+      o.queued = integer();
+    else if (flag == "--contenders")
+      o.contenders = integer();
     else if (flag == "--priority") {
       if (value != "readers" && value != "writers") usage("--priority: readers or writers");
       o.priority = value == "readers" ? rlock::rw_priority::readers : rlock::rw_priority::writers;
@@ -1221,7 +1230,10 @@ void run_s6_floor(const options& o) {
 /// The fair lock's handoff made by blocking minimal clients running rlock's own fair scripts:
 /// the parent holds and releases, the child waits registered for a handoff by push; the gap
 /// from the release sent to the push read is the floor of a fair handoff (a publish heard plus
-/// what the scripts cost), for telling the scripts' share from the client's.
+/// what the scripts cost), for telling the scripts' share from the client's. With --queued N,
+/// N more waiters (fields nobody listens for) queue behind the child before each release, as
+/// S3's other P - 2 processes do: Redisson's scripts walk the queue to move their deadlines.
+/// They are taken out of the queue, unmeasured, before the child releases.
 void run_s3_fair_floor(const options& o) {
   namespace rd = rlock::detail;
   const std::string key = o.prefix + "s3-fair-floor";
@@ -1230,6 +1242,7 @@ void run_s3_fair_floor(const options& o) {
                     handoffs = "rlock_fair_handoff:" + tag,
                     channel = "redisson_lock__channel:" + tag;
   const std::string parent_field = "floor-parent:1", child_field = "floor-child:1";
+  const auto extra_field = [](int q) { return fmt::format("floor-queued:{}", q); };
   int to_parent[2];
   int to_child[2];
   if (::pipe(to_parent) != 0 || ::pipe(to_child) != 0) usage("pipe failed");
@@ -1256,6 +1269,7 @@ void run_s3_fair_floor(const options& o) {
       const bool granted = push.elements.size() == 3 && push.elements[2].str == "g" + t;
       const std::int64_t at = granted ? nanos_now() : -1;
       [[maybe_unused]] auto w1 = ::write(to_parent[1], &at, sizeof at);
+      if (::read(to_child[0], &go, 1) != 1) break;  // the extra waiters are out of the queue
       (void)cmd.command({"EVALSHA", release, "6", key, queue, timeouts, handoffs, channel,
                          "floor-latch:" + t, "10000", child_field, "publish", "1000"});
     }
@@ -1282,6 +1296,11 @@ void run_s3_fair_floor(const options& o) {
     char go = 'g';
     [[maybe_unused]] auto w = ::write(to_child[1], &go, 1);
     if (::read(to_parent[0], &go, 1) != 1) break;
+    for (int q = 0; q < o.queued; ++q) {
+      (void)cmd.command({"EVALSHA", acquire, "4", key, queue, timeouts, handoffs, "10000",
+                         extra_field(q), "10000", std::to_string(1'000'000 + q), "10000:10000", "",
+                         "10000"});
+    }
     std::this_thread::sleep_for(1ms);  // as S3's holders do
     const std::int64_t released = nanos_now();
     (void)cmd.command({"EVALSHA", release, "6", key, queue, timeouts, handoffs, channel,
@@ -1290,49 +1309,76 @@ void run_s3_fair_floor(const options& o) {
     if (::read(to_parent[0], &acquired, sizeof acquired) != sizeof acquired) break;
     if (acquired < 0) usage("s3-fair-floor: the waiter was told something other than its grant");
     us.push_back(static_cast<double>(acquired - released) / 1000.0);
+    // Out of the queue before the child releases, or the lock would go to the first of them.
+    for (int q = 0; q < o.queued; ++q) {
+      (void)cmd.command({"LREM", queue, "0", extra_field(q)});
+      (void)cmd.command({"ZREM", timeouts, extra_field(q)});
+      (void)cmd.command({"HDEL", handoffs, extra_field(q)});
+    }
+    [[maybe_unused]] auto wr = ::write(to_child[1], &go, 1);  // now it may release
   }
   char stop = 's';
   [[maybe_unused]] auto ws = ::write(to_child[1], &stop, 1);
   ::waitpid(child, nullptr, 0);
   const auto s = summarize(std::move(us));
-  fmt::print(
-      R"({{"library": "tight-client", "mode": "s3-fair-floor", "params": {{"seconds": {}}}, )"
-      R"("metrics": {{"handoffs": {}, "p50_us": {:.2f}, "p90_us": {:.2f}, "p99_us": {:.2f}, )"
-      R"("max_us": {:.2f}}}}})"
-      "\n",
-      o.seconds, s.count, s.p50, s.p90, s.p99, s.max);
+  fmt::print(R"({{"library": "tight-client", "mode": "s3-fair-floor", "params": {{"seconds": {}, )"
+             R"("queued": {}}}, "metrics": {{"handoffs": {}, "p50_us": {:.2f}, "p90_us": {:.2f}, )"
+             R"("p99_us": {:.2f}, "max_us": {:.2f}}}}})"
+             "\n",
+             o.seconds, o.queued, s.count, s.p50, s.p90, s.p99, s.max);
 }
 
 /// With `acquire` false the child answers nothing: the gap is one publish heard, the floor of a
-/// handoff made by push alone (the fair lock's).
+/// handoff made by push alone (the fair lock's). With --contenders K (acquire only), K children
+/// are subscribed and each answers every message with its own attempt, as S3's P - 1 waiting
+/// processes do at P = K + 1: the gap is to the winner's reply, and the losers' attempts and
+/// wake-ups are in it.
 void run_s3_floor(const options& o, bool acquire) {
   const std::string key = o.prefix + "s3-floor";
   const std::string channel = rlock::detail::unlock_channel(key);
+  const int contenders = acquire ? std::max(1, o.contenders) : 1;
   int to_parent[2];
   int ready[2];
   if (::pipe(to_parent) != 0 || ::pipe(ready) != 0) usage("pipe failed");
   const auto script = std::string(rlock::detail::script_source(rlock::detail::script::acquire));
-  const pid_t child = ::fork();
-  if (child == 0) {
+  // What a winner tells the parent: the round it won and when its reply came.
+  struct won {
+    std::int64_t round;
+    std::int64_t at;
+  };
+  std::vector<pid_t> children;
+  for (int k = 0; k < contenders; ++k) {
+    const pid_t child = ::fork();
+    if (child != 0) {
+      children.push_back(child);
+      continue;
+    }
     asio::io_context io;
     tight_client sub(io, o.port);
     tight_client cmd(io, o.port);
     const auto sha = cmd.command({"SCRIPT", "LOAD", script}).str;
+    const auto field = fmt::format("floor:{}", k + 1);
     sub.send({"SUBSCRIBE", channel});
     (void)sub.read();  // the subscribe confirmation
     [[maybe_unused]] auto w0 = ::write(ready[1], "r", 1);
     for (;;) {
       auto push = sub.read();
-      if (push.elements.size() == 3 && push.elements[2].str == "stop") break;
-      if (acquire) (void)cmd.command({"EVALSHA", sha, "1", key, "10000", "floor:1"});
-      const std::int64_t t = nanos_now();
-      [[maybe_unused]] auto w = ::write(to_parent[1], &t, sizeof t);
+      if (push.elements.size() != 3 || push.elements[2].str == "stop") break;
+      won w{std::atoll(push.elements[2].str.c_str()), 0};
+      // The winner's reply is nil; a loser's, the holder's PTTL.
+      const bool took =
+          !acquire || cmd.command({"EVALSHA", sha, "1", key, "10000", field}).is_null();
+      if (!took) continue;
+      w.at = nanos_now();
+      [[maybe_unused]] auto w1 = ::write(to_parent[1], &w, sizeof w);
       if (acquire) (void)cmd.command({"DEL", key});
     }
     ::_exit(0);
   }
-  char r = 0;
-  if (::read(ready[0], &r, 1) != 1) usage("s3-floor child failed");
+  for (int k = 0; k < contenders; ++k) {
+    char r = 0;
+    if (::read(ready[0], &r, 1) != 1) usage("s3-floor child failed");
+  }
   asio::io_context io;
   tight_client pub(io, o.port);
   // A PING after 1 ms asleep, as every S3 handoff starts: what waking idle CPUs costs here,
@@ -1348,26 +1394,40 @@ void run_s3_floor(const options& o, bool acquire) {
   }
   const auto idle = summarize(std::move(idle_ping));
   std::vector<double> us;
+  int lost_rounds = 0;  // no winner heard within 200 ms (a straggler's hold): skipped
   const auto end = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
                                            std::chrono::duration<double>(o.seconds));
-  for (int i = 0; i < 100'000 && clock_type::now() < end; ++i) {
+  for (std::int64_t round = 1; round < 100'000 && clock_type::now() < end; ++round) {
     std::this_thread::sleep_for(1ms);  // as S3's holders do between handoffs
     const std::int64_t released = nanos_now();
-    (void)pub.command({"PUBLISH", channel, "0"});
-    std::int64_t acquired = 0;
-    if (::read(to_parent[0], &acquired, sizeof acquired) != sizeof acquired) break;
-    us.push_back(static_cast<double>(acquired - released) / 1000.0);
+    (void)pub.command({"PUBLISH", channel, std::to_string(round)});
+    // The first winner of this round; a straggler's win of an earlier one is passed over.
+    std::optional<std::int64_t> acquired;
+    for (int reads = 0; reads < 100 && !acquired; ++reads) {
+      pollfd pfd{to_parent[0], POLLIN, 0};
+      if (::poll(&pfd, 1, 200) != 1) break;
+      won w{};
+      if (::read(to_parent[0], &w, sizeof w) != sizeof w) break;
+      if (w.round == round) acquired = w.at;
+    }
+    if (!acquired) {
+      ++lost_rounds;
+      (void)pub.command({"DEL", key});
+      continue;
+    }
+    us.push_back(static_cast<double>(*acquired - released) / 1000.0);
   }
   (void)pub.command({"PUBLISH", channel, "stop"});
-  ::waitpid(child, nullptr, 0);
+  for (const pid_t child : children) ::waitpid(child, nullptr, 0);
   const auto s = summarize(std::move(us));
   fmt::print(
-      R"({{"library": "tight-client", "mode": "{}", "params": {{"seconds": {}}}, )"
-      R"("metrics": {{"handoffs": {}, "p50_us": {:.2f}, "p90_us": {:.2f}, "p99_us": {:.2f}, )"
-      R"("max_us": {:.2f}, "idle_ping_p50_us": {:.2f}, "idle_ping_p99_us": {:.2f}}}}})"
+      R"({{"library": "tight-client", "mode": "{}", "params": {{"seconds": {}, )"
+      R"("contenders": {}}}, "metrics": {{"handoffs": {}, "p50_us": {:.2f}, "p90_us": {:.2f}, )"
+      R"("p99_us": {:.2f}, "max_us": {:.2f}, "idle_ping_p50_us": {:.2f}, )"
+      R"("idle_ping_p99_us": {:.2f}, "lost_rounds": {}}}}})"
       "\n",
-      acquire ? "s3-floor" : "s3-push-floor", o.seconds, s.count, s.p50, s.p90, s.p99, s.max,
-      idle.p50, idle.p99);
+      acquire ? "s3-floor" : "s3-push-floor", o.seconds, contenders, s.count, s.p50, s.p90, s.p99,
+      s.max, idle.p50, idle.p99, lost_rounds);
 }
 
 // --- s7-floor: blocking threads with nothing shared --------------------------------------------
