@@ -108,6 +108,12 @@ struct lock_info {
   std::optional<std::int64_t> token;
   /// A fair lock's queue, head first.
   std::vector<queued_waiter> queue;
+  /// A read-write lock's waiting rlock writers (rw_priority::writers), in the order a free lock
+  /// goes to them (`{<key>}:rlock_writer_queue`; then marks without a place, of an older rlock):
+  /// each owner, and in `deadline_in` when its mark lapses unless it comes back (negative: lapsed,
+  /// passed over at the next writer's attempt). While any mark lives, rlock's readers that do
+  /// not already read wait.
+  std::vector<queued_waiter> writers;
 
   /// A semaphore's permits available now.
   std::optional<std::int64_t> available;

@@ -62,6 +62,8 @@ enum answer : std::size_t {
   semaphore_total,
   semaphore_subscribers,
   latch_subscribers,
+  writer_queue,
+  writer_marks,
   answer_count,
 };
 
@@ -147,8 +149,8 @@ void for_each_scored(const resp3::value& z, Each each) {
 
 /// What each answer answers, for the words of a failure (probe_commands' order).
 constexpr std::string_view command_of[] = {
-    "TYPE", "HGETALL", "PTTL", "PUBSUB", "GET",     "LRANGE", "ZRANGE", "HGETALL",
-    "TIME", "PUBSUB",  "GET",  "ZRANGE", "HGETALL", "GET",    "PUBSUB", "PUBSUB"};
+    "TYPE",   "HGETALL", "PTTL",   "PUBSUB",  "GET", "LRANGE", "ZRANGE", "HGETALL", "TIME",
+    "PUBSUB", "GET",     "ZRANGE", "HGETALL", "GET", "PUBSUB", "PUBSUB", "ZRANGE",  "ZRANGE"};
 static_assert(std::size(command_of) == answer_count, "a name for every answer");
 
 /// The first of the answers `which` that is missing (protocol_error) or refused (Redis's words
@@ -187,6 +189,36 @@ std::vector<queued_waiter> read_queue(const resp3::value& list, const resp3::val
     q.push_back(std::move(w));
   }
   return q;
+}
+
+/// A read-write lock's waiting writers: the queue's order (arrival), then marks without a place;
+/// each write field shown as its owner's field, with when its mark lapses.
+std::vector<queued_waiter> read_writers(const resp3::value& queue, const resp3::value& marks,
+                                        std::optional<std::int64_t> now) {
+  std::vector<queued_waiter> out;
+  const auto waiter_of = [&](std::string_view field) {
+    queued_waiter w;
+    w.owner = std::string(field);
+    if (w.owner.ends_with(write_field_suffix))
+      w.owner.resize(w.owner.size() - write_field_suffix.size());
+    for_each_scored(marks, [&](std::string_view member, const resp3::value* score) {
+      if (member == field && score != nullptr && now) {
+        w.deadline_in = until_score(score_of(*score), *now);
+      }
+    });
+    return w;
+  };
+  std::vector<std::string_view> placed;
+  for_each_scored(queue, [&](std::string_view member, const resp3::value*) {
+    placed.push_back(member);
+    out.push_back(waiter_of(member));
+  });
+  for_each_scored(marks, [&](std::string_view member, const resp3::value*) {
+    if (std::find(placed.begin(), placed.end(), member) == placed.end()) {
+      out.push_back(waiter_of(member));
+    }
+  });
+  return out;
 }
 
 std::vector<permit_hold> read_holds(const resp3::value& zrange, const resp3::value& sizes,
@@ -243,9 +275,9 @@ failure read_counter(const std::vector<resp3::value>& answers, std::int64_t valu
 
 /// A hash (or no key): a lock of the hash kinds, or a hash that is no lock's.
 failure read_hash(const std::vector<resp3::value>& answers, lock_info& info) {
-  if (auto f =
-          first_failure(answers, {hash, pttl, lock_subscribers, token_counter_value, fair_queue,
-                                  fair_deadlines, fair_handoffs, server_time, rw_subscribers})) {
+  if (auto f = first_failure(
+          answers, {hash, pttl, lock_subscribers, token_counter_value, fair_queue, fair_deadlines,
+                    fair_handoffs, server_time, rw_subscribers, writer_queue, writer_marks})) {
     return f;
   }
   auto owners = lock_holders(answers[hash], &info.mode);
@@ -269,7 +301,10 @@ failure read_hash(const std::vector<resp3::value>& answers, lock_info& info) {
   if (!token.is_null()) info.token = to_int(token.str);
   info.queue = read_queue(answers[fair_queue], answers[fair_deadlines], answers[fair_handoffs],
                           server_now(answers[server_time]));
-  if (info.mode) {
+  info.writers =
+      read_writers(answers[writer_queue], answers[writer_marks], server_now(answers[server_time]));
+  // Writers waiting for a free lock: a read-write lock, and why it stays free.
+  if (info.mode || !info.writers.empty()) {
     info.kind = key_kind::read_write;
     info.subscribers = numsub(answers[rw_subscribers]);
     info.channel = name_of(&append_rwlock_channel, info.key);
@@ -305,6 +340,8 @@ std::vector<probe_command> probe_commands(std::string_view key, bool sharded) {
   cmds[semaphore_total] = {"GET", tagged(semaphore_total_prefix, key)};
   cmds[semaphore_subscribers] = {"PUBSUB", numsub_of, name_of(&append_semaphore_channel, key)};
   cmds[latch_subscribers] = {"PUBSUB", numsub_of, name_of(&append_latch_channel, key)};
+  cmds[writer_queue] = {"ZRANGE", name_of(&append_writer_queue, key), "0", "-1", "WITHSCORES"};
+  cmds[writer_marks] = {"ZRANGE", name_of(&append_writer_marks, key), "0", "-1", "WITHSCORES"};
   return cmds;
 }
 

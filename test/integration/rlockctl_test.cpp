@@ -341,6 +341,12 @@ TEST(rlockctl, two_read_holds_share_a_read_write_lock_which_status_shows_and_a_w
   EXPECT_NE(text.out.find("read count 1"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("1 subscriber(s), read-write (mode read)"), std::string::npos)
       << text.out;
+  // Its mark and place (writers first): status names the writer new readers wait behind.
+  EXPECT_NE(text.out.find(", waiting writers: "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(" (mark lapses in "), std::string::npos) << text.out;
+  const auto waited = json_lines(run_process(cmd({"--json", "status", "q:rw"})).out);
+  ASSERT_EQ(waited.size(), 1U);
+  ASSERT_EQ(waited[0].at("waiting_writers").as_array().size(), 1U);
   a.signal(SIGINT);
   EXPECT_EQ(a.wait(bound), 0) << a.out() << a.err();
   // One reader left: the writer still waits (a reader's unlock that leaves readers wakes

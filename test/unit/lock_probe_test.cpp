@@ -74,7 +74,7 @@ reply scored(std::vector<std::pair<std::string, double>> members) {
 
 reply wrongtype() { return str("WRONGTYPE Operation against a key", type::simple_error); }
 
-/// The probe's sixteen answers for a key of `key_type`, nothing held; tests change the few they
+/// The probe's eighteen answers for a key of `key_type`, nothing held; tests change the few they
 /// are about. The server's clock: 1 000 000 000 ms.
 struct answers {
   explicit answers(std::string key_type) {
@@ -91,10 +91,12 @@ struct answers {
     a[12] = hash({});
     a[14] = numsub(0);
     a[15] = numsub(0);
+    a[16] = list({});
+    a[17] = list({});
     if (a[0].str == "string") a[1] = wrongtype();
     if (a[0].str == "hash") a[10] = wrongtype();
   }
-  std::vector<reply> a = std::vector<reply>(16);
+  std::vector<reply> a = std::vector<reply>(18);
 };
 
 rlock::lock_info probe(const std::vector<reply>& a) {
@@ -108,13 +110,15 @@ rlock::lock_info probe(const std::vector<reply>& a) {
 
 TEST(lock_probe, asks_every_key_of_every_kind_in_the_lock_slot) {
   const auto cmds = rlock::detail::probe_commands("orders", false);
-  ASSERT_EQ(cmds.size(), 16U);
+  ASSERT_EQ(cmds.size(), 18U);
   EXPECT_EQ(cmds[0], (std::vector<std::string>{"TYPE", "orders"}));
   EXPECT_EQ(cmds[3][2], "redisson_lock__channel:{orders}");
   EXPECT_EQ(cmds[5][1], "redisson_lock_queue:{orders}");
   EXPECT_EQ(cmds[9][2], "redisson_rwlock:{orders}");
   EXPECT_EQ(cmds[11][1], "{orders}:timeout");
   EXPECT_EQ(cmds[15][2], "redisson_countdownlatch__channel__{orders}");
+  EXPECT_EQ(cmds[16][1], "{orders}:rlock_writer_queue");
+  EXPECT_EQ(cmds[17][1], "{orders}:rlock_writers");
   EXPECT_EQ(rlock::detail::probe_commands("orders", true)[3][1], "SHARDNUMSUB");
 }
 
@@ -227,6 +231,43 @@ TEST(lock_probe, a_read_write_lock_shows_its_mode_readers_and_writer) {
   EXPECT_EQ(info.holders[1], (rlock::lock_holder{"u:1", 1, hold_role::read}));
   EXPECT_EQ(info.subscribers, 3);  // the read-write lock's own channel
   EXPECT_EQ(info.channel, "redisson_rwlock:{l}");
+}
+
+TEST(lock_probe, a_read_write_lock_shows_its_waiting_writers_in_their_turns_order) {
+  answers a("hash");
+  a.a[1] = hash({{"mode", "read"}, {"r:1", "1"}});
+  a.a[2] = num(9000);
+  // Queued b first, then a; c marked without a place (an older rlock); b's mark lapsed.
+  a.a[16] = scored({{"b:2:write", 999'000'000.0}, {"a:3:write", 999'500'000.0}});
+  a.a[17] = scored({{"b:2:write", 999'999'000.0},
+                    {"a:3:write", 1'000'009'000.0},
+                    {"c:4:write", 1'000'004'000.0}});
+  const auto info = probe(a.a);
+  EXPECT_EQ(info.kind, key_kind::read_write);
+  ASSERT_EQ(info.writers.size(), 3U);
+  EXPECT_EQ(info.writers[0].owner, "b:2");
+  EXPECT_EQ(info.writers[0].deadline_in, milliseconds(-1000));
+  EXPECT_EQ(info.writers[1].owner, "a:3");
+  EXPECT_EQ(info.writers[1].deadline_in, milliseconds(9000));
+  EXPECT_EQ(info.writers[2].owner, "c:4");
+  EXPECT_EQ(info.writers[2].deadline_in, milliseconds(4000));
+  // A free lock that writers wait for (its turn is a writer's): a read-write lock.
+  answers f("none");
+  f.a[16] = scored({{"a:3:write", 999'500'000.0}});
+  f.a[17] = scored({{"a:3:write", 1'000'009'000.0}});
+  f.a[9] = numsub(2);
+  const auto free = probe(f.a);
+  EXPECT_EQ(free.kind, key_kind::read_write);
+  EXPECT_FALSE(free.held());
+  EXPECT_EQ(free.subscribers, 2);
+  ASSERT_EQ(free.writers.size(), 1U);
+  // Refused (an ACL without the marks' keys): Redis's words.
+  a.a[17] =
+      str("NOPERM this user has no permissions to access one of the keys", type::simple_error);
+  rlock::lock_info refused;
+  const auto failure = rlock::detail::read_probe(a.a, refused);
+  ASSERT_TRUE(failure);
+  EXPECT_NE(failure.text().find("ZRANGE"), std::string::npos) << failure.text();
 }
 
 TEST(lock_probe, a_semaphore_shows_its_permits_and_holds) {

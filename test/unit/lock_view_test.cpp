@@ -82,6 +82,24 @@ TEST(lock_view, a_read_write_lock_shows_its_mode_readers_and_writer) {
             "doc: held by u:1 (write count 2), u:1 (read count 1), ttl 9000 ms, 3 subscriber(s), "
             "read-write (mode write)");
   EXPECT_EQ(rlockctl::to_json(v).at("mode").as_string(), "write");
+  EXPECT_FALSE(rlockctl::to_json(v).contains("waiting_writers"));
+  // Waiting writers, in their turn's order, held or free.
+  lock_view waited = v;
+  waited.writers = {{"w:2", milliseconds(4000), false}, {"w:3", milliseconds(-20), false}};
+  EXPECT_EQ(rlockctl::describe(waited),
+            "doc: held by u:1 (write count 2), u:1 (read count 1), ttl 9000 ms, 3 subscriber(s), "
+            "read-write (mode write), waiting writers: w:2 (mark lapses in 4000 ms), w:3 (mark "
+            "lapsed 20 ms ago)");
+  const auto ws = rlockctl::to_json(waited).at("waiting_writers").as_array();
+  ASSERT_EQ(ws.size(), 2U);
+  EXPECT_EQ(ws[0].as_object().at("owner").as_string(), "w:2");
+  EXPECT_EQ(ws[0].as_object().at("mark_lapses_in_ms").as_int64(), 4000);
+  lock_view free_waited;
+  free_waited.name = "doc";
+  free_waited.kind = key_kind::read_write;
+  free_waited.writers = {{"w:2", milliseconds(4000), false}};
+  EXPECT_EQ(rlockctl::describe(free_waited),
+            "doc: free, read-write, waiting writers: w:2 (mark lapses in 4000 ms)");
   // Readers joining and leaving are told as such by watch.
   lock_view readers = v;
   readers.mode = hold_role::read;

@@ -53,6 +53,21 @@ std::string queue_text(const std::vector<queued_waiter>& q) {
   return text;
 }
 
+/// A read-write lock's waiting writers, in their turn's order.
+std::string writers_text(const std::vector<queued_waiter>& ws) {
+  std::string text;
+  for (const auto& w : ws) {
+    if (!text.empty()) text += ", ";
+    text += w.owner;
+    if (w.deadline_in) {
+      text += w.deadline_in->count() < 0
+                  ? fmt::format(" (mark lapsed {} ms ago)", -w.deadline_in->count())
+                  : fmt::format(" (mark lapses in {} ms)", w.deadline_in->count());
+    }
+  }
+  return text;
+}
+
 const rlock::lock_holder* find(const std::vector<rlock::lock_holder>& hs, std::string_view owner,
                                hold_role role) {
   for (const auto& h : hs)
@@ -89,12 +104,16 @@ std::string describe(const lock_view& v) {
   if (v.kind == key_kind::other) {
     return fmt::format("{}: not a lock (the key is a {})", v.name, v.key_type);
   }
+  const std::string writers = v.writers.empty()
+                                  ? std::string()
+                                  : fmt::format(", waiting writers: {}", writers_text(v.writers));
   if (!v.held()) {
     return fmt::format(
-        "{}: free{}{}", v.name,
+        "{}: free{}{}{}", v.name,
         v.subscribers && *v.subscribers > 0 ? fmt::format(", {} subscriber(s)", *v.subscribers)
                                             : std::string(),
-        v.queue.empty() ? std::string() : fmt::format(", fair, queue: {}", queue_text(v.queue)));
+        v.queue.empty() ? std::string() : fmt::format(", fair, queue: {}", queue_text(v.queue)),
+        v.writers.empty() ? std::string() : ", read-write" + writers);
   }
   std::string text = fmt::format("{}: held by {}", v.name, holders_text(v.holders));
   text += v.ttl ? fmt::format(", ttl {} ms", v.ttl->count()) : std::string(", no TTL");
@@ -103,7 +122,7 @@ std::string describe(const lock_view& v) {
   if (v.mode) text += fmt::format(" (mode {})", role_name(*v.mode));
   if (v.token) text += fmt::format(" (last token {})", *v.token);
   if (!v.queue.empty()) text += fmt::format(", queue: {}", queue_text(v.queue));
-  return text;
+  return text + writers;
 }
 
 boost::json::object to_json(const lock_view& v) {
@@ -149,6 +168,15 @@ boost::json::object to_json(const lock_view& v) {
       q.push_back(std::move(e));
     }
     o["queue"] = std::move(q);
+  }
+  if (!v.writers.empty()) {
+    boost::json::array ws;
+    for (const auto& w : v.writers) {
+      boost::json::object e{{"owner", w.owner}};
+      if (w.deadline_in) e["mark_lapses_in_ms"] = w.deadline_in->count();
+      ws.push_back(std::move(e));
+    }
+    o["waiting_writers"] = std::move(ws);
   }
   return o;
 }
