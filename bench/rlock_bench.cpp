@@ -1269,7 +1269,8 @@ void run_s3_fair_floor(const options& o) {
       const bool granted = push.elements.size() == 3 && push.elements[2].str == "g" + t;
       const std::int64_t at = granted ? nanos_now() : -1;
       [[maybe_unused]] auto w1 = ::write(to_parent[1], &at, sizeof at);
-      if (::read(to_child[0], &go, 1) != 1) break;  // the extra waiters are out of the queue
+      // The extra waiters are out of the queue (or the parent stops).
+      if (::read(to_child[0], &go, 1) != 1 || go == 's') break;
       (void)cmd.command({"EVALSHA", release, "6", key, queue, timeouts, handoffs, channel,
                          "floor-latch:" + t, "10000", child_field, "publish", "1000"});
     }
