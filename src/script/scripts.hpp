@@ -547,13 +547,18 @@ inline constexpr script_row script_table[] = {
      // A release kind: idempotent (removing a mark twice removes nothing).
      // leave_write (a waiting writer that gives up, under rw_priority::writers) — KEYS[1] =
      // lock key, KEYS[2] = the marks, KEYS[3] = the channel, KEYS[4] = the writers' queue;
-     // ARGV[1] = write field, ARGV[2] = publish command. Its mark and place go; unless a writer
+     // ARGV[1] = write field, ARGV[2] = publish command. Its mark and place go. Unless a writer
      // holds the lock, those it held back are told ("1": everybody tries, as after a write
-     // unlock): the readers if it was the last live mark, the writer next in turn otherwise.
+     // unlock): the readers if it was the last live mark, or the writer next in turn if it was
+     // the queue's head and the lock is free. Otherwise nobody could go in: nobody is woken.
      // 1: told; 0: nothing to tell.
+     "local head = redis.call('zrange', KEYS[4], 0, 0)[1]; "
      "redis.call('zrem', KEYS[4], ARGV[1]); "
      "if redis.call('zrem', KEYS[2], ARGV[1]) == 0 then return 0; end; "
-     "if redis.call('hget', KEYS[1], 'mode') == 'write' then return 0; end; "
+     "local mode = redis.call('hget', KEYS[1], 'mode'); "
+     "if mode == 'write' then return 0; end; " RLOCK_NOW_MS_LUA
+     "local marked = #redis.call('zrangebyscore', KEYS[2], '(' .. now, '+inf', 'LIMIT', 0, 1) > 0; "
+     "if marked and not (head == ARGV[1] and mode == false) then return 0; end; "
      "redis.call(ARGV[2], KEYS[3], '1'); return 1;"},
 
     {script::release_read, command_kind::release, true,

@@ -551,6 +551,90 @@ TEST(read_write_lock, a_writer_that_gives_up_lets_the_readers_it_held_back_in_at
   });
 }
 
+TEST(read_write_lock, a_writer_that_gives_up_behind_another_wakes_nobody) {
+  // Its leave can let nobody in: readers still wait behind the first writer's mark, and the lock
+  // is not the first writer's to take while a reader holds it. No message, no wasted attempts.
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client a(io.get_executor(), cfg);
+  rlock::client b(io.get_executor(), cfg);
+  rlock::client c(io.get_executor(), cfg);
+  rlock::client d(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await a.connect();
+    co_await b.connect();
+    co_await c.connect();
+    co_await d.connect();
+    auto reader = a.get_read_write_lock("behind").read_lock();
+    auto first = b.get_read_write_lock("behind").write_lock();
+    auto second = c.get_read_write_lock("behind").write_lock();
+    auto held_back = d.get_read_write_lock("behind").read_lock();
+    const auto key = std::string(reader.key());
+    co_await reader.lock();
+    bool wrote = false;
+    bool gave_up = false;
+    bool read = false;
+    asio::steady_timer bell(io);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          wrote = co_await first.try_lock(20s);
+          bell.cancel();
+        },
+        asio::detached);
+    RLOCK_CO_ASSERT(co_await poll_until([&] {
+      return raw.command_int({"ZCARD", writer_queue(key)}) == 1;
+    }));
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          gave_up = !(co_await second.try_lock(300ms));
+          bell.cancel();
+        },
+        asio::detached);
+    RLOCK_CO_ASSERT(co_await poll_until([&] {
+      return raw.command_int({"ZCARD", writer_queue(key)}) == 2;
+    }));
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          read = co_await held_back.try_lock(20s);
+          bell.cancel();
+        },
+        asio::detached);
+    rlock::lock_handle probe = d.get_lock("probe");
+    RLOCK_CO_ASSERT(co_await rlock::test::until_asleep(d, probe, 2));
+    const auto attempts = d.stats().acquire_attempts;
+    // The second writer gives up: its mark and place go, the first writer's stay.
+    co_await wait_until(
+        bell, [&] { return gave_up; }, 10s);
+    RLOCK_CO_ASSERT(gave_up);
+    RLOCK_CO_ASSERT(co_await poll_until([&] {
+      return raw.command_int({"ZCARD", writer_marks(key)}) == 1;
+    }));
+    // A message published by the leave would reach d before this answer, and wake its reader.
+    (void)co_await probe.is_locked();
+    EXPECT_EQ(d.stats().acquire_attempts, attempts);
+    EXPECT_FALSE(read);
+    // The reader leaves: the first writer goes, then the reader held back.
+    co_await reader.unlock();
+    co_await wait_until(
+        bell, [&] { return wrote; }, 10s);
+    RLOCK_CO_ASSERT(wrote);
+    co_await first.unlock();
+    co_await wait_until(
+        bell, [&] { return read; }, 10s);
+    EXPECT_TRUE(read);
+    co_await held_back.unlock();
+    EXPECT_EQ(raw.command_int({"EXISTS", key, writer_marks(key), writer_queue(key)}), 0);
+    co_await a.close();
+    co_await b.close();
+    co_await c.close();
+    co_await d.close();
+  });
+}
+
 TEST(read_write_lock, a_mark_its_writer_no_longer_renews_holds_readers_back_until_its_lease_ends) {
   // What a writer that died (or was cut off) leaves: a mark nobody renews. A reader is answered
   // the time to the mark's end and enters then, without any message.
