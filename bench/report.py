@@ -31,6 +31,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import sys
 
 # A library's place in LIBRARIES is its line style in bench/plot.gp (styles 1 to 6).
@@ -53,7 +54,10 @@ SCENARIOS = {
     "S8": "S8: recovery after faults, and the holder's lost() margin (rlock)",
     "S9": "S9: Redis Cluster, 3 masters against one node in the same run (rlock)",
     "F1": "F1: the lock family in its users' shape (5 processes, 50 ms holds; rlock)",
+    "M1": "M1: a multi-lock of ten locks against one lock, one node and a 3-master cluster (rlock)",
 }
+# issue 37: a multi-lock of ten free reentrant locks, lock+unlock p50 against one lock's S1.
+M1_GOALS = {"one": 2.0, "cluster": 2.5}
 F1_HANDOFF_GOAL_MS = 0.3  # issue 37: the reentrant, fair and read-write kinds'
 F1_RUN_NAMES = {"reentrant": "reentrant", "fair": "fair", "rw-writers": "read-write (writers first)",
                 "rw-readers": "read-write (readers first: Redisson's rule)",
@@ -1175,6 +1179,63 @@ class Report:
                "so a ratio near 1 is what routing costs, not a lack of scaling.\n")
         return md, data
 
+    def section_m1(self):
+        """The multi-lock of ten against one lock, per round (each round runs the four back to
+        back, so its ratios are same-run ratios) and their medians, on one node and on the
+        cluster; the floors (s1-floor: minimal clients, one write per node per half) say what
+        the servers and the network alone make of the same ratio."""
+        runs = {}
+        for run in self.runs["M1"]:
+            e = run["entry"]
+            p = e.get("params", {})
+            key = (p.get("topology"), p.get("round"))
+            who = ("floor" if e.get("mode") == "s1-floor" else "rlock", p.get("members"))
+            out = run["output"]
+            runs.setdefault(key, {})[who] = (
+                out["metrics"].get("p50_us") if out and not run["failure"] else None)
+        if not runs:
+            return "", {}
+        rows, data = [], {}
+        for where, title in (("one", "one node"), ("cluster", "3-master cluster")):
+            rounds = sorted(r for (w, r) in runs if w == where)
+            ratios = {"rlock": [], "floor": [], "over_floor": []}
+            for r in rounds:
+                got = runs[(where, r)]
+                one, ten = got.get(("rlock", 1)), got.get(("rlock", 10))
+                f1, f10 = got.get(("floor", 1)), got.get(("floor", 10))
+                rows.append(["%s, round %s" % (title, r), num(one), num(ten), num(ten / one) if one and ten else "—",
+                             num(f1), num(f10), num(f10 / f1) if f1 and f10 else "—",
+                             num(ten / f10) if ten and f10 else "—"])
+                if one and ten:
+                    ratios["rlock"].append(ten / one)
+                if f1 and f10:
+                    ratios["floor"].append(f10 / f1)
+                if ten and f10:
+                    ratios["over_floor"].append(ten / f10)
+            med = {k: (statistics.median(v) if v else None) for k, v in ratios.items()}
+            rows.append(["**%s, median of %d**" % (title, len(rounds)), "", "", num(med["rlock"]), "", "",
+                         num(med["floor"]), num(med["over_floor"])])
+            data[where] = {"rounds": {str(r): {"%s_%d" % k: v for k, v in runs[(where, r)].items()}
+                                      for r in rounds},
+                           "median_ratio": med["rlock"], "median_floor_ratio": med["floor"],
+                           "median_over_floor": med["over_floor"]}
+            limit = M1_GOALS[where]
+            self.goals.append(goal("M1", "%s: multi-lock of 10, p50 ≤ %.1f × one lock's (median of the "
+                                   "rounds' same-run ratios)" % (title, limit),
+                                   "median ratio", med["rlock"], None, None, "<=", limit))
+            self.goals.append(goal("M1", "%s: the floor's own ratio (minimal clients) ≤ %.1f, or the goal "
+                                   "above is out of this machine's reach" % (title, limit),
+                                   "median floor ratio", med["floor"], None, None, "<=", limit))
+        md = table(["run", "one lock p50 µs", "multi-lock of 10 p50 µs", "ratio", "floor, 1 lock µs",
+                    "floor, 10 locks µs", "floor ratio", "multi-lock / its floor"], rows)
+        md += ("\nEach round runs `rlock_bench s1`, `s1 --kind multi --members 10` and `s1-floor "
+               "--members 1|10` back to back on the same keys (`s1`, `s1:2` … `s1:10`), on one node, then "
+               "on the cluster (`--cluster 1`). The floors are minimal blocking clients running rlock's "
+               "scripts, one write per node per half: what the servers and the network make of the "
+               "same ratio with no client work. The three masters share one server CPU here, so each "
+               "node's wake-up and each member's script add up on it.\n")
+        return md, data
+
     def section_s8(self):
         rows, data = [], {}
         rtt_ms = (self.ping_p50_us() or 0) / 1000.0
@@ -1344,10 +1405,12 @@ class Report:
         s8_md, s8 = self.section_s8()
         s9_md, s9 = self.section_s9()
         f1_md, f1 = self.section_f1(out)
+        m1_md, m1 = self.section_m1()
         bodies = {"S1": s1_md, "S2": s2_md, "S3": s3_md, "S4": s4_md, "S5": s5_md, "S6": s6_md, "S7": s7_md,
-                  "S8": s8_md, "S9": s9_md, "F1": f1_md}
+                  "S8": s8_md, "S9": s9_md, "F1": f1_md,
+                  "M1": m1_md}
         data.update({"S1": s1, "S2": s2, "S3": s3, "S4": s4, "S5": s5, "S6": s6, "S7": s7, "S8": s8,
-                     "S9": s9, "F1": f1})
+                     "S9": s9, "F1": f1, "M1": m1})
         plot_p = self.write_plot_data(out)
         for (s, l, p), g in self.s3.items():
             if g["stats"]["overlaps"]:

@@ -11,6 +11,10 @@
 //   s2-floor --concurrency C [--connections N]
 //                                rlock's server work for S2's C pairs in flight, pipelined by a
 //                                minimal client on N connections (default 1): the floor under S2
+//   s1-floor [--members N] [--cluster 1]
+//                                S1's pair over N locks (as --kind multi names them) by blocking
+//                                minimal clients, one write per node per half: the floor under a
+//                                multi-lock's pair (N = 1: under one lock's)
 //   s3-floor [--contenders K]    release → notification → acquire with blocking minimal clients;
 //                                K subscribed processes answering each message (S3's P - 1)
 //   s3-push-floor                a publish heard by a blocking minimal client (a push handoff's
@@ -847,6 +851,19 @@ class tight_client {
     send(args);
     return read();
   }
+  /// A value already read, without waiting for the network.
+  std::optional<rlock::detail::resp3::value> next_read() {
+    std::error_code ec;
+    auto v = parser_.next(ec);
+    if (ec) throw boost::system::system_error(ec);
+    return v;
+  }
+  /// Reads what the socket has (blocking if nothing yet), for next_read().
+  void read_some() {
+    const std::size_t n = socket_.read_some(asio::buffer(buffer_));
+    parser_.feed(std::string_view(buffer_.data(), n));
+  }
+  int native_handle() { return socket_.native_handle(); }
 
  private:
   asio::ip::tcp::socket socket_;
@@ -1431,6 +1448,130 @@ void run_s3_floor(const options& o, bool acquire) {
       s.max, idle.p50, idle.p99, lost_rounds);
 }
 
+// --- s1-floor: a lock + unlock pair of N locks with the least possible client work -------------
+
+/// S1's pair over N reentrant locks named as --kind multi names them (the key `s1`, then `s1:2` …
+/// `s1:<N>`), made by blocking minimal clients running rlock's acquire and unlock scripts: each
+/// half is one write per node (every node written before any is read), then every answer read.
+/// The floor under a multi-lock's pair at N, and under one lock's at N = 1; with --cluster 1 the
+/// keys go to the nodes that serve them (each found by its MOVED), as a multi-lock's do.
+void run_s1_floor(const options& o) {
+  namespace rd = rlock::detail;
+  const int n = std::max(1, o.members);
+  asio::io_context io;
+  std::map<std::uint16_t, std::unique_ptr<tight_client>> nodes;
+  const auto node = [&](std::uint16_t port) -> tight_client& {
+    auto& c = nodes[port];
+    if (!c) c = std::make_unique<tight_client>(io, port);
+    return *c;
+  };
+  const auto acquire = std::string(rd::script_source(rd::script::acquire));
+  const auto release = std::string(rd::script_source(rd::script::release));
+  struct member {
+    std::string key, channel;
+    std::uint16_t port;
+  };
+  std::vector<member> members;
+  for (int i = 1; i <= n; ++i) {
+    const std::string key = i == 1 ? o.prefix + "s1" : fmt::format("{}s1:{}", o.prefix, i);
+    std::uint16_t port = o.port;
+    if (o.cluster) {
+      // `-MOVED <slot> <host>:<port>` from the seed when another node serves the key.
+      const auto where = node(o.port).command({"EXISTS", key});
+      if (where.is_error() && where.str.starts_with("MOVED")) {
+        port = static_cast<std::uint16_t>(std::stoi(where.str.substr(where.str.rfind(':') + 1)));
+      }
+    }
+    members.push_back({key, rd::unlock_channel(key), port});
+  }
+  // Loaded on every node the members live on (a script's SHA is the same everywhere).
+  std::string acquire_sha, release_sha;
+  for (const auto& m : members) {
+    if (nodes.contains(m.port) && !acquire_sha.empty() && m.port != o.port) continue;
+    auto& c = node(m.port);
+    acquire_sha = c.command({"SCRIPT", "LOAD", acquire}).str;
+    release_sha = c.command({"SCRIPT", "LOAD", release}).str;
+  }
+  const std::string field = "floor:1";
+  // One half: every member's call appended to its node's pipeline, each node written once, then
+  // every node's answers read. Returns whether every answer was the expected one.
+  std::map<std::uint16_t, std::pair<std::string, int>> batch;
+  const auto half = [&](auto append_call, auto answer_ok) {
+    for (auto& [port, b] : batch) {
+      b.first.clear();
+      b.second = 0;
+    }
+    for (const auto& m : members) {
+      auto& b = batch[m.port];
+      append_call(m, b.first);
+      ++b.second;
+    }
+    for (auto& [port, b] : batch) {
+      if (b.second > 0) node(port).send_raw(b.first);
+    }
+    // Read from whichever node answers first, as an event loop would (a blocking read of one
+    // node after another would add a sleep and a wake-up per node).
+    bool ok = true;
+    int left = 0;
+    for (auto& [port, b] : batch) left += b.second;
+    for (int polls = 0; left > 0 && polls < 100'000; ++polls) {
+      std::vector<pollfd> fds;
+      std::vector<std::uint16_t> ports;
+      for (auto& [port, b] : batch) {
+        auto& c = node(port);
+        while (b.second > 0) {
+          auto v = c.next_read();
+          if (!v) break;
+          ok = answer_ok(*v) && ok;
+          --b.second;
+          --left;
+        }
+        if (b.second > 0) {
+          fds.push_back({c.native_handle(), POLLIN, 0});
+          ports.push_back(port);
+        }
+      }
+      if (fds.empty()) break;
+      if (::poll(fds.data(), fds.size(), 1000) <= 0) usage("s1-floor: no answer within 1 s");
+      for (std::size_t f = 0; f < fds.size(); ++f) {
+        if (fds[f].revents != 0) node(ports[f]).read_some();
+      }
+    }
+    return ok && left == 0;
+  };
+  std::vector<double> us;
+  const auto warm_end = clock_type::now() + warmup;
+  const auto end = warm_end + std::chrono::duration_cast<clock_type::duration>(
+                                  std::chrono::duration<double>(o.seconds));
+  for (std::uint64_t i = 1; i < 2'000'000; ++i) {
+    const auto t0 = clock_type::now();
+    if (t0 >= end) break;
+    const auto latch_id = std::to_string(i);
+    const bool taken = half(
+        [&](const member& m, std::string& out) {
+          rd::resp3::append_command(out, {"EVALSHA", acquire_sha, "1", m.key, "30000", field});
+        },
+        [](const rd::resp3::value& v) { return v.is_null(); });
+    const bool released = half(
+        [&](const member& m, std::string& out) {
+          rd::resp3::append_command(
+              out, {"EVALSHA", release_sha, "3", m.key, m.channel,
+                    rd::unlock_latch(m.key, latch_id), "0", "30000", field, "publish", "1000"});
+        },
+        [](const rd::resp3::value& v) { return !v.is_error() && !v.is_null(); });
+    if (!taken || !released) usage("s1-floor: a member was not free, or its unlock failed");
+    if (t0 >= warm_end) us.push_back(micros(clock_type::now() - t0));
+  }
+  const auto s = summarize(std::move(us));
+  fmt::print(R"({{"library": "tight-client", "mode": "s1-floor", "params": {{"members": {}, )"
+             R"("cluster": {}, "nodes": {}, "seconds": {}}}, "metrics": {{"pairs": {}, )"
+             R"("p50_us": {:.2f}, "p90_us": {:.2f}, "p99_us": {:.2f}, "max_us": {:.2f}, )"
+             R"("mean_us": {:.2f}}}}})"
+             "\n",
+             n, o.cluster ? "true" : "false", batch.size(), o.seconds, s.count, s.p50, s.p90, s.p99,
+             s.max, s.mean);
+}
+
 // --- s7-floor: blocking threads with nothing shared --------------------------------------------
 
 /// T threads, each with its own blocking connection, each running the acquire and release
@@ -1893,6 +2034,8 @@ int main(int argc, char** argv) {
       run_s6_floor(o);
     else if (o.mode == "s2-floor")
       run_s2_floor(o);
+    else if (o.mode == "s1-floor")
+      run_s1_floor(o);
     else if (o.mode == "s3-floor")
       run_s3_floor(o, true);
     else if (o.mode == "s3-push-floor")
