@@ -11,10 +11,11 @@
 //   s2-floor --concurrency C [--connections N]
 //                                rlock's server work for S2's C pairs in flight, pipelined by a
 //                                minimal client on N connections (default 1): the floor under S2
-//   s1-floor [--members N] [--cluster 1]
+//   s1-floor [--members N] [--cluster 1] [--batch 1]
 //                                S1's pair over N locks (as --kind multi names them) by blocking
 //                                minimal clients, one write per node per half: the floor under a
-//                                multi-lock's pair (N = 1: under one lock's)
+//                                multi-lock's pair (N = 1: under one lock's); --batch 1: one
+//                                script per node per half runs every member's script
 //   s3-floor [--contenders K]    release → notification → acquire with blocking minimal clients;
 //                                K subscribed processes answering each message (S3's P - 1)
 //   s3-push-floor                a publish heard by a blocking minimal client (a push handoff's
@@ -116,6 +117,7 @@ struct options {
   bool local_handoff = true;  // --local-handoff 0: config::local_handoff off (on: 8, 20 ms)
   std::string kind = "reentrant";  // s1, s3-worker: the exclusive kind
   int members = 2;                 // --kind multi: how many reentrant locks the group takes
+  bool batch = false;              // s1-floor --batch 1: one script per node for all its members
   int hold_ms = 50;                // family-worker: how long each acquisition holds
   double warmup = 0;               // family-worker: seconds before the measured phase
   int permits = 1;                 // --kind semaphore: the semaphore's permits (each takes 1)
@@ -193,6 +195,8 @@ options parse(int argc, char** argv) {
       o.local_handoff = integer() != 0;
     else if (flag == "--members")
       o.members = integer();
+    else if (flag == "--batch")
+      o.batch = integer() != 0;
     else if (flag == "--handoff-claim")
       o.handoff_claim_ms = integer();
     else if (flag == "--hold-ms")
@@ -1484,31 +1488,94 @@ void run_s1_floor(const options& o) {
     }
     members.push_back({key, rd::unlock_channel(key), port});
   }
+  // --batch 1: each half is one script per node, running the script's own source for each of
+  // that node's members in turn. ARGV[1] = keys per member, ARGV[2] = how many of the members'
+  // keys follow in ARGV, then those keys, then the arguments all members share. On one server
+  // every key is declared; a cluster refuses declared keys of several slots (CROSSSLOT, even
+  // on one node), so there the first is declared and the others, which the same node serves,
+  // are passed as arguments under allow-cross-slot-keys: what no client should do (a slot that
+  // moves makes the script fail instead of being redirected), done here to find the floor.
+  const auto batched = [&](const std::string& source) {
+    return std::string(o.cluster ? "#!lua flags=allow-cross-slot-keys\n" : "") +
+           "local function run(KEYS, ARGV)\n" + source +
+           "\nend\n"
+           "local per, extra, all, args, keys, out = tonumber(ARGV[1]), tonumber(ARGV[2]), {}, "
+           "{}, {}, {}\n"
+           "for i = 1, #KEYS do all[i] = KEYS[i] end\n"
+           "for i = 1, extra do all[#KEYS + i] = ARGV[2 + i] end\n"
+           "for i = 3 + extra, #ARGV do args[i - 2 - extra] = ARGV[i] end\n"
+           "for m = 0, #all / per - 1 do\n"
+           "  for i = 1, per do keys[i] = all[m * per + i] end\n"
+           "  local r = run(keys, args)\n"
+           "  if r == nil then r = false end\n"
+           "  out[m + 1] = r\n"
+           "end\n"
+           "return out\n";
+  };
   // Loaded on every node the members live on (a script's SHA is the same everywhere).
   std::string acquire_sha, release_sha;
   for (const auto& m : members) {
     if (nodes.contains(m.port) && !acquire_sha.empty() && m.port != o.port) continue;
     auto& c = node(m.port);
-    acquire_sha = c.command({"SCRIPT", "LOAD", acquire}).str;
-    release_sha = c.command({"SCRIPT", "LOAD", release}).str;
+    acquire_sha = c.command({"SCRIPT", "LOAD", o.batch ? batched(acquire) : acquire}).str;
+    release_sha = c.command({"SCRIPT", "LOAD", o.batch ? batched(release) : release}).str;
+  }
+  if (acquire_sha.size() != 40 || release_sha.size() != 40) {
+    usage("s1-floor: SCRIPT LOAD failed: " + acquire_sha + " " + release_sha);
   }
   const std::string field = "floor:1";
-  // One half: every member's call appended to its node's pipeline, each node written once, then
-  // every node's answers read. Returns whether every answer was the expected one.
+  // One half: every member's call appended to its node's pipeline (--batch: its node's one
+  // call), each node written once, then every node's answers read. `keys_of(member)` are a
+  // member's keys, `args` its arguments (the same for all). Whether every answer was `ok`.
   std::map<std::uint16_t, std::pair<std::string, int>> batch;
-  const auto half = [&](auto append_call, auto answer_ok) {
+  std::map<std::uint16_t, std::vector<std::string>> node_keys;
+  const auto half = [&](const std::string& sha, auto keys_of, const std::vector<std::string>& args,
+                        auto answer_ok) {
     for (auto& [port, b] : batch) {
       b.first.clear();
       b.second = 0;
     }
+    for (auto& [port, k] : node_keys) k.clear();
     for (const auto& m : members) {
-      auto& b = batch[m.port];
-      append_call(m, b.first);
-      ++b.second;
+      const auto keys = keys_of(m);
+      if (o.batch) {
+        auto& k = node_keys[m.port];
+        k.insert(k.end(), keys.begin(), keys.end());
+        batch[m.port].second = 1;
+        continue;
+      }
+      std::vector<std::string_view> words{"EVALSHA", sha};
+      const auto count = std::to_string(keys.size());
+      words.emplace_back(count);
+      words.insert(words.end(), keys.begin(), keys.end());
+      words.insert(words.end(), args.begin(), args.end());
+      rd::resp3::append_command(batch[m.port].first, std::span<const std::string_view>(words));
+      ++batch[m.port].second;
+    }
+    const auto per = std::to_string(keys_of(members.front()).size());
+    for (auto& [port, k] : node_keys) {
+      if (k.empty()) continue;
+      std::vector<std::string_view> words{"EVALSHA", sha};
+      const std::size_t declared = o.cluster ? 1 : k.size();
+      const auto count = std::to_string(declared);
+      const auto extra = std::to_string(k.size() - declared);
+      words.emplace_back(count);
+      words.insert(words.end(), k.begin(), k.begin() + static_cast<std::ptrdiff_t>(declared));
+      words.emplace_back(per);
+      words.emplace_back(extra);
+      words.insert(words.end(), k.begin() + static_cast<std::ptrdiff_t>(declared), k.end());
+      words.insert(words.end(), args.begin(), args.end());
+      rd::resp3::append_command(batch[port].first, std::span<const std::string_view>(words));
     }
     for (auto& [port, b] : batch) {
       if (b.second > 0) node(port).send_raw(b.first);
     }
+    const auto check = [&](const rd::resp3::value& v) {
+      if (!o.batch) return answer_ok(v);
+      bool all = v.type == rd::resp3::type::array && !v.elements.empty();
+      for (const auto& e : v.elements) all = answer_ok(e) && all;
+      return all;
+    };
     // Read from whichever node answers first, as an event loop would (a blocking read of one
     // node after another would add a sleep and a wake-up per node).
     bool ok = true;
@@ -1522,7 +1589,7 @@ void run_s1_floor(const options& o) {
         while (b.second > 0) {
           auto v = c.next_read();
           if (!v) break;
-          ok = answer_ok(*v) && ok;
+          ok = check(*v) && ok;
           --b.second;
           --left;
         }
@@ -1543,33 +1610,33 @@ void run_s1_floor(const options& o) {
   const auto warm_end = clock_type::now() + warmup;
   const auto end = warm_end + std::chrono::duration_cast<clock_type::duration>(
                                   std::chrono::duration<double>(o.seconds));
+  const std::vector<std::string> acquire_args{"30000", field};
+  const std::vector<std::string> release_args{"0", "30000", field, "publish", "1000"};
   for (std::uint64_t i = 1; i < 2'000'000; ++i) {
     const auto t0 = clock_type::now();
     if (t0 >= end) break;
     const auto latch_id = std::to_string(i);
     const bool taken = half(
-        [&](const member& m, std::string& out) {
-          rd::resp3::append_command(out, {"EVALSHA", acquire_sha, "1", m.key, "30000", field});
-        },
+        acquire_sha, [](const member& m) { return std::vector<std::string>{m.key}; }, acquire_args,
         [](const rd::resp3::value& v) { return v.is_null(); });
     const bool released = half(
-        [&](const member& m, std::string& out) {
-          rd::resp3::append_command(
-              out, {"EVALSHA", release_sha, "3", m.key, m.channel,
-                    rd::unlock_latch(m.key, latch_id), "0", "30000", field, "publish", "1000"});
+        release_sha,
+        [&](const member& m) {
+          return std::vector<std::string>{m.key, m.channel, rd::unlock_latch(m.key, latch_id)};
         },
-        [](const rd::resp3::value& v) { return !v.is_error() && !v.is_null(); });
+        release_args, [](const rd::resp3::value& v) { return !v.is_error() && !v.is_null(); });
     if (!taken || !released) usage("s1-floor: a member was not free, or its unlock failed");
     if (t0 >= warm_end) us.push_back(micros(clock_type::now() - t0));
   }
   const auto s = summarize(std::move(us));
-  fmt::print(R"({{"library": "tight-client", "mode": "s1-floor", "params": {{"members": {}, )"
-             R"("cluster": {}, "nodes": {}, "seconds": {}}}, "metrics": {{"pairs": {}, )"
-             R"("p50_us": {:.2f}, "p90_us": {:.2f}, "p99_us": {:.2f}, "max_us": {:.2f}, )"
-             R"("mean_us": {:.2f}}}}})"
-             "\n",
-             n, o.cluster ? "true" : "false", batch.size(), o.seconds, s.count, s.p50, s.p90, s.p99,
-             s.max, s.mean);
+  fmt::print(
+      R"({{"library": "tight-client", "mode": "s1-floor", "params": {{"members": {}, )"
+      R"("cluster": {}, "batch": {}, "nodes": {}, "seconds": {}}}, "metrics": {{"pairs": {}, )"
+      R"("p50_us": {:.2f}, "p90_us": {:.2f}, "p99_us": {:.2f}, "max_us": {:.2f}, )"
+      R"("mean_us": {:.2f}}}}})"
+      "\n",
+      n, o.cluster ? "true" : "false", o.batch ? "true" : "false", batch.size(), o.seconds, s.count,
+      s.p50, s.p90, s.p99, s.max, s.mean);
 }
 
 // --- s7-floor: blocking threads with nothing shared --------------------------------------------
