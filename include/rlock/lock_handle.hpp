@@ -232,8 +232,9 @@ class RLOCK_EXPORT lock_handle {
   }
 
   // The operations, each started once for both forms; handlers run on their associated
-  // executor, never inside these calls.
-  void start_unlock(detail::handler<> h) const;
+  // executor, never inside these calls. `batched`: the script call goes in one batch with the
+  // others of the same turn (a multi-lock's members).
+  void start_unlock(detail::handler<> h, bool batched = false) const;
   void start_force_unlock(detail::handler<bool> h) const;
   void start_is_locked(detail::handler<bool> h) const;
   void start_is_held(detail::handler<bool> h) const;
@@ -245,7 +246,8 @@ class RLOCK_EXPORT lock_handle {
   static void start_acquire(const lock_handle& l, std::optional<milliseconds> lease,
                             detail::handler<> h);
   static void start_try_acquire(const lock_handle& l, milliseconds wait,
-                                std::optional<milliseconds> lease, detail::handler<bool> h);
+                                std::optional<milliseconds> lease, detail::handler<bool> h,
+                                bool batched = false);
   /// @endcond
 
  private:

@@ -119,7 +119,7 @@ client_impl::client_impl(const asio::any_io_executor& ex, config c)
     : executor_(ex),
       cfg_(std::move(c)),
       session_(make_session(executor_, cfg_)),
-      scripts_(*session_),
+      scripts_(*session_, executor_),
       hub_(*session_, executor_),
       attempts_(cfg_.max_attempts_in_flight),
       dog_(executor_, scripts_, cfg_.watchdog_timeout),

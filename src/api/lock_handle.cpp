@@ -38,8 +38,9 @@ void lock_handle::start_acquire(const lock_handle& l, std::optional<milliseconds
   detail::async_lock(l.state_, lease, std::move(h));
 }
 void lock_handle::start_try_acquire(const lock_handle& l, milliseconds wait,
-                                    std::optional<milliseconds> lease, detail::handler<bool> h) {
-  detail::async_acquire(l.state_, wait, lease, std::move(h));
+                                    std::optional<milliseconds> lease, detail::handler<bool> h,
+                                    bool batched) {
+  detail::async_acquire(l.state_, wait, lease, std::move(h), batched);
 }
 
 namespace {
@@ -71,8 +72,8 @@ std::optional<std::int64_t> count_of(const lock_state& s, const detail::resp3::v
 
 }  // namespace
 
-void lock_handle::start_unlock(detail::handler<> h) const {
-  detail::async_release(state_, std::move(h));
+void lock_handle::start_unlock(detail::handler<> h, bool batched) const {
+  detail::async_release(state_, std::move(h), batched);
 }
 void lock_handle::start_force_unlock(detail::handler<bool> h) const {
   // The call keeps views into the channel's name, which lives in the closure until it is sent.

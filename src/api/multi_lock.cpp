@@ -332,8 +332,10 @@ asio::awaitable<std::pair<detail::failure, bool>> multi_lock::try_lock_all(
   // Made here, in a multi_lock member: they reach lock_handle's starts and all_held. A wait too
   // long to represent (lock()'s) waits for each member as lock() does.
   const bool bounded = wait != milliseconds::max();
+  // The attempts at every member, and the releases, go in one script call per node (a
+  // cluster: per hash slot) with the others started in the same turn.
   auto attempt = [lease](const lock_handle& m, detail::handler<bool> h) {
-    lock_handle::start_try_acquire(m, milliseconds::zero(), lease, std::move(h));
+    lock_handle::start_try_acquire(m, milliseconds::zero(), lease, std::move(h), true);
   };
   auto wait_for = [bounded, lease](
                       const lock_handle& m,
@@ -352,7 +354,9 @@ asio::awaitable<std::pair<detail::failure, bool>> multi_lock::try_lock_all(
     auto [failure, got] = co_await std::move(taking);
     co_return std::pair{std::move(failure), got};
   };
-  auto unlock = [](const lock_handle& m, detail::handler<> h) { m.start_unlock(std::move(h)); };
+  auto unlock = [](const lock_handle& m, detail::handler<> h) {
+    m.start_unlock(std::move(h), true);
+  };
   auto held = [members, lease](const std::vector<clock_type::time_point>& starts) {
     return all_held(members, starts, lease);
   };
@@ -376,7 +380,9 @@ bool multi_lock::all_held(const member_list& members,
 asio::awaitable<detail::failure> multi_lock::release(member_list members, std::size_t count) {
   co_await asio::this_coro::throw_if_cancelled(false);  // every member goes back
   // All at once, written last first: one round trip per node, in reverse order on each.
-  auto unlock = [](const lock_handle& l, detail::handler<> h) { l.start_unlock(std::move(h)); };
+  auto unlock = [](const lock_handle& l, detail::handler<> h) {
+    l.start_unlock(std::move(h), true);
+  };
   auto releasing = all_at_once<>(std::move(members), last_first(count), unlock);
   auto outcomes = co_await std::move(releasing);
   for (auto& o : outcomes) {

@@ -210,11 +210,14 @@ struct acquire_operation : attempt_gate::entry {
     acquire_script_call call;
     op->s->kind.acquire_call(op->s->identity(), in, call);
     auto* p = op.get();
-    p->request = c.scripts.async_run_once(
-        call.which, call.key_span(), call.arg_span(), opts,
-        [op = std::move(op)](std::error_code ec, resp3::value&& reply) mutable {
-          on_attempt(std::move(op), ec, reply);
-        });
+    auto answered = [op = std::move(op)](std::error_code ec, resp3::value&& reply) mutable {
+      on_attempt(std::move(op), ec, reply);
+    };
+    p->request = p->batched
+                     ? c.scripts.async_run_batched(call.which, call.key_span(), call.arg_span(),
+                                                   opts, std::move(answered), true)
+                     : c.scripts.async_run_once(call.which, call.key_span(), call.arg_span(), opts,
+                                                std::move(answered));
   }
 
   /// A fair waiter's allowance for its queue deadline (Redisson's threadWaitTime):
@@ -721,6 +724,7 @@ struct acquire_operation : attempt_gate::entry {
   bool took_hold = false;        // an answer or a handoff gave it a hold (kept or given back)
   bool owes = false;          // counted in engine_context::owed: told, with a trace still to undo
   bool joined_first = false;  // a fair waiter that joined its channel before its attempts
+  bool batched = false;       // its attempts go in batches (async_acquire)
   backoff_state naps;         // a polling waiter's sleeps so far (lock_kind::backoff)
 };
 
@@ -821,8 +825,10 @@ void start_acquire(std::unique_ptr<acquire_operation> op) {
 }  // namespace
 
 void async_acquire(std::shared_ptr<lock_state> s, std::optional<milliseconds> wait,
-                   std::optional<milliseconds> lease, bool_handler handler) {
-  start_acquire(std::make_unique<acquire_operation>(std::move(s), wait, lease, std::move(handler)));
+                   std::optional<milliseconds> lease, bool_handler handler, bool batched) {
+  auto op = std::make_unique<acquire_operation>(std::move(s), wait, lease, std::move(handler));
+  op->batched = batched;
+  start_acquire(std::move(op));
 }
 
 void async_lock(std::shared_ptr<lock_state> s, std::optional<milliseconds> lease,

@@ -22,9 +22,12 @@ using bool_handler = handler<bool>;
 using token_handler = handler<std::optional<std::int64_t>>;
 
 /// An acquisition that reports whether it got the lock (wait: none = forever, 0 = one attempt;
-/// lease: none = watchdog).
+/// lease: none = watchdog). `batched`: its attempts run in one script call with the other
+/// batched ones started in the same turn (script_registry::async_run_batched): a multi-lock's
+/// attempt at every member at once.
 void async_acquire(std::shared_ptr<lock_state> s, std::optional<std::chrono::milliseconds> wait,
-                   std::optional<std::chrono::milliseconds> lease, bool_handler handler);
+                   std::optional<std::chrono::milliseconds> lease, bool_handler handler,
+                   bool batched = false);
 /// async_acquire of a fenced lock, reporting the acquisition's token (none: not acquired).
 void async_acquire_token(std::shared_ptr<lock_state> s,
                          std::optional<std::chrono::milliseconds> wait,
@@ -35,8 +38,8 @@ void async_lock(std::shared_ptr<lock_state> s, std::optional<std::chrono::millis
 /// Completes when the watchdog reports the lock lost (see reentrant_lock::lost()); cancellable
 /// (terminal, partial, total) from any thread.
 void async_lost(std::shared_ptr<lock_state> s, void_handler handler);
-/// The release of one hold.
-void async_release(std::shared_ptr<lock_state> s, void_handler handler);
+/// The release of one hold; `batched` as async_acquire's (a multi-lock's releases).
+void async_release(std::shared_ptr<lock_state> s, void_handler handler, bool batched = false);
 
 /// Fails every acquisition waiting for its turn to send an attempt (engine_context::attempts) with
 /// `reason`: the client is closing.

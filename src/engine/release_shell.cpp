@@ -73,10 +73,16 @@ struct release_operation {
     opts.context = op.get();
     opts.written_at = &op->written;
     auto* p = op.get();
-    c.scripts.async_run(p->call.which, p->call.key_span(), p->call.arg_span(), opts,
-                        [op = std::move(op)](std::error_code ec, resp3::value&& reply) mutable {
-                          on_reply(std::move(op), ec, reply);
-                        });
+    auto answered = [op = std::move(op)](std::error_code ec, resp3::value&& reply) mutable {
+      on_reply(std::move(op), ec, reply);
+    };
+    if (p->batched) {
+      c.scripts.async_run_batched(p->call.which, p->call.key_span(), p->call.arg_span(), opts,
+                                  std::move(answered), false);
+    } else {
+      c.scripts.async_run(p->call.which, p->call.key_span(), p->call.arg_span(), opts,
+                          std::move(answered));
+    }
   }
 
   /// The bound passed with the release written and unanswered: the caller learns that its
@@ -248,6 +254,7 @@ struct release_operation {
   clock_type::time_point written{};
   lock_state::release_undo undo;
   std::uint32_t grants_at_start = 0;  // the owner's grants when it began (on_released)
+  bool batched = false;               // sent in a batch (async_release)
 };
 
 // --- lost -------------------------------------------------------------------------------------
@@ -329,8 +336,9 @@ void async_lost(std::shared_ptr<lock_state> s, void_handler handler) {
   asio::dispatch(ex, [op = std::move(op)]() mutable { lost_operation::start(std::move(op)); });
 }
 
-void async_release(std::shared_ptr<lock_state> s, void_handler handler) {
+void async_release(std::shared_ptr<lock_state> s, void_handler handler, bool batched) {
   auto op = std::make_unique<release_operation>(std::move(s), std::move(handler));
+  op->batched = batched;
   const auto ex = op->s->ctx->executor;
   on_client(ex, [op = std::move(op)]() mutable { release_operation::start(std::move(op)); });
 }

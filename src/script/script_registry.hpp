@@ -1,15 +1,20 @@
 #pragma once
 
 #include "resp3/value.hpp"
+#include "script/script_batch.hpp"
 #include "script/scripts.hpp"
 #include "session/session.hpp"
 
+#include <boost/asio/any_io_executor.hpp>
+
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 namespace rlock::detail {
 
@@ -25,7 +30,8 @@ namespace rlock::detail {
 /// after it, and a retry on a new connection repeats the pair.
 class script_registry {
  public:
-  explicit script_registry(session& s);
+  /// `ex`: the client's executor, where batches are sent (async_run_batched).
+  script_registry(session& s, boost::asio::any_io_executor ex);
 
   /// Runs `s` on the connection of `keys[0]` and completes `handler` with (error, reply): no
   /// error and the reply; an error reply's code (server_error, permission_denied, ...) with the
@@ -79,6 +85,23 @@ class script_registry {
                            std::move(h)(ec, std::move(answer));
                          });
   }
+  /// As async_run (`once` false) or async_run_once (`once` true: the handler gets a NOSCRIPT
+  /// answer as it is), batched: the calls of `s` for keys of one group (group_of) made before the
+  /// client's executor runs the handlers already queued when the first of them was made are run
+  /// as one script call (script_batch.hpp), with the earliest of their deadlines; each handler
+  /// gets what its call alone would have got (its reply, or the batch's failure), and its
+  /// `written_at` the batch's write. A call alone in its batch is an ordinary call. `keys` and
+  /// `args` are copied. Returns 0: a batched call cannot be withdrawn. For a group's operations
+  /// started together (a multi-lock's members): one command and one script on the server for
+  /// all of them instead of one each.
+  template <typename Handler>
+  multiplexer::id_type async_run_batched(script s, std::span<const std::string_view> keys,
+                                         std::span<const std::string_view> args,
+                                         request_options opts, Handler&& handler, bool once) {
+    add_to_batch(s, keys, args, opts, reply_handler(std::forward<Handler>(handler)), once);
+    return 0;
+  }
+
   /// Whether an answer of async_run_once says that the script did not run (NOSCRIPT): the
   /// caller may call again.
   static bool not_run(const resp3::value& answer) noexcept;
@@ -126,7 +149,44 @@ class script_registry {
   /// Whether `s` is followed by WAIT (config::sync_replicas).
   bool synced(script s) const noexcept;
 
+  /// Calls of one script and group waiting to be sent together (async_run_batched).
+  struct batch {
+    struct call {
+      request_options opts;
+      reply_handler handler;
+    };
+    script which{};
+    std::uint16_t group = 0;
+    bool once = false;
+    bool reloaded = false;  // sent again after a NOSCRIPT (once)
+    batch_arguments arguments;
+    std::vector<call> calls;
+    // The views a send reads, into `arguments` (made when the batch is sent).
+    std::vector<std::string_view> keys, args;
+    clock_type::time_point written{};
+  };
+  /// The batches of the current turn; the flush posted for them checks that the registry lives.
+  struct pending_batches {
+    std::vector<std::shared_ptr<batch>> batches;
+  };
+  void add_to_batch(script s, std::span<const std::string_view> keys,
+                    std::span<const std::string_view> args, request_options opts,
+                    reply_handler handler, bool once);
+  void flush_batches();
+  void send_batch(std::shared_ptr<batch> b);
+  /// Sends a batch of two calls or more as one call of the batch script, loaded first if this
+  /// server has not got it.
+  void send_batch_script(std::shared_ptr<batch> b);
+  /// Completes every call of `b` with its share of the batch's answer, or with its failure.
+  static void deliver_batch(batch& b, std::error_code ec, resp3::value&& answer);
+  /// The deadline hook of a batch whose calls all have one: each call's own.
+  static void on_batch_deadline(void* context);
+
   session& session_;
+  boost::asio::any_io_executor executor_;
+  std::shared_ptr<pending_batches> pending_ = std::make_shared<pending_batches>();
+  std::array<std::string, script_count> batch_sha_;  // the batch scripts loaded, by script
+  std::array<bool, script_count> batch_evicted_{};   // answered NOSCRIPT since loaded
   std::array<std::string, script_count> sha_;
   std::array<bool, script_count> evicted_{};  // answered NOSCRIPT since it was last loaded
   std::string wait_command_;                  // `WAIT replicas timeout` encoded, or empty

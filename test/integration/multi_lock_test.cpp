@@ -3,6 +3,8 @@
 // different orders never deadlock), release in reverse, a failure or a cancellation part-way
 // giving back what was taken, one lost() for the group, and the blocking facade.
 #include "rlock/rlock.hpp"
+#include "script/script_batch.hpp"
+#include "script/scripts.hpp"
 #include "support/lock_env.hpp"
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
@@ -330,6 +332,74 @@ TEST(multi_lock, the_blocking_facade_is_lockable_over_locks_of_any_kinds) {
   }
   EXPECT_FALSE(a.is_locked());
   EXPECT_FALSE(b.is_locked());
+}
+
+// --- batches: the members' scripts in one call per node ----------------------------------------
+
+/// Every script runs inside its batch script (script_batch.hpp) as it runs alone: the batch of
+/// each compiles on a real server, and a batch of the acquire script answers each call as three
+/// EVALSHAs would (taken, busy with the holder's TTL, a key of the wrong type's error) while the
+/// calls around an error still run.
+TEST(multi_lock, every_script_runs_in_a_batch_as_it_runs_alone) {
+  namespace rd = rlock::detail;
+  const auto cfg = make_config();
+  rlock::test::raw_client raw(cfg.port);
+  for (std::size_t i = 0; i < rd::script_count; ++i) {
+    const auto s = static_cast<rd::script>(i);
+    const auto sha = raw.command({"SCRIPT", "LOAD", rd::batch_source(s)});
+    EXPECT_EQ(sha.str.size(), 40u) << "script " << i << ": " << sha.str;
+  }
+  const auto sha = raw.command({"SCRIPT", "LOAD", rd::batch_source(rd::script::acquire)}).str;
+  ASSERT_EQ(raw.command({"DEL", "batch:a", "batch:b", "batch:c"}).type, rd::resp3::type::number);
+  raw.command_int({"HSET", "batch:b", "other:1", "1"});
+  raw.command_int({"PEXPIRE", "batch:b", "20000"});
+  raw.command({"SET", "batch:c", "not a hash"});
+  // KEYS a b c; ARGV: 3 calls, (1 key, 2 args) each, then each call's lease and field.
+  const auto r =
+      raw.command({"EVALSHA", sha, "3", "batch:a", "batch:b", "batch:c", "3", "1", "2", "1", "2",
+                   "1", "2", "30000", "me:1", "30000", "me:1", "30000", "me:1"});
+  auto replies = rd::split_batch_reply(rd::resp3::value(r), 3);
+  ASSERT_EQ(replies.size(), 3u);
+  EXPECT_FALSE(replies[0].ec);
+  EXPECT_TRUE(replies[0].value.is_null()) << "taken: nil, as Redisson's script answers";
+  EXPECT_FALSE(replies[1].ec);
+  EXPECT_GT(replies[1].value.integer, 0) << "busy: the holder's TTL";
+  EXPECT_EQ(replies[2].ec, rlock::errc::server_error);
+  EXPECT_NE(replies[2].value.str.find("WRONGTYPE"), std::string::npos) << replies[2].value.str;
+  EXPECT_EQ(raw.command({"HGET", "batch:a", "me:1"}).str, "1");
+  EXPECT_TRUE(raw.command({"HGET", "batch:b", "me:1"}).is_null());
+}
+
+/// A multi-lock of ten on one server is one script call to take them and one to give them back
+/// (INFO commandstats), and a flushed script cache (SCRIPT FLUSH) costs a reload, not a failure.
+TEST(multi_lock, ten_members_on_one_server_are_one_script_call_each_way) {
+  asio::io_context io;
+  const auto cfg = make_config();
+  rlock::client c(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await c.connect();
+    std::vector<rlock::lock_handle> members;
+    for (int i = 0; i < 10; ++i) members.push_back(c.get_lock("batched-" + std::to_string(i)));
+    rlock::multi_lock group(members);
+    co_await group.lock(10s);  // the batch scripts get loaded
+    co_await group.unlock();
+    for (int round = 0; round < 2; ++round) {
+      // The second round after a SCRIPT FLUSH: each batch is refused once (NOSCRIPT), loaded
+      // again and run.
+      const std::int64_t expected = round == 0 ? 1 : 2;
+      const auto before = raw.calls_of("evalsha");
+      co_await group.lock(10s);  // a lease: no renewals meanwhile
+      EXPECT_EQ(raw.calls_of("evalsha") - before, expected) << "scripts run to take ten members";
+      EXPECT_EQ(existing(raw, members), 10);
+      const auto held = raw.calls_of("evalsha");
+      co_await group.unlock();
+      EXPECT_EQ(raw.calls_of("evalsha") - held, expected) << "scripts run to give them back";
+      EXPECT_EQ(existing(raw, members), 0);
+      raw.command({"SCRIPT", "FLUSH"});
+    }
+    co_await c.close();
+  });
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ class engine_fixture : public std::enable_shared_from_this<engine_fixture> {
   engine_fixture(const boost::asio::any_io_executor& ex, config c)
       : cfg(std::move(c)),
         session(cfg),
-        scripts(session),
+        scripts(session, ex),
         hub(session, ex),
         attempts(cfg.max_attempts_in_flight),
         dog(ex, scripts, cfg.watchdog_timeout),

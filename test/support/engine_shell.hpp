@@ -53,26 +53,29 @@ struct engine_shell {
   /// cancellable through `cancel` when given.
   void acquire(const std::shared_ptr<detail::lock_state>& s,
                std::optional<std::chrono::milliseconds> wait, completion& out,
-               boost::asio::cancellation_signal* cancel = nullptr) {
+               boost::asio::cancellation_signal* cancel = nullptr, bool batched = false) {
     auto done = [&out](const detail::failure& e, bool got) {
       out.done = true;
       out.acquired = got;
       out.error = e.code;
     };
     if (cancel == nullptr) {
-      detail::async_acquire(s, wait, std::nullopt, detail::bool_handler(std::move(done)));
+      detail::async_acquire(s, wait, std::nullopt, detail::bool_handler(std::move(done)), batched);
       return;
     }
     detail::async_acquire(
         s, wait, std::nullopt,
-        detail::bool_handler(boost::asio::bind_cancellation_slot(cancel->slot(), std::move(done))));
+        detail::bool_handler(boost::asio::bind_cancellation_slot(cancel->slot(), std::move(done))),
+        batched);
   }
   /// Starts the release of one of `s`'s holds, reporting into `out`.
-  void release(const std::shared_ptr<detail::lock_state>& s, completion& out) {
+  void release(const std::shared_ptr<detail::lock_state>& s, completion& out,
+               bool batched = false) {
     detail::async_release(s, detail::void_handler([&out](const detail::failure& e) {
                             out.done = true;
                             out.error = e.code;
-                          }));
+                          }),
+                          batched);
   }
 
   /// Runs the engine's handlers until `pred` holds (at most 3 s, 3 000 turns).
