@@ -1357,14 +1357,16 @@ class Report:
                 self.goals.append(goal("F1", "%s: handoff overhead p50 <= %s ms" % (
                     name, F1_HANDOFF_GOAL_MS), "handoff p50 ms", r.get("handoff_p50_ms"), None,
                     None, "<=", F1_HANDOFF_GOAL_MS))
-                # Its floor in the same run: the same handoff by blocking minimal clients, as
-                # many processes contending as F1 has (P = 5: 4 answering each unlock; the fair
-                # floor with 3 more queued), or, from a run before those, at P = 2.
+                # Its floor in the same run: the same handoff by blocking minimal clients in F1's
+                # rhythm (the holder's unlock script after F1's hold; 4 processes answering each
+                # unlock, or the fair handoff with 3 more queued), or, from a run before those,
+                # S3's at P = 2.
                 fair = r["run"] == "fair"
                 mode = "s3-fair-floor" if fair else "s3-floor"
                 at_p = {"queued": F1_PROCESSES - 2} if fair else {"contenders": F1_PROCESSES - 1}
-                floor = self.metric("S3", "rlock", mode=mode, **at_p)
-                label = "%s p50 µs (%s)" % (mode, ", ".join("%s %d" % kv for kv in at_p.items()))
+                floor = self.metric("S3", "rlock", mode=mode, release=1, **at_p)
+                label = "F1's %s p50 µs (%s, %d ms holds)" % (
+                    mode, ", ".join("%s %d" % kv for kv in at_p.items()), hold_ms)
                 if not floor:
                     floor = self.metric("S3", "rlock", mode=mode)
                     label = "%s p50 µs (P = 2)" % mode

@@ -16,13 +16,18 @@
 //                                minimal clients, one write per node per half: the floor under a
 //                                multi-lock's pair (N = 1: under one lock's); --batch 1: one
 //                                script per node per half runs every member's script
-//   s3-floor [--contenders K]    release → notification → acquire with blocking minimal clients;
-//                                K subscribed processes answering each message (S3's P - 1)
+//   s3-floor [--contenders K] [--release 1 [--hold-ms MS]]
+//                                release → notification → acquire with blocking minimal clients;
+//                                K subscribed processes answering each message (S3's P - 1);
+//                                --release 1: each round is the holder's unlock script after a
+//                                hold of MS (50), F1's handoff, instead of a PUBLISH after 1 ms
 //   s3-push-floor                a publish heard by a blocking minimal client (a push handoff's
 //                                floor)
-//   s3-fair-floor [--queued N]   the fair lock's handoff by push between blocking minimal clients
+//   s3-fair-floor [--queued N] [--release 1 [--hold-ms MS]]
+//                                the fair lock's handoff by push between blocking minimal clients
 //                                running rlock's fair scripts; N more waiters queued behind the
-//                                one handed the lock (S3's P - 2 at P): the scripts walk them
+//                                one handed the lock (S3's P - 2 at P): the scripts walk them;
+//                                --release 1: the holder holds MS (50) first, as F1's do
 //   s6-floor --waiters N         RSS of N bare parked Asio coroutines: the floor under S6
 //   s7-floor --threads T         T blocking threads, each its own connection: the floor under S7
 //   s8 --restarts N [--redis-server PATH]
@@ -118,9 +123,10 @@ struct options {
   std::string kind = "reentrant";  // s1, s3-worker: the exclusive kind
   int members = 2;                 // --kind multi: how many reentrant locks the group takes
   bool batch = false;              // s1-floor --batch 1: one script per node for all its members
-  int hold_ms = 50;                // family-worker: how long each acquisition holds
-  double warmup = 0;               // family-worker: seconds before the measured phase
-  int permits = 1;                 // --kind semaphore: the semaphore's permits (each takes 1)
+  bool release = false;  // s3-floor --release 1: rounds start with the holder's release script
+  int hold_ms = 50;      // family-worker: how long each acquisition holds
+  double warmup = 0;     // family-worker: seconds before the measured phase
+  int permits = 1;       // --kind semaphore: the semaphore's permits (each takes 1)
   rlock::rw_priority priority = rlock::rw_priority::writers;  // --priority readers|writers
   int handoff_claim_ms = 0;  // --handoff-claim MS: config::fair_lock::handoff_claim (0: its
                              // default); at least the watchdog's lease: no claim
@@ -197,6 +203,8 @@ options parse(int argc, char** argv) {
       o.members = integer();
     else if (flag == "--batch")
       o.batch = integer() != 0;
+    else if (flag == "--release")
+      o.release = integer() != 0;
     else if (flag == "--handoff-claim")
       o.handoff_claim_ms = integer();
     else if (flag == "--hold-ms")
@@ -1323,7 +1331,8 @@ void run_s3_fair_floor(const options& o) {
                          extra_field(q), "10000", std::to_string(1'000'000 + q), "10000:10000", "",
                          "10000"});
     }
-    std::this_thread::sleep_for(1ms);  // as S3's holders do
+    // As S3's holders do (--release 1: as F1's, for --hold-ms).
+    std::this_thread::sleep_for(o.release ? std::chrono::milliseconds(o.hold_ms) : 1ms);
     const std::int64_t released = nanos_now();
     (void)cmd.command({"EVALSHA", release, "6", key, queue, timeouts, handoffs, channel,
                        "floor-latch:p" + t, "10000", parent_field, "publish", "1000"});
@@ -1386,14 +1395,16 @@ void run_s3_floor(const options& o, bool acquire) {
     for (;;) {
       auto push = sub.read();
       if (push.elements.size() != 3 || push.elements[2].str == "stop") break;
-      won w{std::atoll(push.elements[2].str.c_str()), 0};
+      // --release 1: the message is the unlock script's "0", and the winner is named by its
+      // number (the parent releases its hold next round).
+      won w{o.release ? k + 1 : std::atoll(push.elements[2].str.c_str()), 0};
       // The winner's reply is nil; a loser's, the holder's PTTL.
       const bool took =
           !acquire || cmd.command({"EVALSHA", sha, "1", key, "10000", field}).is_null();
       if (!took) continue;
       w.at = nanos_now();
       [[maybe_unused]] auto w1 = ::write(to_parent[1], &w, sizeof w);
-      if (acquire) (void)cmd.command({"DEL", key});
+      if (acquire && !o.release) (void)cmd.command({"DEL", key});
     }
     ::_exit(0);
   }
@@ -1419,10 +1430,33 @@ void run_s3_floor(const options& o, bool acquire) {
   int lost_rounds = 0;  // no winner heard within 200 ms (a straggler's hold): skipped
   const auto end = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
                                            std::chrono::duration<double>(o.seconds));
+  // --release 1 (F1's handoff): the parent takes the lock first; each round then releases the
+  // holder's hold with rlock's unlock script, whose publish wakes the children, after a hold of
+  // --hold-ms as F1's holders keep it. Otherwise a PUBLISH after 1 ms, as in S3.
+  const auto release_sha =
+      pub.command({"SCRIPT", "LOAD", rlock::detail::script_source(rlock::detail::script::release)})
+          .str;
+  const auto acquire_sha = pub.command({"SCRIPT", "LOAD", script}).str;
+  std::string holder = "floor:0";
+  // The key is this run's: whoever holds it (a winner of a lost round, an earlier run) is
+  // dropped.
+  const auto take_as_parent = [&] {
+    holder = "floor:0";
+    (void)pub.command({"DEL", key});
+    (void)pub.command({"EVALSHA", acquire_sha, "1", key, "10000", holder});
+  };
+  if (o.release) take_as_parent();
+  const auto pause = o.release ? std::chrono::milliseconds(o.hold_ms) : 1ms;
   for (std::int64_t round = 1; round < 100'000 && clock_type::now() < end; ++round) {
-    std::this_thread::sleep_for(1ms);  // as S3's holders do between handoffs
+    std::this_thread::sleep_for(pause);  // as S3's (F1's) holders do between handoffs
     const std::int64_t released = nanos_now();
-    (void)pub.command({"PUBLISH", channel, std::to_string(round)});
+    if (o.release) {
+      (void)pub.command({"EVALSHA", release_sha, "3", key, channel,
+                         rlock::detail::unlock_latch(key, std::to_string(round)), "0", "10000",
+                         holder, "publish", "1000"});
+    } else {
+      (void)pub.command({"PUBLISH", channel, std::to_string(round)});
+    }
     // The first winner of this round; a straggler's win of an earlier one is passed over.
     std::optional<std::int64_t> acquired;
     for (int reads = 0; reads < 100 && !acquired; ++reads) {
@@ -1430,17 +1464,24 @@ void run_s3_floor(const options& o, bool acquire) {
       if (::poll(&pfd, 1, 200) != 1) break;
       won w{};
       if (::read(to_parent[0], &w, sizeof w) != sizeof w) break;
-      if (w.round == round) acquired = w.at;
+      if (o.release) {
+        holder = fmt::format("floor:{}", w.round);
+        acquired = w.at;
+      } else if (w.round == round) {
+        acquired = w.at;
+      }
     }
     if (!acquired) {
       ++lost_rounds;
       (void)pub.command({"DEL", key});
+      if (o.release) take_as_parent();
       continue;
     }
     us.push_back(static_cast<double>(*acquired - released) / 1000.0);
   }
   (void)pub.command({"PUBLISH", channel, "stop"});
   for (const pid_t child : children) ::waitpid(child, nullptr, 0);
+  (void)pub.command({"DEL", key});
   const auto s = summarize(std::move(us));
   fmt::print(
       R"({{"library": "tight-client", "mode": "{}", "params": {{"seconds": {}, )"
