@@ -236,8 +236,10 @@ void script_registry::send_batch_script(std::shared_ptr<batch> b) {
   }
   session_.exec(std::move(c), o,
                 [this, b, i, with_wait](std::error_code ec, resp3::value&& answer) mutable {
-                  const bool may_reload = !b->once && !b->reloaded;
-                  if (settle(with_wait, may_reload, ec, answer) == settled::reload) {
+                  // A NOSCRIPT answer: nothing ran, and the batch keeps its bytes, so it is
+                  // sent again after a load on this node, once, attempts included (a cluster's
+                  // other nodes have not got a batch script the first time it reaches them).
+                  if (settle(with_wait, !b->reloaded, ec, answer) == settled::reload) {
                     b->reloaded = true;
                     batch_evicted_[i] = true;
                     return send_batch_script(std::move(b));

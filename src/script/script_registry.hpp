@@ -85,15 +85,15 @@ class script_registry {
                            std::move(h)(ec, std::move(answer));
                          });
   }
-  /// As async_run (`once` false) or async_run_once (`once` true: the handler gets a NOSCRIPT
-  /// answer as it is), batched: the calls of `s` for keys of one group (group_of) made before the
-  /// client's executor runs the handlers already queued when the first of them was made are run
-  /// as one script call (script_batch.hpp), with the earliest of their deadlines; each handler
-  /// gets what its call alone would have got (its reply, or the batch's failure), and its
-  /// `written_at` the batch's write. A call alone in its batch is an ordinary call. `keys` and
-  /// `args` are copied. Returns 0: a batched call cannot be withdrawn. For a group's operations
-  /// started together (a multi-lock's members): one command and one script on the server for
-  /// all of them instead of one each.
+  /// As async_run (`once` false) or async_run_once (`once` true), batched: the calls of `s` for
+  /// keys of one group (group_of) made before the client's executor runs the handlers already
+  /// queued when the first of them was made are run as one script call (script_batch.hpp), with the
+  /// earliest of their deadlines; each handler gets what its call alone would have got (its reply,
+  /// or the batch's failure), and its `written_at` the batch's write. A batch answered NOSCRIPT ran
+  /// nothing: it is loaded and sent again, once. A call alone in its batch is an ordinary call.
+  /// `keys` and `args` are copied. Returns 0: a batched call cannot be withdrawn. For a group's
+  /// operations started together (a multi-lock's members): one command and one script on the server
+  /// for all of them instead of one each.
   template <typename Handler>
   multiplexer::id_type async_run_batched(script s, std::span<const std::string_view> keys,
                                          std::span<const std::string_view> args,
@@ -158,7 +158,7 @@ class script_registry {
     script which{};
     std::uint16_t group = 0;
     bool once = false;
-    bool reloaded = false;  // sent again after a NOSCRIPT (once)
+    bool reloaded = false;  // sent again after a NOSCRIPT (at most once)
     batch_arguments arguments;
     std::vector<call> calls;
     // The views a send reads, into `arguments` (made when the batch is sent).

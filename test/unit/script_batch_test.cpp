@@ -179,6 +179,21 @@ TEST(script_batch, an_error_for_one_call_fails_that_call_only) {
   EXPECT_FALSE(t.out_b.error);
 }
 
+TEST(script_batch, a_batch_answered_noscript_is_loaded_and_sent_again_once) {
+  two_locks t;
+  t.attempt_both();
+  // The server lost its scripts (SCRIPT FLUSH), or is a cluster node the batch script has not
+  // reached yet: nothing ran, so the batch is loaded there and sent again.
+  t.server().answer(t.batch_call(), error("NOSCRIPT No matching script. Please use EVAL."));
+  const auto load = t.next_request();
+  EXPECT_EQ(t.server().requests.at(load).words().at(0), "SCRIPT");
+  t.server().answer(load, text("batch-sha"));
+  const auto again = t.next_request();
+  EXPECT_EQ(t.server().requests.at(again).words().at(1), "batch-sha");
+  t.server().answer(again, array({nil(), number(30'000)}));
+  t.expect_only_a_taken();
+}
+
 TEST(script_batch, a_call_alone_in_its_batch_is_an_ordinary_call) {
   two_locks t;
   t.acquire(t.a, 0ms, t.out_a, nullptr, true);
