@@ -401,6 +401,56 @@ TEST(cluster, a_multi_lock_spans_every_shard_all_or_nothing) {
   });
 }
 
+/// Members that share a hash slot (a common hash tag) go in one script on its master, each way;
+/// members of other slots are scripts of their own. The first round loads the batch script on
+/// each master it reaches (a master that has not got it answers NOSCRIPT once, and the batch is
+/// sent again there).
+TEST(cluster, a_multi_locks_members_that_share_a_slot_are_one_script_there) {
+  auto& cluster = shared_cluster();
+  asio::io_context io;
+  const auto cfg = cluster_config();
+  rlock::client c(io.get_executor(), cfg);
+  const std::vector<std::string> tags{"g1", "g2", "g3", "g4", "g5", "g6"};
+  std::map<std::uint16_t, std::int64_t> groups_on;  // master port -> tags it serves
+  std::vector<std::string> names;
+  for (const auto& t : tags) {
+    ++groups_on[cluster.owner_of(key_slot(t))];
+    for (const char* m : {":1", ":2", ":3"}) names.push_back("{" + t + "}" + m);
+  }
+  ASSERT_GE(groups_on.size(), 2u) << "the tags reach more than one master";
+  const auto scripts_run = [&] {
+    std::map<std::uint16_t, std::int64_t> n;
+    for (const auto& [port, groups] : groups_on) n[port] = raw_client(port).calls_of("evalsha");
+    return n;
+  };
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await c.connect();
+    std::vector<rlock::lock_handle> members;
+    for (const auto& n : names) members.push_back(c.get_lock(n));
+    rlock::multi_lock group(members);
+    for (int round = 0; round < 3; ++round) {
+      const auto before = scripts_run();
+      co_await group.lock(10s);  // a lease: no renewals meanwhile
+      const auto held = scripts_run();
+      for (const auto& n : names) {
+        const auto key = cfg.key_prefix + n;
+        EXPECT_EQ(raw_client(cluster.owner_of(key_slot(key))).command_int({"HLEN", key}), 1) << n;
+      }
+      co_await group.unlock();
+      const auto after = scripts_run();
+      if (round == 0) continue;  // the batch scripts got loaded
+      for (const auto& [port, groups] : groups_on) {
+        EXPECT_EQ(held.at(port) - before.at(port), groups) << "scripts to take, master " << port;
+        EXPECT_EQ(after.at(port) - held.at(port), groups) << "scripts to give back, " << port;
+      }
+    }
+    for (const auto& n : names) {
+      const auto key = cfg.key_prefix + n;
+      EXPECT_EQ(raw_client(cluster.owner_of(key_slot(key))).command_int({"EXISTS", key}), 0);
+    }
+  });
+}
+
 TEST(cluster, clocked_fenced_tokens_on_every_shard_expire_with_their_counter_in_the_locks_slot) {
   auto& cluster = shared_cluster();
   asio::io_context io;
