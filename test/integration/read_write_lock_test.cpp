@@ -61,6 +61,20 @@ std::string writer_queue(std::string_view key) {
   return "{" + std::string(key) + "}:rlock_writer_queue";
 }
 
+/// Starts `lock.try_lock(wait)` beside the test: `took` gets its answer, then `bell` rings (for
+/// wait_until). `lock` and `took` must outlive it.
+template <typename Lock>
+void try_lock_aside(asio::io_context& io, Lock& lock, std::chrono::milliseconds wait, bool& took,
+                    asio::steady_timer& bell) {
+  asio::co_spawn(
+      io,
+      [&lock, wait, &took, &bell]() -> asio::awaitable<void> {
+        took = co_await lock.try_lock(wait);
+        bell.cancel();
+      },
+      asio::detached);
+}
+
 /// The server's clock in ms, as the scripts read it.
 std::int64_t server_ms(rlock::test::raw_client& raw) {
   const auto t = raw.command({"TIME"});
@@ -302,13 +316,7 @@ TEST(read_write_lock, a_cancelled_or_killed_waiter_leaves_nothing_and_a_late_ans
     }));
     // A waiting reader whose connection is killed comes back and reads after the writer.
     bool got = false;
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          got = co_await reader.try_lock(10s);
-          bell.cancel();
-        },
-        asio::detached);
+    try_lock_aside(io, reader, 10s, got, bell);
     RLOCK_CO_ASSERT(co_await poll_until([&] { return b.stats().acquire_attempts >= 4; }));
     EXPECT_EQ(rlock::test::kill_client(raw, "rw-killed"), 1);
     RLOCK_CO_ASSERT(co_await poll_until([&] { return b.stats().reconnects >= 1; }));
@@ -527,13 +535,7 @@ TEST(read_write_lock, a_writer_that_gives_up_lets_the_readers_it_held_back_in_at
     RLOCK_CO_ASSERT(co_await poll_until([&] {
       return raw.command_int({"ZCARD", writer_marks(key)}) == 1;
     }));
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          if (co_await held_back.try_lock(20s)) read = true;
-          bell.cancel();
-        },
-        asio::detached);
+    try_lock_aside(io, held_back, 20s, read, bell);
     co_await wait_until(
         bell, [&] { return read || gave_up; }, 10s);
     RLOCK_CO_ASSERT(gave_up);
@@ -576,13 +578,7 @@ TEST(read_write_lock, a_writer_that_gives_up_behind_another_wakes_nobody) {
     bool gave_up = false;
     bool read = false;
     asio::steady_timer bell(io);
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          wrote = co_await first.try_lock(20s);
-          bell.cancel();
-        },
-        asio::detached);
+    try_lock_aside(io, first, 20s, wrote, bell);
     RLOCK_CO_ASSERT(co_await poll_until([&] {
       return raw.command_int({"ZCARD", writer_queue(key)}) == 1;
     }));
@@ -596,13 +592,7 @@ TEST(read_write_lock, a_writer_that_gives_up_behind_another_wakes_nobody) {
     RLOCK_CO_ASSERT(co_await poll_until([&] {
       return raw.command_int({"ZCARD", writer_queue(key)}) == 2;
     }));
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          read = co_await held_back.try_lock(20s);
-          bell.cancel();
-        },
-        asio::detached);
+    try_lock_aside(io, held_back, 20s, read, bell);
     rlock::lock_handle probe = d.get_lock("probe");
     RLOCK_CO_ASSERT(co_await rlock::test::until_asleep(d, probe, 2));
     const auto attempts = d.stats().acquire_attempts;
@@ -688,22 +678,10 @@ TEST(read_write_lock, the_last_read_unlock_wakes_a_waiting_writer_before_an_olde
     bool read = false;
     bool wrote = false;
     asio::steady_timer bell(io);
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          if (co_await reader.try_lock(20s)) read = true;
-          bell.cancel();
-        },
-        asio::detached);
+    try_lock_aside(io, reader, 20s, read, bell);
     rlock::lock_handle probe = b.get_lock("probe");
     RLOCK_CO_ASSERT(co_await rlock::test::until_asleep(b, probe, 2));
-    asio::co_spawn(
-        io,
-        [&]() -> asio::awaitable<void> {
-          if (co_await writer.try_lock(20s)) wrote = true;
-          bell.cancel();
-        },
-        asio::detached);
+    try_lock_aside(io, writer, 20s, wrote, bell);
     // Both asleep on the channel, the reader first (each made its attempt and its retry).
     RLOCK_CO_ASSERT(co_await rlock::test::until_asleep(b, probe, 4));
     EXPECT_EQ(raw.command_int({"ZCARD", writer_marks(key)}), 2);
