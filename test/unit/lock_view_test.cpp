@@ -157,7 +157,7 @@ TEST(lock_view, changes_between_two_views) {
   EXPECT_EQ(kind(describe_change(held({{"a:1", 1}}), held({{"b:1", 1}}), "hincrby")),
             "handed-over");
   // A whole hold between two reads is still told.
-  EXPECT_EQ(kind(describe_change(free_view(), free_view(), "hincrby")), "released");
+  EXPECT_EQ(kind(describe_change(free_view(), free_view(), "hincrby")), "locked");
   EXPECT_EQ(kind(describe_change(free_view(), free_view(), "unlock-message")), "released");
   EXPECT_EQ(kind(describe_change(free_view(), free_view(), "expired")), "expired");
   // Nothing new.

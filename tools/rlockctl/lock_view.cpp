@@ -210,8 +210,12 @@ std::optional<lock_change> describe_change(const lock_view& before, const lock_v
     return lock_change{"released", fmt::format("released by {}", who)};
   }
   if (!was && !is) {
-    // The whole hold happened between two reads.
-    if (event == "hincrby" || event == "unlock-message") {
+    // The whole hold happened between two reads: a hash write is its take, an unlock message
+    // its release (lock_story tells both, when it sees both).
+    if (event == "hincrby" || event == "hset") {
+      return lock_change{"locked", "taken and released before it could be read"};
+    }
+    if (event == "unlock-message") {
       return lock_change{"released", "locked and released between two reads"};
     }
     if (event == "expired") return lock_change{"expired", "expired"};

@@ -7,6 +7,7 @@
 #include "admin_connection.hpp"
 #include "commands.hpp"
 #include "inspect/lock_probe.hpp"
+#include "lock_story.hpp"
 #include "lock_view.hpp"
 #include "run.hpp"
 
@@ -33,11 +34,9 @@ namespace {
 struct watched {
   std::string name;
   std::string key;
-  lock_view last;
+  lock_story story{lock_view{}};
   int subscribed = 0;  // of its three channels (unlock, keyspace of the key and of its queue)
   bool shown = false;  // "watching" printed
-  bool after_hincrby = false;
-  bool missed_hold = false;        // a HINCRBY on a free lock whose DEL came right behind it
   std::vector<std::string> queue;  // a fair lock's waiters, as last read
 };
 
@@ -215,16 +214,12 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
     q->events.pop_front();
     if (ev.what == "unlock-message" && sees_releases) continue;
     watched& w = locks[ev.lock];
-    // A change the lock's deletion already followed (a final unlock's HINCRBY -1, a hold
-    // taken and released at once): a read now would show a later holder. The deletion
-    // tells it.
-    const auto next = std::find_if(q->events.begin(), q->events.end(),
-                                   [&](const event& e) { return e.lock == ev.lock; });
-    if (next != q->events.end() && (next->what == "del" || next->what == "expired") &&
-        ev.what != "subscribed" && ev.what != "resync") {
-      if (ev.what == "hincrby" && !w.last.held()) w.missed_hold = true;
-      continue;
-    }
+    // A deletion of the lock that reached the watch behind this event: a read now would show a
+    // later state (lock_story.hpp). Checked again after the read, for one that came meanwhile.
+    const auto deletion_queued = [&] {
+      return std::any_of(q->events.begin(), q->events.end(),
+                         [&](const event& e) { return e.lock == ev.lock && ends_key(e.what); });
+    };
     if (ev.what == "queue") {
       // A fair lock's queue changed: who joined, who left (taken the lock, given up, dropped).
       const lock_view read = co_await read_lock(redis, ctx, w.name);
@@ -248,14 +243,15 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
       continue;
     }
     if (ev.what == "subscribed" && (++w.subscribed < 3 || w.shown)) continue;
-    lock_view now;
-    if (ev.what == "del" || ev.what == "expired") {
-      // The key was gone when the event was sent, whoever took the lock since: the release
-      // is told against the holders seen last, and the next HINCRBY tells the next holder.
-      now.name = w.name;
-    } else {
-      now = co_await read_lock(redis, ctx, w.name);
+    std::optional<lock_view> read;
+    if (lock_story::wants_read(ev.what, deletion_queued())) {
+      read = co_await read_lock(redis, ctx, w.name);
+      const bool always = ev.what == "subscribed" || ev.what == "resync";
+      if (!always && deletion_queued()) read.reset();  // it came too late for this event
     }
+    const lock_view before = w.story.last();
+    const auto change = w.story.next(ev.what, read);
+    const lock_view& now = w.story.last();
     boost::json::object o = to_json(now);
     o["at"] = now_ms();
     if (ev.what == "subscribed") {
@@ -263,23 +259,16 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
       w.shown = true;
       o["event"] = "watching";
       out.emit(fmt::format("{} watching {}", clock_text(), describe(now)), o);
-    } else if (now.kind == rlock::key_kind::other && w.last.kind != rlock::key_kind::other) {
+    } else if (read && now.kind == rlock::key_kind::other &&
+               before.kind != rlock::key_kind::other) {
       o["event"] = "not-a-lock";
       out.emit(fmt::format("{} {}", clock_text(), describe(now)), o);
-    } else if (auto change = w.missed_hold ? std::optional<lock_change>(
-                                                 {"released", "locked and released at once"})
-                                           : describe_change(w.last, now, ev.what)) {
-      // The PEXPIRE that follows an HINCRBY in the same script is part of that change.
-      const bool echo = change->kind == "renewed" && w.after_hincrby;
-      if (!echo) {
-        o["event"] = change->kind;
-        o["cause"] = ev.what;
-        out.emit(fmt::format("{} {}: {}", clock_text(), w.name, change->text), o);
-      }
+    } else if (change) {
+      o["event"] = change->kind;
+      o["cause"] = ev.what;
+      o["detail"] = change->text;
+      out.emit(fmt::format("{} {}: {}", clock_text(), w.name, change->text), o);
     }
-    w.after_hincrby = ev.what == "hincrby";
-    w.missed_hold = false;
-    w.last = std::move(now);
   }
   redis.close();
   co_return exit_ok;
