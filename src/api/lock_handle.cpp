@@ -5,6 +5,7 @@
 #include "engine/lock_state.hpp"
 #include "engine/operations.hpp"
 #include "engine/round_trip.hpp"
+#include "kinds/names.hpp"
 #include "resp3/request.hpp"
 #include "rlock/error.hpp"
 
@@ -76,11 +77,19 @@ void lock_handle::start_unlock(detail::handler<> h, bool batched) const {
   detail::async_release(state_, std::move(h), batched);
 }
 void lock_handle::start_force_unlock(detail::handler<bool> h) const {
-  // The call keeps views into the channel's name, which lives in the closure until it is sent.
-  auto make = [unlock_to = std::string()](lock_state& s,
-                                          detail::release_script_call& call) mutable {
+  // The call keeps views into the channel's and the latch's names, which live in the closure
+  // until it is answered (a retry sends the same request id: latched, it deletes once).
+  auto make = [unlock_to = std::string(), latch = std::string()](
+                  lock_state& s, detail::release_script_call& call) mutable {
     s.kind.channel(s.key(), unlock_to);
-    s.kind.force_call(s.identity(), unlock_to, s.ctx->session.publish_command(), call);
+    detail::append_unlock_latch(s.key(), latch);
+    s.ctx->append_request_id(latch);
+    detail::release_inputs in;
+    in.channel = unlock_to;
+    in.latch = latch;
+    in.latch_ttl = s.ctx->latch_ttl_arg.view();
+    in.publish = s.ctx->session.publish_command();
+    s.kind.force_call(s.identity(), in, call);
     if (s.local_holds > 0) s.reset(false);
     return detail::failure();
   };

@@ -168,8 +168,10 @@ struct lock_kind {
   void (*transfer_call)(const lock_identity& s, const release_inputs& in,
                         release_script_call& call);
   /// force_unlock: deletes the lock whoever holds it and tells its waiters; 1 if it was locked.
-  void (*force_call)(const lock_identity& s, std::string_view channel, std::string_view publish,
-                     release_script_call& call);
+  /// Latched as a release is (`in.latch`, `in.latch_ttl`; `in.channel`, `in.publish`; the rest
+  /// unused): written again after a lost answer, its retry answers the first run's answer and
+  /// deletes nothing, not even a lock another owner took since.
+  void (*force_call)(const lock_identity& s, const release_inputs& in, release_script_call& call);
 
   /// The script a waiter that gives up (out of time, cancelled, failed) runs to undo what its
   /// waiting attempts left on the server: a fair waiter leaves the queue (wait_mode::queue), a

@@ -70,14 +70,15 @@ void fair_release(const lock_identity& s, const release_inputs& in, release_scri
   call.arg_count = 4;
 }
 
-void fair_force(const lock_identity& s, std::string_view channel, std::string_view publish,
-                release_script_call& call) {
+void fair_force(const lock_identity& s, const release_inputs& in, release_script_call& call) {
   call.which = script::force_unlock_fair;
   fair_keys(s.key, call);
-  call.keys[4] = channel;
-  call.key_count = 5;
-  call.args[0] = publish;
-  call.arg_count = 1;
+  call.keys[4] = in.channel;
+  call.keys[5] = in.latch;
+  call.key_count = 6;
+  call.args[0] = in.publish;
+  call.args[1] = in.latch_ttl;
+  call.arg_count = 2;
 }
 
 void fair_leave(const lock_identity& s, const leave_inputs& in, release_script_call& call) {

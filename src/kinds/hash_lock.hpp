@@ -43,13 +43,13 @@ inline void transfer_call(const lock_identity& s, const release_inputs& in,
   call.arg_count = 7;
 }
 
-inline void force_call(const lock_identity& s, std::string_view channel, std::string_view publish,
+inline void force_call(const lock_identity& s, const release_inputs& in,
                        release_script_call& call) {
   call.which = script::force_unlock;
-  call.keys = {s.key, channel};
-  call.key_count = 2;
-  call.args = {"0", publish};
-  call.arg_count = 2;
+  call.keys = {s.key, in.channel, in.latch};
+  call.key_count = 3;
+  call.args = {"0", in.publish, in.latch_ttl};
+  call.arg_count = 3;
 }
 
 /// Redisson publishes "0" (an unlock: one waiter per process may take it) or "1" (a read

@@ -126,19 +126,18 @@ void write_release(const lock_identity& s, const release_inputs& in, release_scr
   call.arg_count = 5;
 }
 
-void read_force(const lock_identity& s, std::string_view channel, std::string_view publish,
-                release_script_call& call) {
+void read_force(const lock_identity& s, const release_inputs& in, release_script_call& call) {
   call.which = script::force_unlock_read_write;
   call.keys[0] = s.key;
-  call.keys[1] = channel;
-  call.key_count = 2;
-  call.args = {"read", "0", publish};
-  call.arg_count = 3;
+  call.keys[1] = in.channel;
+  call.keys[2] = in.latch;
+  call.key_count = 3;
+  call.args = {"read", "0", in.publish, in.latch_ttl};
+  call.arg_count = 4;
 }
 
-void write_force(const lock_identity& s, std::string_view channel, std::string_view publish,
-                 release_script_call& call) {
-  read_force(s, channel, publish, call);
+void write_force(const lock_identity& s, const release_inputs& in, release_script_call& call) {
+  read_force(s, in, call);
   call.args[0] = "write";
   call.args[1] = "1";
 }

@@ -78,13 +78,13 @@ void semaphore_release(const lock_identity& s, const release_inputs& in,
   call.arg_count = 3;
 }
 
-void semaphore_force(const lock_identity& s, std::string_view, std::string_view publish,
-                     release_script_call& call) {
+void semaphore_force(const lock_identity& s, const release_inputs& in, release_script_call& call) {
   call.which = script::force_release_semaphore;
   semaphore_keys(s.key, call.scratch, call.keys);
-  call.key_count = 5;
-  call.args = {s.field, publish};
-  call.arg_count = 2;
+  call.keys[5] = in.latch;
+  call.key_count = 6;
+  call.args = {s.field, in.publish, in.latch_ttl};
+  call.arg_count = 3;
 }
 
 /// The hold's expiry in the holds zset: present means the lost attempt took it.
@@ -189,7 +189,8 @@ detail::handler<Acquired...> giving(std::shared_ptr<lock_state> sem, permit p,
       asio::bind_cancellation_slot(slot, asio::bind_executor(handler_ex, std::move(done))), ex);
 }
 
-/// A semaphore_admin call: what, count; latched (a request id) for `release`.
+/// A semaphore_admin call: what, count; latched (a request id): a retry after a lost answer is
+/// answered the first run's answer, and changes nothing.
 void run_admin(const std::shared_ptr<lock_state>& s, std::string what, std::int64_t n,
                detail::handler<std::int64_t> h) {
   std::string words = fmt::format("semaphore '{}': {}", s->name(), what);
@@ -197,8 +198,7 @@ void run_admin(const std::shared_ptr<lock_state>& s, std::string what, std::int6
   auto make = [what = std::move(what), count = std::to_string(n), latch = std::string()](
                   lock_state& st, detail::release_script_call& call) mutable {
     auto& c = *st.ctx;
-    // A request id names a release (the latch keeps its answer for a retry); the others ignore
-    // it.
+    // A request id names the call (the latch keeps its answer for a retry).
     detail::append_unlock_latch(st.key(), latch);
     c.append_request_id(latch);
     detail::semaphore_admin_call(st.identity(), what, count, c.session.publish_command(), latch,
@@ -271,8 +271,8 @@ void semaphore::start_release_id(const semaphore& sem, std::string id, detail::h
   const auto& s = sem.state_;
   std::string words = fmt::format("semaphore '{}': release", s->name());
   // The call keeps views into these captures until it is sent.
-  auto make = [id = std::move(id), raw = std::string(), channel = std::string()](
-                  lock_state& st, detail::release_script_call& call) mutable {
+  auto make = [id = std::move(id), raw = std::string(), channel = std::string(),
+               latch = std::string()](lock_state& st, detail::release_script_call& call) mutable {
     auto parsed = detail::permit_id_from_hex(id);
     if (!parsed) {
       return failure(errc::invalid_argument,
@@ -282,7 +282,15 @@ void semaphore::start_release_id(const semaphore& sem, std::string id, detail::h
     }
     raw = std::move(*parsed);
     detail::append_semaphore_channel(st.key(), channel);
-    st.kind.force_call({st.key(), raw, 1}, channel, st.ctx->session.publish_command(), call);
+    // Latched: a retry after a lost answer answers the first run's (true once it released).
+    detail::append_unlock_latch(st.key(), latch);
+    st.ctx->append_request_id(latch);
+    detail::release_inputs in;
+    in.channel = channel;
+    in.latch = latch;
+    in.latch_ttl = st.ctx->latch_ttl_arg.view();
+    in.publish = st.ctx->session.publish_command();
+    st.kind.force_call({st.key(), raw, 1}, in, call);
     return failure();
   };
   detail::run_script(s, std::move(make), std::move(words), std::move(h),

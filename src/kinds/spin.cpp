@@ -22,12 +22,13 @@ void spin_release(const lock_identity& s, const release_inputs& in, release_scri
   call.arg_count = 3;
 }
 
-void spin_force(const lock_identity& s, std::string_view, std::string_view,
-                release_script_call& call) {
+void spin_force(const lock_identity& s, const release_inputs& in, release_script_call& call) {
   call.which = script::force_unlock_spin;
   call.keys[0] = s.key;
-  call.key_count = 1;
-  call.arg_count = 0;
+  call.keys[1] = in.latch;
+  call.key_count = 2;
+  call.args[0] = in.latch_ttl;
+  call.arg_count = 1;
 }
 
 /// Redisson's exponential backoff (config::spin_lock): from `initial`, times `multiplier` plus a

@@ -48,11 +48,21 @@ enum class script : std::uint8_t {
   count,  // not a script: how many there are (script_table has a row for each)
 };
 
+/// Why a script whose answer was lost may be written again (or why it is not): the fault
+/// model's table (docs/design/fault-model.md), said of each script where its Lua is.
+enum class on_retry : std::uint8_t {
+  reconciled,  // an acquire: never written again; the lock asks the server whether it ran
+  reads_only,  // changes nothing: asked again
+  same_twice,  // its second run changes nothing more and answers the same (a renewal)
+  latched,     // its first answer is kept under a request latch key, which a retry returns
+};
+
 /// One script of the table below.
 struct script_row {
   script id;
   command_kind kind;
   bool changes_lock;
+  on_retry retry;
   std::string_view source;
 };
 
@@ -104,6 +114,14 @@ struct script_row {
   "redis.call('hdel', KEYS[4], head); "                                                      \
   "redis.call(publish, KEYS[5] .. ':' .. head, 'g' .. ticket); return; end; end; "           \
   "redis.call(publish, KEYS[5] .. ':' .. head, '0'); end; "
+
+// A request latch (the unlock latch's mechanism, for any change): the key the script names
+// `latch` first (`redisson_unlock_latch:{<key>}:<request id>`, named once per call and reused by
+// every retry) keeps the first run's integer answer for `latch_ttl` ms. A run that finds it
+// returns it and changes nothing; `return latched(r)` keeps `r` and answers it.
+#define RLOCK_LATCHED_LUA                                                                     \
+  "local done = redis.call('get', latch); if done ~= false then return tonumber(done); end; " \
+  "local function latched(r) redis.call('set', latch, r, 'px', latch_ttl); return r; end; "
 
 // The server's clock in ms, as `now` (rlock's scripts that keep times on the server).
 #define RLOCK_NOW_MS_LUA           \
@@ -225,7 +243,7 @@ struct script_row {
 /// changes a lock (then followed by `WAIT` under config::sync_replicas). One row per script, in
 /// the order of `script`: a row missing, added or out of place does not compile.
 inline constexpr script_row script_table[] = {
-    {script::acquire, command_kind::acquire, true,
+    {script::acquire, command_kind::acquire, true, on_retry::reconciled,
      // acquire — KEYS[1] = lock key; ARGV[1] = lease ms, ARGV[2] = owner field.
      // nil: acquired or re-entered; otherwise the holder's PTTL.
      "if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) "
@@ -236,7 +254,7 @@ inline constexpr script_row script_table[] = {
      "end; "
      "return redis.call('pttl', KEYS[1]);"},
 
-    {script::release, command_kind::release, true,
+    {script::release, command_kind::release, true, on_retry::latched,
      // release (with Redisson's unlock latch, 3.24.1+) — KEYS[1] = lock key, KEYS[2] = unlock
      // channel, KEYS[3] = latch key redisson_unlock_latch:{<key>}:<request id>;
      // ARGV[1] = message "0", ARGV[2] = lease ms, ARGV[3] = owner field, ARGV[4] = publish
@@ -258,7 +276,7 @@ inline constexpr script_row script_table[] = {
      "return 1; "
      "end;"},
 
-    {script::renew, command_kind::renew, true,
+    {script::renew, command_kind::renew, true, on_retry::same_twice,
      // renew — KEYS = lock keys; ARGV[1] = lease ms, ARGV[i + 1] = owner field of KEYS[i].
      // One 1 (renewed) or 0 (no longer ours) per key. Redisson's batch renewal, except that each
      // key is checked with redis.pcall: a key of the wrong type (WRONGTYPE) answers 0 for itself
@@ -271,15 +289,18 @@ inline constexpr script_row script_table[] = {
      "end; "
      "return result;"},
 
-    {script::force_unlock, command_kind::force_release, false,
+    {script::force_unlock, command_kind::force_release, false, on_retry::latched,
      // No WAIT after it (changes_lock false): nobody's lease to protect.
-     // force_unlock — KEYS[1] = lock key, KEYS[2] = unlock channel; ARGV[1] = message "0",
-     // ARGV[2] = publish command (`publish`, or `spublish` with sharded channels).
-     // 1: deleted and published; 0: was not locked.
+     // force_unlock — KEYS[1] = lock key, KEYS[2] = unlock channel, KEYS[3] = request latch;
+     // ARGV[1] = message "0", ARGV[2] = publish command (`publish`, or `spublish` with sharded
+     // channels), ARGV[3] = latch TTL ms. 1: deleted and published; 0: was not locked. Latched:
+     // a retry answers the first run's answer and deletes nothing, not a lock taken since.
+     "local latch, latch_ttl = KEYS[3], ARGV[3]; " RLOCK_LATCHED_LUA "local r = 0; "
      "if (redis.call('del', KEYS[1]) == 1) then "
-     "redis.call(ARGV[2], KEYS[2], ARGV[1]); return 1 else return 0 end"},
+     "redis.call(ARGV[2], KEYS[2], ARGV[1]); r = 1; end; "
+     "return latched(r);"},
 
-    {script::acquire_fenced, command_kind::acquire, true,
+    {script::acquire_fenced, command_kind::acquire, true, on_retry::reconciled,
      // acquire_fenced (Redisson's RFencedLock, 3.19.0+) — KEYS[1] = lock key, KEYS[2] = token
      // counter redisson_lock_token:{<key>}; ARGV[1] = lease ms, ARGV[2] = owner field.
      // {-1, token}: acquired or re-entered, the counter incremented to `token` (every acquisition,
@@ -293,7 +314,7 @@ inline constexpr script_row script_table[] = {
      "end; "
      "return {redis.call('pttl', KEYS[1]), -1};"},
 
-    {script::acquire_fenced_clocked, command_kind::acquire, true,
+    {script::acquire_fenced_clocked, command_kind::acquire, true, on_retry::reconciled,
      // acquire_fenced_clocked (rlock's clock-bounded tokens, config::fenced_lock's
      // token_idle_ttl) — KEYS and ARGV[1..2] as acquire_fenced; ARGV[3] = how long the counter
      // lives after this acquisition, ms. The token is the larger of the counter + 1 and the
@@ -318,7 +339,7 @@ inline constexpr script_row script_table[] = {
      "end; "
      "return {redis.call('pttl', KEYS[1]), -1};"},
 
-    {script::transfer, command_kind::release, true,
+    {script::transfer, command_kind::release, true, on_retry::latched,
      // A release kind: latched like a release.
      // transfer (rlock's local handoff: not Redisson's, but it leaves only states Redisson's
      // own scripts produce) — the release above, except that the final release hands the
@@ -341,7 +362,7 @@ inline constexpr script_row script_table[] = {
      "redis.call('set', KEYS[3], 2, 'px', ARGV[5]); "
      "return 2;"},
 
-    {script::acquire_non_reentrant, command_kind::acquire, true,
+    {script::acquire_non_reentrant, command_kind::acquire, true, on_retry::reconciled,
      // acquire_non_reentrant (Redisson's RNonReentrantLock, 4.4.0) — KEYS and ARGV as acquire, plus
      // ARGV[3] = the refusal `NON_REENTRANT_REACQUIRE`. nil: acquired; an error reply: the owner
      // holds it already; otherwise the holder's PTTL.
@@ -355,7 +376,7 @@ inline constexpr script_row script_table[] = {
      "end; "
      "return redis.call('pttl', KEYS[1]);"},
 
-    {script::acquire_fair, command_kind::acquire, true,
+    {script::acquire_fair, command_kind::acquire, true, on_retry::reconciled,
      // acquire_fair (Redisson's RFairLock acquire, its effects on the hash, queue and timeouts
      // unchanged, with the server's clock and rlock's handoff) — KEYS[1..4] as RLOCK_FAIR_LUA;
      // ARGV[1] = lease ms, ARGV[2] = owner field, ARGV[3] = wait ms (the queue deadline's
@@ -412,7 +433,7 @@ inline constexpr script_row script_table[] = {
      "end; "
      "return math.max(nap, 1);"},
 
-    {script::release_fair, command_kind::release, true,
+    {script::release_fair, command_kind::release, true, on_retry::latched,
      // release_fair (Redisson's RFairLock unlock, latched; the next waiter gets the lock by push
      // if it registered for it) — KEYS[1..5] as RLOCK_FAIR_LUA, KEYS[6] = latch key;
      // ARGV[1] = lease ms, ARGV[2] = owner field, ARGV[3] = publish command, ARGV[4] = latch TTL
@@ -432,7 +453,7 @@ inline constexpr script_row script_table[] = {
      "redis.call('del', KEYS[1]); redis.call('set', KEYS[6], 1, 'px', ARGV[4]); "
      "pass_on(head_after_stale(now_ms()), ARGV[3]); return 1;"},
 
-    {script::leave_fair, command_kind::release, true,
+    {script::leave_fair, command_kind::release, true, on_retry::same_twice,
      // A release kind: idempotent (see below).
      // leave_fair (Redisson's acquireFailed: a waiter that gives up leaves the queue, later
      // deadlines move back by its allowance) — KEYS[1..5] as RLOCK_FAIR_LUA; ARGV[1] = owner
@@ -462,14 +483,16 @@ inline constexpr script_row script_table[] = {
      "pass_on(head_after_stale(now_ms()), ARGV[4]); end; "
      "return 0;"},
 
-    {script::force_unlock_fair, command_kind::force_release, false,
-     // force_unlock_fair (Redisson's RFairLock forceUnlock) — KEYS[1..5] as RLOCK_FAIR_LUA;
-     // ARGV[1] = publish command. 1: deleted, and the next waiter told (or handed the lock);
-     // 0: was not locked.
-     RLOCK_FAIR_LUA "if redis.call('del', KEYS[1]) == 1 then "
-                    "pass_on(head_after_stale(now_ms()), ARGV[1]); return 1; end; return 0;"},
+    {script::force_unlock_fair, command_kind::force_release, false, on_retry::latched,
+     // force_unlock_fair (Redisson's RFairLock forceUnlock, latched) — KEYS[1..5] as
+     // RLOCK_FAIR_LUA, KEYS[6] = request latch; ARGV[1] = publish command, ARGV[2] = latch TTL
+     // ms. 1: deleted, and the next waiter told (or handed the lock); 0: was not locked.
+     RLOCK_FAIR_LUA "local latch, latch_ttl = KEYS[6], ARGV[2]; " RLOCK_LATCHED_LUA
+                    "if redis.call('del', KEYS[1]) == 1 then "
+                    "pass_on(head_after_stale(now_ms()), ARGV[1]); "
+                    "return latched(1); end; return latched(0);"},
 
-    {script::release_spin, command_kind::release, true,
+    {script::release_spin, command_kind::release, true, on_retry::latched,
      // release_spin (Redisson's RSpinLock unlock, latched): the release without a publish —
      // nobody listens, waiters poll. KEYS[1] = lock key, KEYS[2] = latch key; ARGV[1] = lease ms,
      // ARGV[2] = owner field, ARGV[3] = latch TTL ms. nil: not the owner; 0: still held;
@@ -487,12 +510,14 @@ inline constexpr script_row script_table[] = {
      "redis.call('set', KEYS[2], 1, 'px', ARGV[3]); "
      "return 1;"},
 
-    {script::force_unlock_spin, command_kind::force_release, false,
-     // force_unlock_spin (Redisson's RSpinLock forceUnlock) — KEYS[1] = lock key. 1: deleted;
-     // 0: was not locked. Publishes nothing.
-     "if (redis.call('del', KEYS[1]) == 1) then return 1 else return 0 end"},
+    {script::force_unlock_spin, command_kind::force_release, false, on_retry::latched,
+     // force_unlock_spin (Redisson's RSpinLock forceUnlock, latched) — KEYS[1] = lock key,
+     // KEYS[2] = request latch; ARGV[1] = latch TTL ms. 1: deleted; 0: was not locked.
+     // Publishes nothing.
+     "local latch, latch_ttl = KEYS[2], ARGV[1]; " RLOCK_LATCHED_LUA
+     "return latched(redis.call('del', KEYS[1]));"},
 
-    {script::acquire_read, command_kind::acquire, true,
+    {script::acquire_read, command_kind::acquire, true, on_retry::reconciled,
      // acquire_read (Redisson's RReadWriteLock read lock) — KEYS[1] = lock key, KEYS[2] = this
      // owner's hold timeouts' prefix `{<key>}:<owner field>:rwlock_timeout`; ARGV[1] = lease ms,
      // ARGV[2] = owner field, ARGV[3] = its write field `<owner field>:write`.
@@ -501,7 +526,7 @@ inline constexpr script_row script_table[] = {
      // as the longest.
      "local mode = redis.call('hget', KEYS[1], 'mode'); " RLOCK_READ_ACQUIRE_LUA},
 
-    {script::acquire_write, command_kind::acquire, true,
+    {script::acquire_write, command_kind::acquire, true, on_retry::reconciled,
      // acquire_write (Redisson's write lock, plus a refusal) — KEYS[1] = lock key; ARGV[1] = lease
      // ms, ARGV[2] = write field `<owner field>:write`, ARGV[3] = the owner's read field, ARGV[4]
      // = the refusal. nil: acquired or re-entered (Redisson adds the lease to the TTL); the PTTL:
@@ -509,7 +534,7 @@ inline constexpr script_row script_table[] = {
      // (Redisson's client waits; the state is the same either way).
      RLOCK_WRITE_ACQUIRE_LUA("") "return redis.call('pttl', KEYS[1]);"},
 
-    {script::acquire_read_writers_first, command_kind::acquire, true,
+    {script::acquire_read_writers_first, command_kind::acquire, true, on_retry::reconciled,
      // acquire_read_writers_first (rlock's read lock under rw_priority::writers) — KEYS[1..2]
      // and ARGV as acquire_read, KEYS[3] = the waiting writers' marks `{<key>}:rlock_writers`
      // (a zset: write field -> when its mark lapses, server ms). A reader that does not read
@@ -524,7 +549,7 @@ inline constexpr script_row script_table[] = {
      "if first[2] ~= nil then return math.max(tonumber(first[2]) - now, 1); end; "
      "end; " RLOCK_READ_ACQUIRE_LUA},
 
-    {script::acquire_write_writers_first, command_kind::acquire, true,
+    {script::acquire_write_writers_first, command_kind::acquire, true, on_retry::reconciled,
      // acquire_write_writers_first (rlock's write lock under rw_priority::writers) — KEYS[1] and
      // ARGV[1..4] as acquire_write, KEYS[2] = the marks (as above), KEYS[3] = the waiting
      // writers' queue `{<key>}:rlock_writer_queue` (a zset: write field -> when it first
@@ -543,7 +568,7 @@ inline constexpr script_row script_table[] = {
                                  "else ttl = math.max(turn - now, 1); end; " RLOCK_WRITER_WAITS_LUA
                                  "return ttl;"},
 
-    {script::leave_write, command_kind::release, true,
+    {script::leave_write, command_kind::release, true, on_retry::same_twice,
      // A release kind: idempotent (removing a mark twice removes nothing).
      // leave_write (a waiting writer that gives up, under rw_priority::writers) — KEYS[1] =
      // lock key, KEYS[2] = the marks, KEYS[3] = the channel, KEYS[4] = the writers' queue;
@@ -561,7 +586,7 @@ inline constexpr script_row script_table[] = {
      "if marked and not (head == ARGV[1] and mode == false) then return 0; end; "
      "redis.call(ARGV[2], KEYS[3], '1'); return 1;"},
 
-    {script::release_read, command_kind::release, true,
+    {script::release_read, command_kind::release, true, on_retry::latched,
      // release_read (Redisson's read unlock, latched) — KEYS[1] = lock key, KEYS[2] = channel
      // `redisson_rwlock:{<key>}`, KEYS[3] = this owner's timeouts' prefix, KEYS[4] = `{<key>}`
      // (every owner's timeouts start with it), KEYS[5] = latch; ARGV[1] = message "0", ARGV[2] =
@@ -595,7 +620,7 @@ inline constexpr script_row script_table[] = {
      "redis.call('set', KEYS[5], 1, 'px', ARGV[4]); "
      "return 1;"},
 
-    {script::release_write, command_kind::release, true,
+    {script::release_write, command_kind::release, true, on_retry::latched,
      // release_write (Redisson's write unlock, latched) — KEYS[1] = lock key, KEYS[2] = channel,
      // KEYS[3] = latch, KEYS[4] = `{<key>}`; ARGV[1] = message "1" (everybody may try: readers
      // share), ARGV[2] = lease ms, ARGV[3] = write field, ARGV[4] = publish command, ARGV[5] =
@@ -626,7 +651,7 @@ inline constexpr script_row script_table[] = {
      "redis.call('set', KEYS[3], 1, 'px', ARGV[5]); "
      "return 1;"},
 
-    {script::renew_read_write, command_kind::renew, true,
+    {script::renew_read_write, command_kind::renew, true, on_retry::same_twice,
      // renew_read_write (Redisson's read lock renewal, for both halves) — KEYS = lock keys;
      // ARGV[1] = lease ms, ARGV[i + 1] = the owner field of KEYS[i] (a writer's ends in `:write`
      // and has no hold timeouts). One 1 (renewed) or 0 (no longer ours) per key. A renewal only
@@ -648,16 +673,19 @@ inline constexpr script_row script_table[] = {
      "end; "
      "return result;"},
 
-    {script::force_unlock_read_write, command_kind::force_release, false,
-     // force_unlock_read_write (Redisson's forceUnlock of either half) — KEYS[1] = lock key,
-     // KEYS[2] = channel; ARGV[1] = the mode this half clears (`read` or `write`), ARGV[2] = the
-     // message ("0" for read, "1" for write, as Redisson), ARGV[3] = publish command.
-     // 1: deleted and published; 0: not locked in that mode.
+    {script::force_unlock_read_write, command_kind::force_release, false, on_retry::latched,
+     // force_unlock_read_write (Redisson's forceUnlock of either half, latched) — KEYS[1] =
+     // lock key, KEYS[2] = channel, KEYS[3] = request latch; ARGV[1] = the mode this half clears
+     // (`read` or `write`), ARGV[2] = the message ("0" for read, "1" for write, as Redisson),
+     // ARGV[3] = publish command, ARGV[4] = latch TTL ms. 1: deleted and published; 0: not
+     // locked in that mode.
+     "local latch, latch_ttl = KEYS[3], ARGV[4]; " RLOCK_LATCHED_LUA
      "if (redis.call('hget', KEYS[1], 'mode') == ARGV[1]) then "
-     "redis.call('del', KEYS[1]); redis.call(ARGV[3], KEYS[2], ARGV[2]); return 1; end; "
-     "return 0;"},
+     "redis.call('del', KEYS[1]); redis.call(ARGV[3], KEYS[2], "
+     "ARGV[2]); return latched(1); end; "
+     "return latched(0);"},
 
-    {script::acquire_semaphore, command_kind::acquire, true,
+    {script::acquire_semaphore, command_kind::acquire, true, on_retry::reconciled,
      // acquire_semaphore (RSemaphore's acquire and RPermitExpirableSemaphore's, as holds) —
      // KEYS[1..5] as RLOCK_SEMAPHORE_LUA; ARGV[1] = permits, ARGV[2] = the hold's id (its owner
      // field), ARGV[3] = lease ms, ARGV[4] = publish command, ARGV[5] = the refusal of more
@@ -686,7 +714,7 @@ inline constexpr script_row script_table[] = {
      "if first[2] ~= nil then return math.max(tonumber(first[2]) - now, 1); end; "
      "return -1;"},
 
-    {script::release_semaphore, command_kind::release, true,
+    {script::release_semaphore, command_kind::release, true, on_retry::latched,
      // release_semaphore (latched) — KEYS[1..5] as RLOCK_SEMAPHORE_LUA, KEYS[6] = latch;
      // ARGV[1] = the hold's id, ARGV[2] = publish command, ARGV[3] = latch TTL ms. nil: no such
      // hold (released, or expired and given back); 1: its permits are back and the new count is
@@ -701,7 +729,7 @@ inline constexpr script_row script_table[] = {
      "redis.call('set', KEYS[6], 1, 'px', ARGV[3]); "
      "return 1;"},
 
-    {script::renew_semaphore, command_kind::renew, true,
+    {script::renew_semaphore, command_kind::renew, true, on_retry::same_twice,
      // renew_semaphore — KEYS = counters; ARGV[1] = lease ms, ARGV[i + 1] = the hold id of
      // KEYS[i]. 1: the hold is alive and now ends a lease from now; 0: it is gone or its lease
      // already ended (its permits are given back at the next reclaim). A hold that is gone (a
@@ -721,54 +749,57 @@ inline constexpr script_row script_table[] = {
      "end; "
      "return result;"},
 
-    {script::force_release_semaphore, command_kind::force_release, false,
-     // force_release_semaphore — KEYS[1..5] as RLOCK_SEMAPHORE_LUA; ARGV[1] = the hold's id,
-     // ARGV[2] = publish command. 1: released; 0: no such hold.
-     "if redis.call('zrem', KEYS[2], ARGV[1]) == 0 then return 0; end; "
+    {script::force_release_semaphore, command_kind::force_release, false, on_retry::latched,
+     // force_release_semaphore (latched) — KEYS[1..5] as RLOCK_SEMAPHORE_LUA, KEYS[6] =
+     // request latch; ARGV[1] = the hold's id, ARGV[2] = publish command, ARGV[3] = latch TTL
+     // ms. 1: released; 0: no such hold.
+     "local latch, latch_ttl = KEYS[6], ARGV[3]; " RLOCK_LATCHED_LUA
+     "if redis.call('zrem', KEYS[2], ARGV[1]) == 0 then return latched(0); end; "
      "local n = tonumber(redis.call('hget', KEYS[3], ARGV[1])) or 1; "
      "redis.call('hdel', KEYS[3], ARGV[1]); "
      "redis.call(ARGV[2], KEYS[4], redis.call('incrby', KEYS[1], n)); "
-     "return 1;"},
+     "return latched(1);"},
 
-    {script::semaphore_admin, command_kind::release, true,
-     // A release kind: latched where not idempotent.
-     // semaphore_admin — KEYS[1..5] as RLOCK_SEMAPHORE_LUA, KEYS[6] = latch; ARGV[1] = what:
-     // `available` (the count after giving back expired holds), `set` (RSemaphore's
-     // trySetPermits(ARGV[2]): 1 if it was not set, and then the total too), `add`
-     // (addPermits(ARGV[2]), which may be negative: the new count), `drain` (drainPermits:
-     // the permits taken), `release` (RSemaphore's release(ARGV[2]), owned by nobody: the
-     // new count; latched, so a retry adds them once); ARGV[3] = publish command, ARGV[4] =
-     // latch TTL ms.
+    {script::semaphore_admin, command_kind::release, true, on_retry::latched,
+     // semaphore_admin (latched: every change keeps its first answer) — KEYS[1..5] as
+     // RLOCK_SEMAPHORE_LUA, KEYS[6] = request latch; ARGV[1] = what: `available` (the count
+     // after giving back expired holds), `set` (RSemaphore's trySetPermits(ARGV[2]): 1 if it was
+     // not set, and then the total too), `add` (addPermits(ARGV[2]), which may be negative: the
+     // new count), `drain` (drainPermits: the permits taken), `release` (RSemaphore's
+     // release(ARGV[2]), owned by nobody: the new count); ARGV[3] = publish command, ARGV[4] =
+     // latch TTL ms. A retry of a lost answer returns the first run's: trySetPermits answers
+     // 1 once it set the count, addPermits and release add once, drainPermits answers what it
+     // took.
      RLOCK_SEMAPHORE_LUA
+     "local latch, latch_ttl = KEYS[6], ARGV[4]; " RLOCK_LATCHED_LUA
      "local what = ARGV[1]; local publish = ARGV[3]; "
      "if what == 'release' then "
-     "local val = redis.call('get', KEYS[6]); "
-     "if val ~= false then return tonumber(val); end; "
      "local value = redis.call('incrby', KEYS[1], ARGV[2]); "
      "redis.call(publish, KEYS[4], value); "
-     "redis.call('set', KEYS[6], value, 'px', ARGV[4]); "
-     "return value; end; "
+     "return latched(value); end; "
      "if what == 'set' then "
-     "if redis.call('exists', KEYS[1]) == 1 then return 0; end; "
+     "if redis.call('exists', KEYS[1]) == 1 then return latched(0); end; "
      "redis.call('set', KEYS[1], ARGV[2]); redis.call('set', KEYS[5], ARGV[2]); "
-     "redis.call(publish, KEYS[4], ARGV[2]); return 1; end; "
+     "redis.call(publish, KEYS[4], ARGV[2]); return latched(1); end; "
      "reclaim(now_ms(), publish); "
-     "if what == 'available' then return tonumber(redis.call('get', KEYS[1])) or 0; end; "
+     "if what == 'available' then return tonumber(redis.call('get', KEYS[1])) or 0; "
+     "end; "
      "if what == 'add' then "
      "local value = redis.call('incrby', KEYS[1], ARGV[2]); "
-     "if redis.call('exists', KEYS[5]) == 1 then redis.call('incrby', KEYS[5], ARGV[2]); end; "
-     "redis.call(publish, KEYS[4], value); return value; end; "
+     "if redis.call('exists', KEYS[5]) == 1 then redis.call('incrby', KEYS[5], "
+     "ARGV[2]); end; "
+     "redis.call(publish, KEYS[4], value); return latched(value); end; "
      "if what == 'drain' then "
      "local value = tonumber(redis.call('get', KEYS[1])); "
-     "if value == nil then return 0; end; "
-     "redis.call('set', KEYS[1], 0); return value; end; "
+     "if value == nil then return latched(0); end; "
+     "redis.call('set', KEYS[1], 0); return latched(value); end; "
      "return redis.error_reply('ERR semaphore_admin: unknown operation');"},
     // Redisson's RCountDownLatch: the count is the string key `<key>` (absent: 0, open); the
     // channel `redisson_countdownlatch__channel__{<key>}` hears "0" when the count reaches zero
     // and "1" when a new count is set or the latch is deleted. The changes are latched as an
     // unlock is (KEYS[3] = `redisson_unlock_latch:{<key>}:<request id>` keeps the first answer,
     // so a retry after a lost answer counts down once).
-    {script::latch_wait, command_kind::query, false,
+    {script::latch_wait, command_kind::query, false, on_retry::reads_only,
      // latch_wait — KEYS[1] = latch key. nil: open (count absent or <= 0); -1: not yet (wait
      // for "0" on the channel). Read-only: asked again after a reconnect.
      "local v = redis.call('get', KEYS[1]); if v == false then return nil; end; "
@@ -777,7 +808,7 @@ inline constexpr script_row script_table[] = {
      "not "
      "the count of a count-down latch'); end; "
      "if n <= 0 then return nil; end; return -1;"},
-    {script::latch_try_set, command_kind::release, true,
+    {script::latch_try_set, command_kind::release, true, on_retry::latched,
      // latch_try_set (trySetCount) — KEYS[1] = latch key, KEYS[2] = channel, KEYS[3] = request
      // latch; ARGV[1] = count, ARGV[2] = publish command, ARGV[3] = latch TTL ms. 1: set (and
      // "1" published); 0: a count was set already.
@@ -786,7 +817,7 @@ inline constexpr script_row script_table[] = {
      "if redis.call('exists', KEYS[1]) == 0 then redis.call('set', KEYS[1], ARGV[1]); "
      "redis.call(ARGV[2], KEYS[2], '1'); r = 1; end; "
      "redis.call('set', KEYS[3], r, 'px', ARGV[3]); return r;"},
-    {script::latch_count_down, command_kind::release, true,
+    {script::latch_count_down, command_kind::release, true, on_retry::latched,
      // latch_count_down (countDown) — KEYS and ARGV[1..2] as latch_try_set without the count:
      // ARGV[1] = publish command, ARGV[2] = latch TTL ms. The new count; the key goes at <= 0
      // and "0" is published when it reaches exactly 0, as in Redisson.
@@ -795,7 +826,7 @@ inline constexpr script_row script_table[] = {
      "if v <= 0 then redis.call('del', KEYS[1]); end; "
      "if v == 0 then redis.call(ARGV[1], KEYS[2], '0'); end; "
      "redis.call('set', KEYS[3], v, 'px', ARGV[2]); return v;"},
-    {script::latch_delete, command_kind::release, true,
+    {script::latch_delete, command_kind::release, true, on_retry::latched,
      // latch_delete (delete) — as latch_count_down's keys and arguments. 1: it existed ("1"
      // published); 0: it did not.
      "local done = redis.call('get', KEYS[3]); if done ~= false then return tonumber(done); end; "
@@ -816,6 +847,28 @@ static_assert(script_rows_in_order(), "script_table: one row per script, in the 
 static_assert(script_count == static_cast<std::size_t>(script::count),
               "script_table: a row for every script");
 
+/// Every retry is safe, and says why: an acquire is reconciled (never written again), every
+/// other command that changes something is the same twice or keeps its first answer in a latch.
+constexpr bool retries_are_safe() noexcept {
+  for (const auto& row : script_table) {
+    const bool reconciled = row.retry == on_retry::reconciled;
+    if ((row.kind == command_kind::acquire) != reconciled) return false;
+    if (row.retry == on_retry::reads_only && row.kind != command_kind::query) return false;
+    // A latched script looks its latch up before anything else it changes.
+    if (row.retry == on_retry::latched &&
+        row.source.find("if done ~= false then return tonumber(done); end;") ==
+            std::string_view::npos &&
+        row.source.find("if val ~= false then return tonumber(val); end;") ==
+            std::string_view::npos) {
+      return false;
+    }
+  }
+  return true;
+}
+static_assert(retries_are_safe(),
+              "script_table: an acquire is reconciled, a query reads only, a latched script "
+              "checks its latch");
+
 /// The Lua of `s`.
 constexpr std::string_view script_source(script s) noexcept {
   return script_table[static_cast<std::size_t>(s)].source;
@@ -830,5 +883,6 @@ constexpr std::string_view script_source(script s) noexcept {
 #undef RLOCK_WRITER_TAKEN_LUA
 #undef RLOCK_WRITER_WAITS_LUA
 #undef RLOCK_SEMAPHORE_LUA
+#undef RLOCK_LATCHED_LUA
 
 }  // namespace rlock::detail

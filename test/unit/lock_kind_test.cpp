@@ -362,9 +362,11 @@ TEST(lock_kind, spin_releases_publish_nothing_and_its_waiters_poll) {
   EXPECT_EQ(release.keys[1], "latch");
   for (auto a : release.arg_span()) EXPECT_NE(a, "publish");
   rlock::detail::release_script_call force;
-  spin_kind.force_call(id, "redisson_lock__channel:{acct}", "publish", force);
+  spin_kind.force_call(id, rel, force);
   EXPECT_EQ(force.which, script::force_unlock_spin);
-  EXPECT_EQ(force.key_span().size(), 1u);
+  ASSERT_EQ(force.key_span().size(), 2u);  // the lock and its latch: no channel
+  EXPECT_EQ(force.keys[1], "latch");
+  for (auto a : force.arg_span()) EXPECT_NE(a, "publish");
   EXPECT_EQ(spin_kind.waiting, rlock::detail::wait_mode::poll);
   EXPECT_EQ(spin_kind.transfer_call, nullptr);
   EXPECT_EQ(rlock::detail::reentrant_kind.waiting, rlock::detail::wait_mode::lock_channel);
