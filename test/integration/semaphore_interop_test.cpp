@@ -183,12 +183,15 @@ using rlock::test::one_server;
 
 /// A waiter beside the test: `take()` (a try_acquire with a wait) runs on `io`, its permit
 /// goes to `got` and `bell` rings when it is done. Completes once the waiter sleeps on its
-/// channel (its two attempts made, and `java` sees it subscribed); whether it did. Call it
-/// outside co_await and await what it returns: g++ 12 destroys some temporaries of a co_await
-/// expression twice (the lambda passed here would be one).
-template <typename Take>
+/// channel (its two attempts answered, and `java` sees it subscribed); whether it did. An attempt
+/// counts when it is sent: `sem.available()` asks on the same connection after the second, so
+/// its answer comes after that attempt's (otherwise a release made now could let the attempt in
+/// before it sleeps, on a loaded machine). Call it outside co_await and await what it returns:
+/// g++ 12 destroys some temporaries of a co_await expression twice (the lambda passed here would
+/// be one).
+template <typename Semaphore, typename Take>
 asio::awaitable<bool> park_waiter(asio::io_context& io, rlock::client& redis,
-                                  redisson_semaphore& java, Take take,
+                                  redisson_semaphore& java, Semaphore sem, Take take,
                                   std::optional<rlock::permit>& got, asio::steady_timer& bell) {
   const auto attempts = redis.stats().acquire_attempts;
   asio::co_spawn(
@@ -199,8 +202,10 @@ asio::awaitable<bool> park_waiter(asio::io_context& io, rlock::client& redis,
         bell.cancel();
       },
       asio::detached);
-  co_return co_await rlock::test::poll_until(
+  const bool sent = co_await rlock::test::poll_until(
       [&] { return redis.stats().acquire_attempts >= attempts + 2 && java.listened_to(); });
+  (void)co_await sem.available();
+  co_return sent;
 }
 
 /// Ids both ways: an rlock permit's id is Redisson's form (its 16 bytes in the zset, its sizes
@@ -283,7 +288,7 @@ void a_never_expiring_redisson_permit_leaves_our_waiter_asleep(const setup& wher
         asio::steady_timer bell(io);
         // Named, not a temporary inside co_await (g++ 12 destroys some of those twice).
         auto parked = park_waiter(
-            io, redis, java, [sem]() mutable { return sem.try_acquire(10s); }, got, bell);
+            io, redis, java, sem, [sem]() mutable { return sem.try_acquire(10s); }, got, bell);
         EXPECT_TRUE(co_await std::move(parked));
         EXPECT_TRUE(java.try_release(*permit));
         co_await wait_until(
@@ -332,7 +337,8 @@ void java_counter_moves_leave_room_for_an_acquisition_that_fits(const setup& whe
     asio::steady_timer bell(io);
     // Asleep on its channel after its two attempts (not refused: it would have completed).
     auto parked = park_waiter(
-        io, redis, java3, [taken]() mutable { return taken.try_acquire(3, 10s); }, three, bell);
+        io, redis, java3, taken, [taken]() mutable { return taken.try_acquire(3, 10s); }, three,
+        bell);
     EXPECT_TRUE(co_await std::move(parked));
     EXPECT_FALSE(three.has_value());
     java3.release(3);
@@ -360,7 +366,7 @@ void counter_and_channel_are_shared_both_ways(const setup& where) {
     std::optional<rlock::permit> got;
     asio::steady_timer bell(io);
     auto parked = park_waiter(
-        io, redis, java, [sem]() mutable { return sem.try_acquire(1, 10s); }, got, bell);
+        io, redis, java, sem, [sem]() mutable { return sem.try_acquire(1, 10s); }, got, bell);
     RLOCK_CO_ASSERT(co_await std::move(parked));
     java.release(1);
     co_await wait_until(
