@@ -118,7 +118,10 @@ TEST(redisson_complaints, a_timed_out_try_lock_is_never_renewed_7272) {
     co_await a.connect();
     co_await b.connect();
     auto holder = a.get_lock("timed");
-    co_await holder.lock();
+    // An explicit lease far longer than the 100 attempts: the short watchdog lease is the
+    // waiter's (a renewal of its timed-out attempts would show), not the holder's, which a
+    // loaded machine could let lapse between two renewals.
+    co_await holder.lock(60s);
     auto waiter = b.get_lock("timed");
     int timed_out = 0;
     for (int i = 0; i < 100; ++i) {
