@@ -293,6 +293,7 @@ class basic_lock {
     auto begin = [&](rlock::detail::handler<> done) {
       start(l, [&l, &value, &took, done = std::move(done)](boost::system::error_code ec,
                                                            auto... result) mutable {
+        (void)took;  // written by an acquisition only
         rlock::detail::failure e;
         if (ec) {
           e = rlock::detail::failure(ec, l.last_error());

@@ -27,7 +27,8 @@ namespace rlock::detail {
 /// What a client owns: the session and the services on it, and the engine's context over them.
 /// Everything but the counters and the state snapshot is touched only on the executor. The lock
 /// layer sees none of it but the context (engine/engine_context.hpp).
-class client_impl : public std::enable_shared_from_this<client_impl>, private connection::listener {
+class client_impl final : public std::enable_shared_from_this<client_impl>,
+                          private connection::listener {
  public:
   client_impl(const boost::asio::any_io_executor& ex, config c);
   ~client_impl();

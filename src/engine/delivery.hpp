@@ -110,6 +110,7 @@ handler<From> mapped(handler<To...> h, const asio::any_io_executor& client_ex, M
   auto handler_ex = asio::get_associated_executor(h, client_ex);
   auto done = [h = std::move(h), map](failure f, From from) mutable {
     if constexpr (sizeof...(To) == 0) {
+      (void)map;  // nothing to map to
       std::move(h)(std::move(f));
     } else {
       std::move(h)(std::move(f), map(std::move(from)));

@@ -112,7 +112,10 @@ asio::awaitable<std::error_code> bounded_acquire(rlock::client& redis, form f) {
 }
 
 TEST_P(wait_bound, returns_by_the_wait_and_gives_back_what_lands_later) {
-  const auto [f, x] = GetParam();
+  // Named members, not a structured binding: the lambdas below capture them (clang 14 does
+  // not capture structured bindings).
+  const auto f = std::get<0>(GetParam());
+  const auto x = std::get<1>(GetParam());
   rig r(x);
   std::error_code got;
   clock_type::duration took{};

@@ -295,12 +295,14 @@ TEST_P(lock_tokens, scoped_holds_and_their_unlock) {
       r, GetParam(), [&](auto&& t) { return other.async_try_scoped(10ms, 5s, std::move(t)); });
   EXPECT_FALSE(ec2) << ec2.message();
   EXPECT_FALSE(none.owns_lock());
-  auto [uec] = complete(r, GetParam(), [&](auto&& t) { return held.async_unlock(std::move(t)); });
+  auto [uec] =
+      complete(r, GetParam(), [&, h = &held](auto&& t) { return h->async_unlock(std::move(t)); });
   EXPECT_FALSE(uec) << uec.message();
   EXPECT_FALSE(held.owns_lock());
   EXPECT_EQ(raw_count(l), "");
   // A released hold owns nothing: not_owner, through every token alike.
-  auto [nec] = complete(r, GetParam(), [&](auto&& t) { return held.async_unlock(std::move(t)); });
+  auto [nec] =
+      complete(r, GetParam(), [&, h = &held](auto&& t) { return h->async_unlock(std::move(t)); });
   EXPECT_EQ(nec, rlock::errc::not_owner);
   auto [ec3, leased] = complete<rlock::hold>(
       r, GetParam(), [&](auto&& t) { return other.async_scoped(5s, std::move(t)); });
@@ -311,7 +313,7 @@ TEST_P(lock_tokens, scoped_holds_and_their_unlock) {
   EXPECT_EQ(ec4, rlock::errc::invalid_argument);
   EXPECT_FALSE(bad.owns_lock());
   auto [uec2] =
-      complete(r, GetParam(), [&](auto&& t) { return leased.async_unlock(std::move(t)); });
+      complete(r, GetParam(), [&, h = &leased](auto&& t) { return h->async_unlock(std::move(t)); });
   EXPECT_FALSE(uec2) << uec2.message();
   EXPECT_EQ(raw_count(other), "");
 }
