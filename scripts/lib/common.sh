@@ -3,9 +3,10 @@
 # shellcheck shell=bash
 
 # The Debian packages rlock needs to build, test and format (and for CI's benchmark smoke run:
-# gnuplot-nox, python3-redis), installed in one apt-get call.
+# gnuplot-nox, python3-redis), installed in one apt-get call. libclang-rt-14-dev: clang's
+# sanitizer runtimes, for the asan-ubsan preset (only a recommendation of clang's).
 # shellcheck disable=SC2034  # used by the scripts that source this file
-RLOCK_PACKAGES=(cmake ninja-build g++ clang libboost1.81-dev libfmt-dev libgtest-dev libgmock-dev
+RLOCK_PACKAGES=(cmake ninja-build g++ clang libclang-rt-14-dev libboost1.81-dev libfmt-dev libgtest-dev libgmock-dev
   redis-server redis-tools clang-format pkg-config libcli11-dev libspdlog-dev libhiredis-dev
   libssl-dev openssl doxygen ccache mold git gnuplot-nox python3-redis)
 
