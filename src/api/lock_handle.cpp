@@ -82,14 +82,7 @@ void lock_handle::start_force_unlock(detail::handler<bool> h) const {
   auto make = [unlock_to = std::string(), latch = std::string()](
                   lock_state& s, detail::release_script_call& call) mutable {
     s.kind.channel(s.key(), unlock_to);
-    detail::append_unlock_latch(s.key(), latch);
-    s.ctx->append_request_id(latch);
-    detail::release_inputs in;
-    in.channel = unlock_to;
-    in.latch = latch;
-    in.latch_ttl = s.ctx->latch_ttl_arg.view();
-    in.publish = s.ctx->session.publish_command();
-    s.kind.force_call(s.identity(), in, call);
+    s.kind.force_call(s.identity(), detail::latched_release_inputs(s, unlock_to, latch), call);
     if (s.local_holds > 0) s.reset(false);
     return detail::failure();
   };

@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
 
@@ -32,6 +33,28 @@ inline request_options round_trip(const lock_state& s) {
   request_options opts;
   opts.deadline = std::chrono::steady_clock::now() + s.ctx->cfg.command_timeout;
   return opts;
+}
+
+/// A latched request's latch key: the lock's unlock latch with this call's request id appended
+/// to `out`. A retry after a lost answer sends the same key, so the script answers what its first
+/// run did (FAULTS.md: a release-kind request is written again).
+inline void append_request_latch(const lock_state& s, std::string& out) {
+  append_unlock_latch(s.key(), out);
+  s.ctx->append_request_id(out);
+}
+
+/// The inputs of a latched release-kind script call (a force unlock, a permit's release by id):
+/// `latch` is filled by append_request_latch; the views stay valid while `channel` and `latch`
+/// live (the operation's closure keeps both until the answer).
+inline release_inputs latched_release_inputs(const lock_state& s, std::string_view channel,
+                                             std::string& latch) {
+  append_request_latch(s, latch);
+  release_inputs in;
+  in.channel = channel;
+  in.latch = latch;
+  in.latch_ttl = s.ctx->latch_ttl_arg.view();
+  in.publish = s.ctx->session.publish_command();
+  return in;
 }
 
 /// A reply's integer: a number, a decimal string, nil as 0; none for anything else.

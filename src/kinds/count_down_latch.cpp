@@ -72,8 +72,7 @@ void run_change(const std::shared_ptr<lock_state>& s, script which, std::string 
                   lock_state& st, release_script_call& call) mutable {
     auto& c = *st.ctx;
     append_latch_channel(st.key(), channel);
-    append_unlock_latch(st.key(), latch);
-    c.append_request_id(latch);
+    append_request_latch(st, latch);
     call.which = which;
     call.keys = {st.key(), channel, latch};
     call.key_count = 3;

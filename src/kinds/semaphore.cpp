@@ -199,8 +199,7 @@ void run_admin(const std::shared_ptr<lock_state>& s, std::string what, std::int6
                   lock_state& st, detail::release_script_call& call) mutable {
     auto& c = *st.ctx;
     // A request id names the call (the latch keeps its answer for a retry).
-    detail::append_unlock_latch(st.key(), latch);
-    c.append_request_id(latch);
+    detail::append_request_latch(st, latch);
     detail::semaphore_admin_call(st.identity(), what, count, c.session.publish_command(), latch,
                                  c.latch_ttl_arg.view(), call);
     return failure();
@@ -283,14 +282,8 @@ void semaphore::start_release_id(const semaphore& sem, std::string id, detail::h
     raw = std::move(*parsed);
     detail::append_semaphore_channel(st.key(), channel);
     // Latched: a retry after a lost answer answers the first run's (true once it released).
-    detail::append_unlock_latch(st.key(), latch);
-    st.ctx->append_request_id(latch);
-    detail::release_inputs in;
-    in.channel = channel;
-    in.latch = latch;
-    in.latch_ttl = st.ctx->latch_ttl_arg.view();
-    in.publish = st.ctx->session.publish_command();
-    st.kind.force_call({st.key(), raw, 1}, in, call);
+    st.kind.force_call({st.key(), raw, 1}, detail::latched_release_inputs(st, channel, latch),
+                       call);
     return failure();
   };
   detail::run_script(s, std::move(make), std::move(words), std::move(h),
