@@ -24,6 +24,17 @@ function(rlock_set_target_options target)
   if(RLOCK_WARNINGS_AS_ERRORS)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    # In a unity build (RLOCK_UNITY_BUILD) every file is included by a generated one, so g++
+    # takes a file's own anonymous-namespace types in its coroutine frames for a header's, and
+    # warns as if a header's type with no linkage were used there.
+    target_compile_options(${target} PRIVATE
+      $<$<BOOL:$<TARGET_PROPERTY:UNITY_BUILD>>:-Wno-subobject-linkage>)
+    # GCC bug 109224: g++ 12 takes an Asio coroutine frame's operator delete for a mismatch with
+    # its operator new, depending on what it inlines (it appeared in a test when config grew,
+    # and in the library's Sentinel files when they were compiled as one unity group).
+    target_compile_options(${target} PRIVATE -Wno-mismatched-new-delete)
+  endif()
   target_compile_definitions(${target} PRIVATE BOOST_ASIO_NO_DEPRECATED)
   if(RLOCK_LINKER)
     target_link_options(${target} PRIVATE -fuse-ld=${RLOCK_LINKER})

@@ -33,7 +33,7 @@ namespace {
 
 using namespace ops;
 using action = acquire_fsm::action;
-using answer = acquire_fsm::answer;
+using attempt_answer = acquire_fsm::answer;
 using verdict = acquire_fsm::verdict;
 
 /// std::optional<milliseconds> in half its bytes (bench S6 counts them): none is
@@ -321,14 +321,14 @@ struct acquire_operation : attempt_gate::entry {
     // one wrote nothing.
     const bool unsynced = ec == errc::replicas_not_synced;
     const bool called_again = std::exchange(op->called_again, false);
-    answer a = answer::failed;
+    attempt_answer a = attempt_answer::failed;
     milliseconds ttl{-1};
     if (ec && script_registry::not_run(reply) && !called_again) {
       // NOSCRIPT (the server's script cache was flushed, or the script was not loaded yet): it
       // did not run, and the next attempt goes after a SCRIPT LOAD. Once in a row: a second
       // one is the server's error to report.
       op->called_again = true;
-      a = answer::not_run;
+      a = attempt_answer::not_run;
     } else if (!ec || unsynced) {
       const auto decoded = op->s->kind.decode(reply);
       // The server ran this attempt after any handoff by push heard before its answer: the
@@ -337,11 +337,11 @@ struct acquire_operation : attempt_gate::entry {
       switch (decoded.what) {
         case acquire_reply::outcome::acquired:
           op->record_hold(decoded.token);
-          a = unsynced ? answer::unsynced : answer::acquired;
+          a = unsynced ? attempt_answer::unsynced : attempt_answer::acquired;
           if (unsynced) op->fail_unsynced();
           break;
         case acquire_reply::outcome::busy:
-          a = answer::busy;
+          a = attempt_answer::busy;
           ttl = decoded.ttl;
           // A handoff by push to it can only come after this ran (fair kinds).
           op->busy_written = op->written;
@@ -359,7 +359,7 @@ struct acquire_operation : attempt_gate::entry {
       // Written, and no answer: the server may have run it. Ask it (counted once).
       if (ec == errc::connection_lost || ec == errc::timeout) {
         ++op->ctx().counters.reconciled_acquires;
-        a = answer::unknown;
+        a = attempt_answer::unknown;
       } else {
         op->error = op->failure_from(ec, reply);
       }
@@ -371,7 +371,7 @@ struct acquire_operation : attempt_gate::entry {
         op->waiter.by_message = op->wake_by_message;
       }
       if (ec == errc::timeout) {
-        a = answer::not_written;
+        a = attempt_answer::not_written;
       } else {
         op->error = op->failure_from(ec, reply);
       }
@@ -398,9 +398,9 @@ struct acquire_operation : attempt_gate::entry {
   }
 
   static void on_reconciled(owner op, std::error_code ec, const resp3::value& reply) {
-    answer a = answer::failed;
+    attempt_answer a = attempt_answer::failed;
     if (ec == errc::timeout) {
-      a = answer::unknown;
+      a = attempt_answer::unknown;
     } else if (ec || reply.is_error()) {
       op->error = op->failure_from(ec, reply);
     } else {
@@ -419,7 +419,7 @@ struct acquire_operation : attempt_gate::entry {
           // one: believed as one.
           op->record_hold(judged.token, op->reconciled_start(),
                           op->left_a_trace ? op->push_claim() : milliseconds{});
-          a = answer::acquired;
+          a = attempt_answer::acquired;
           break;
         case reconcile_result::outcome::ran_no_token:
           // The hold is ours but its token cannot be told: given back rather than handed out.
@@ -428,14 +428,14 @@ struct acquire_operation : attempt_gate::entry {
               errc::protocol_error,
               fmt::format("lock '{}': acquired, but its token could not be read back; given back",
                           op->s->name()));
-          a = answer::ran_no_token;
+          a = attempt_answer::ran_no_token;
           break;
         case reconcile_result::outcome::not_run:
           // It should not run any more, but bytes of a connection we gave up can still reach
           // the server (a stalled flow that heals): such a late run adds a hold nobody has,
           // which this owner's final unlock then gives back (lock_state::on_released).
           op->s->maybe_orphaned = true;
-          a = answer::busy;
+          a = attempt_answer::busy;
           break;
       }
     }

@@ -59,11 +59,12 @@ TEST(acquire_fsm, any_wait_the_server_answers_is_a_sleep_ahead_bounded_by_the_le
   // The waits decoders hand over (server_wait: at most longest_server_wait, or -1), and the
   // extremes beyond them: each must become a sleep that ends after now and no later than the
   // lease or the caller's bound. A sleep that ended before it began is a busy loop.
-  using ms = std::chrono::milliseconds;
-  const ms answers[] = {ms(0),     ms(1),     ms(-1),         ms(-7),  ms(922337203685477),
-                        ms::max(), ms::min(), ms(0x7fffffff), ms(2000)};
+  using millis = std::chrono::milliseconds;
+  const millis answers[] = {
+      millis(0),     millis(1),     millis(-1),         millis(-7),  millis(922337203685477),
+      millis::max(), millis::min(), millis(0x7fffffff), millis(2000)};
   for (const auto ttl : answers) {
-    for (const std::optional<ms> wait : {std::optional<ms>{}, std::optional<ms>(10s)}) {
+    for (const std::optional<millis> wait : {std::optional<millis>{}, std::optional<millis>(10s)}) {
       auto fsm = make(wait, 5000ms);
       fsm.start(false);
       ASSERT_EQ(fsm.on_attempt(answer::busy, ttl, t0), action::join) << ttl.count();
@@ -77,7 +78,7 @@ TEST(acquire_fsm, any_wait_the_server_answers_is_a_sleep_ahead_bounded_by_the_le
   }
   auto short_wait = make(300ms, 5000ms);  // the caller's wait comes first
   short_wait.start(false);
-  short_wait.on_attempt(answer::busy, ms(922337203685477), t0);
+  short_wait.on_attempt(answer::busy, millis(922337203685477), t0);
   ASSERT_EQ(short_wait.on_joined(), action::sleep);
   EXPECT_EQ(short_wait.sleep_until(), t0 + 300ms);
 }

@@ -10,27 +10,27 @@ namespace {
 
 using namespace rlock::chaos;
 
-constexpr nanos ms = 1'000'000;
+constexpr nanos one_ms = 1'000'000;
 
 acquisition acq(std::string owner, nanos from, nanos to, end_kind end = end_kind::released,
                 std::string lock = "L") {
-  return {std::move(lock), std::move(owner), from * ms, from * ms, to * ms, end};
+  return {std::move(lock), std::move(owner), from * one_ms, from * one_ms, to * one_ms, end};
 }
 
 operation op(op_kind kind, nanos from, nanos to, nanos bound, std::string outcome = "ok") {
   return {kind,
           "L",
           "a",
-          from * ms,
-          to < 0 ? -1 : to * ms,
-          bound < 0 ? -1 : bound * ms,
+          from * one_ms,
+          to < 0 ? -1 : to * one_ms,
+          bound < 0 ? -1 : bound * one_ms,
           std::move(outcome)};
 }
 
 history base() {
   history h;
-  h.begin = 1 * ms;  // 0 means "not set" to merge()
-  h.end = 1000 * ms;
+  h.begin = 1 * one_ms;  // 0 means "not set" to merge()
+  h.end = 1000 * one_ms;
   return h;
 }
 
@@ -59,11 +59,11 @@ TEST(checker, a_violation_is_reported_with_what_the_clients_logged_around_it) {
   auto h = base();
   h.acquisitions = {acq("a", 100, 200), acq("b", 150, 300),
                     acq("c", 500, 600, end_kind::released, "M")};
-  h.notes = {{90 * ms, "debug chaos-p1: lock 'L' (owner x:1): an attempt's answer was lost"},
-             {120 * ms, "warning chaos-p1: connection lost (eof); reconnecting"},
-             {130 * ms, "debug chaos-p1: lock 'M' (owner x:2): giving back a hold"},
-             {140 * ms, "debug chaos-p1: lock 'LL' (owner x:3): giving back a hold"},
-             {2000 * ms, "debug chaos-p1: lock 'L' (owner x:1): long after"}};
+  h.notes = {{90 * one_ms, "debug chaos-p1: lock 'L' (owner x:1): an attempt's answer was lost"},
+             {120 * one_ms, "warning chaos-p1: connection lost (eof); reconnecting"},
+             {130 * one_ms, "debug chaos-p1: lock 'M' (owner x:2): giving back a hold"},
+             {140 * one_ms, "debug chaos-p1: lock 'LL' (owner x:3): giving back a hold"},
+             {2000 * one_ms, "debug chaos-p1: lock 'L' (owner x:1): long after"}};
   // Across processes: the notes survive the text form.
   const auto v = check(history::parse(h.serialize()));
   ASSERT_EQ(v.violations.size(), 1u) << v.report();
@@ -113,22 +113,22 @@ TEST(checker, a_writer_that_waits_past_its_bound_while_later_readers_enter_starv
   auto h = base();
   auto read = [](std::string owner, nanos asked, nanos from, nanos to) {
     auto a = acq(std::move(owner), from, to);
-    a.requested = asked * ms;
+    a.requested = asked * one_ms;
     a.shared = true;
     return a;
   };
   auto write = [](std::string owner, nanos asked, nanos from, nanos to) {
     auto a = acq(std::move(owner), from, to);
-    a.requested = asked * ms;
+    a.requested = asked * one_ms;
     return a;
   };
   checker_options opts;
-  opts.writer_wait_bound = 100 * ms;
+  opts.writer_wait_bound = 100 * one_ms;
   // The writer asks at 10 and waits for the reader in at 0 and the one that crossed its mark
-  // (asked at 12): 60 ms, within the bound.
+  // (asked at 12): 60 one_ms, within the bound.
   h.acquisitions = {read("r1", 0, 0, 50), read("r2", 12, 13, 70), write("w", 10, 70, 80)};
   EXPECT_TRUE(check(h, opts).clean()) << check(h, opts).report();
-  // Readers keep arriving past it: 300 ms, while two later readers entered first.
+  // Readers keep arriving past it: 300 one_ms, while two later readers entered first.
   h.acquisitions = {read("r1", 0, 0, 150), read("r2", 120, 120, 250), read("r3", 200, 200, 310),
                     write("w", 10, 310, 320)};
   auto v = check(h, opts);
@@ -137,7 +137,7 @@ TEST(checker, a_writer_that_waits_past_its_bound_while_later_readers_enter_starv
   EXPECT_FALSE(v.clean());
   EXPECT_TRUE(v.violations.empty());  // never an overlap: exclusion held
   // A long wait behind readers that were all in before it is no starvation (long holds), nor
-  // one behind a reader that crossed its mark on the wire (asked 2 ms after it).
+  // one behind a reader that crossed its mark on the wire (asked 2 one_ms after it).
   h.acquisitions = {read("r1", 0, 0, 300), write("w", 10, 300, 320)};
   EXPECT_TRUE(check(h, opts).clean());
   h.acquisitions = {read("r1", 0, 0, 300), read("r2", 12, 13, 100), write("w", 10, 300, 320)};
@@ -155,17 +155,17 @@ TEST(checker, a_fair_grant_out_of_queue_order_is_a_violation_and_in_order_is_not
   h.operations[0].owner = "a";
   h.operations[1].owner = "b";
   h.owner_fields = {{"u:1", "a"}, {"u:2", "b"}};
-  h.queues = {{15 * ms, "L", {"u:1", "u:2"}}};
+  h.queues = {{15 * one_ms, "L", {"u:1", "u:2"}}};
   auto grant = [](std::string owner, nanos requested, nanos from, nanos to) {
     auto a = acq(std::move(owner), from, to);
-    a.requested = requested * ms;
+    a.requested = requested * one_ms;
     return a;
   };
   h.acquisitions = {grant("a", 10, 40, 50), grant("b", 12, 60, 70)};
   EXPECT_TRUE(check(h).clean()) << check(h).report();
   // b granted first (and a after it): out of turn.
-  h.operations[1].finished = 30 * ms;
-  h.operations[0].finished = 50 * ms;
+  h.operations[1].finished = 30 * one_ms;
+  h.operations[0].finished = 50 * one_ms;
   h.acquisitions = {grant("b", 12, 30, 35), grant("a", 10, 50, 60)};
   const auto v = check(h);
   ASSERT_EQ(v.violations.size(), 1u) << v.report();
@@ -227,7 +227,7 @@ TEST(checker, an_open_acquisition_is_believed_to_the_end_and_reported) {
 TEST(checker, data_loss_is_reported_apart_and_never_passes) {
   auto h = base();
   h.acquisitions = {acq("a", 10, 300, end_kind::lost), acq("b", 200, 250)};
-  h.restarts = {{150 * ms, false}};
+  h.restarts = {{150 * one_ms, false}};
   const auto v = check(h);
   EXPECT_TRUE(v.violations.empty()) << v.report();
   ASSERT_EQ(v.data_loss.size(), 1u);
@@ -238,7 +238,7 @@ TEST(checker, data_loss_is_reported_apart_and_never_passes) {
 TEST(checker, data_loss_without_an_overlap_is_still_reported) {
   auto h = base();
   h.acquisitions = {acq("a", 10, 20)};
-  h.restarts = {{150 * ms, false}};
+  h.restarts = {{150 * one_ms, false}};
   const auto v = check(h);
   ASSERT_EQ(v.data_loss.size(), 1u);
   EXPECT_NE(v.data_loss[0].find("no overlap followed"), std::string::npos);
@@ -248,7 +248,7 @@ TEST(checker, data_loss_without_an_overlap_is_still_reported) {
 TEST(checker, a_restart_that_kept_its_data_explains_nothing) {
   auto h = base();
   h.acquisitions = {acq("a", 10, 300), acq("b", 200, 250)};
-  h.restarts = {{150 * ms, true}};
+  h.restarts = {{150 * one_ms, true}};
   const auto v = check(h);
   EXPECT_EQ(v.violations.size(), 1u);
   EXPECT_TRUE(v.data_loss.empty());
@@ -258,14 +258,14 @@ TEST(checker, a_grant_requested_before_the_kill_and_seen_after_it_may_be_the_old
   // "a" asked before the kill and read its answer after it: the old server may have granted it.
   auto h = base();
   auto a = acq("a", 160, 300, end_kind::lost);
-  a.requested = 140 * ms;
+  a.requested = 140 * one_ms;
   h.acquisitions = {a, acq("b", 200, 250)};
-  h.restarts = {{150 * ms, false}};
+  h.restarts = {{150 * one_ms, false}};
   const auto v = check(h);
   EXPECT_TRUE(v.violations.empty()) << v.report();
   EXPECT_EQ(v.data_loss.size(), 1u);
   // Asked after the kill, it can only be the new server's: then it is a violation.
-  h.acquisitions[0].requested = 155 * ms;
+  h.acquisitions[0].requested = 155 * one_ms;
   EXPECT_EQ(check(h).violations.size(), 1u);
 }
 
@@ -273,7 +273,7 @@ TEST(checker, a_loss_after_both_acquisitions_explains_nothing) {
   // Both owners acquired before the restart: the server granted both, data loss or not.
   auto h = base();
   h.acquisitions = {acq("a", 10, 300), acq("b", 200, 250)};
-  h.restarts = {{260 * ms, false}};
+  h.restarts = {{260 * one_ms, false}};
   const auto v = check(h);
   EXPECT_EQ(v.violations.size(), 1u) << v.report();
   EXPECT_EQ(v.data_loss.size(), 1u);
@@ -284,12 +284,12 @@ TEST(checker, operations_past_their_bound_overrun) {
   h.operations = {op(op_kind::try_lock, 0, 100, 50), op(op_kind::unlock, 0, 40, 50),
                   op(op_kind::lock, 0, 900, -1)};
   checker_options opts;
-  opts.slack = 10 * ms;
+  opts.slack = 10 * one_ms;
   const auto v = check(h, opts);
   ASSERT_EQ(v.overruns.size(), 1u) << v.report();
   EXPECT_NE(v.overruns[0].find("try_lock"), std::string::npos);
   // The slack is what absorbs scheduling: the same history passes with more of it.
-  opts.slack = 60 * ms;
+  opts.slack = 60 * one_ms;
   EXPECT_TRUE(check(h, opts).clean());
 }
 
@@ -315,10 +315,10 @@ TEST(history, serializes_and_merges_across_processes) {
   history one = base();
   one.acquisitions = {acq("p1/w0", 10, 20)};
   one.operations = {op(op_kind::try_lock, 1, 10, 100, "acquired")};
-  one.restarts = {{5 * ms, true}};
+  one.restarts = {{5 * one_ms, true}};
   history two;
-  two.begin = 2 * ms;
-  two.end = 1200 * ms;
+  two.begin = 2 * one_ms;
+  two.end = 1200 * one_ms;
   two.acquisitions = {acq("p2/w0", 15, 25, end_kind::lost)};
   two.left.keys = {"L"};
   auto merged = history::parse(one.serialize());
@@ -327,8 +327,8 @@ TEST(history, serializes_and_merges_across_processes) {
   EXPECT_EQ(merged.operations.size(), 1u);
   EXPECT_EQ(merged.operations[0].outcome, "acquired");
   EXPECT_EQ(merged.restarts.size(), 1u);
-  EXPECT_EQ(merged.begin, 1 * ms);
-  EXPECT_EQ(merged.end, 1200 * ms);
+  EXPECT_EQ(merged.begin, 1 * one_ms);
+  EXPECT_EQ(merged.end, 1200 * one_ms);
   const auto v = check(merged);
   EXPECT_EQ(v.violations.size(), 1u);  // p1/w0 and p2/w0 overlap in [15, 20]
   EXPECT_EQ(v.leftovers.size(), 1u);
@@ -340,7 +340,7 @@ TEST(recorder, ends_a_belief_once) {
   const auto a = r.acquired("L", "w", now_ns());
   r.end(a, end_kind::lost);
   r.end(a, end_kind::released);  // the unlock after lost() does not move the end
-  const auto o = r.started(op_kind::unlock, "L", "w", 50 * ms);
+  const auto o = r.started(op_kind::unlock, "L", "w", 50 * one_ms);
   r.finished(o, "not_owner");
   const auto h = r.finish();
   ASSERT_EQ(h.acquisitions.size(), 1u);

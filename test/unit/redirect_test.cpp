@@ -10,7 +10,7 @@ using namespace std::chrono_literals;
 using rlock::detail::decide_redirect;
 using rlock::detail::parse_redirect;
 using rlock::detail::redirect;
-using action = rlock::detail::redirect_decision::action;
+using redirect_action = rlock::detail::redirect_decision::action;
 
 TEST(redirect, parses_moved_and_ask) {
   auto r = parse_redirect("MOVED 3999 127.0.0.1:6381");
@@ -41,12 +41,12 @@ TEST(redirect, other_errors_are_answers) {
 TEST(redirect, moved_resends_and_ask_asks_until_the_redirect_limit) {
   const auto now = std::chrono::steady_clock::now();
   const auto moved = parse_redirect("MOVED 1 127.0.0.1:7002");
-  EXPECT_EQ(decide_redirect(moved, "MOVED", 0, 0, now, now + 1s).what, action::resend);
+  EXPECT_EQ(decide_redirect(moved, "MOVED", 0, 0, now, now + 1s).what, redirect_action::resend);
   EXPECT_EQ(
       decide_redirect(parse_redirect("ASK 1 127.0.0.1:7002"), "ASK", 4, 0, now, now + 1s).what,
-      action::ask);
+      redirect_action::ask);
   const auto loop = decide_redirect(moved, "MOVED 1 127.0.0.1:7002", 5, 0, now, now + 1s);
-  EXPECT_EQ(loop.what, action::fail);
+  EXPECT_EQ(loop.what, redirect_action::fail);
   EXPECT_EQ(loop.error, rlock::errc::too_many_redirects);
   EXPECT_NE(loop.diagnostic.find("MOVED 1 127.0.0.1:7002"), std::string::npos);
 }
@@ -55,7 +55,7 @@ TEST(redirect, tryagain_and_clusterdown_back_off_within_the_bound) {
   const auto now = std::chrono::steady_clock::now();
   const auto down = parse_redirect("CLUSTERDOWN The cluster is down");
   auto d = decide_redirect(down, "CLUSTERDOWN", 0, 0, now, now + 1s);
-  EXPECT_EQ(d.what, action::retry);
+  EXPECT_EQ(d.what, redirect_action::retry);
   EXPECT_EQ(d.delay, 10ms);
   d = decide_redirect(down, "CLUSTERDOWN", 0, 3, now, now + 1s);
   EXPECT_EQ(d.delay, 80ms);
@@ -63,7 +63,7 @@ TEST(redirect, tryagain_and_clusterdown_back_off_within_the_bound) {
   EXPECT_EQ(d.delay, 200ms);  // capped
   // No room for another try before the bound: fail now, with Redis's words.
   d = decide_redirect(down, "CLUSTERDOWN The cluster is down", 0, 30, now, now + 150ms);
-  EXPECT_EQ(d.what, action::fail);
+  EXPECT_EQ(d.what, redirect_action::fail);
   EXPECT_EQ(d.error, rlock::errc::cluster_down);
   EXPECT_NE(d.diagnostic.find("The cluster is down"), std::string::npos);
   const auto again = parse_redirect("TRYAGAIN");
@@ -72,7 +72,7 @@ TEST(redirect, tryagain_and_clusterdown_back_off_within_the_bound) {
 
 TEST(redirect, not_a_redirect_is_delivered) {
   const auto now = std::chrono::steady_clock::now();
-  EXPECT_EQ(decide_redirect(redirect{}, "ERR x", 9, 9, now, now).what, action::deliver);
+  EXPECT_EQ(decide_redirect(redirect{}, "ERR x", 9, 9, now, now).what, redirect_action::deliver);
 }
 
 }  // namespace

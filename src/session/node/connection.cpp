@@ -31,7 +31,7 @@ namespace {
 constexpr int max_not_master_retries = 5;
 
 /// The command bytes of one request.
-std::string command(std::initializer_list<std::string_view> args) {
+std::string command_bytes(std::initializer_list<std::string_view> args) {
   std::string out;
   resp3::append_command(out, args);
   return out;
@@ -206,11 +206,12 @@ void connection::start_handshake(std::uint64_t gen) {
   // Only the node that had the previous connection can be asked to kill it: after a failover
   // (a new node) the id means nothing here, and the old node is out of reach of this connection.
   fencing_ = server_id_ != 0 && host_ == ready_host_ && port_ == ready_port_;
-  if (fencing_) commands.push_back(command({"CLIENT", "KILL", "ID", std::to_string(server_id_)}));
+  if (fencing_)
+    commands.push_back(command_bytes({"CLIENT", "KILL", "ID", std::to_string(server_id_)}));
   handshake_id_ = 0;
   hello_answered_ = false;
   if (cfg_.database != 0) {
-    commands.push_back(command({"SELECT", std::to_string(cfg_.database)}));
+    commands.push_back(command_bytes({"SELECT", std::to_string(cfg_.database)}));
   }
   for (const auto& step : steps_) commands.push_back(step.command);
   request_options opts;
@@ -681,7 +682,7 @@ void connection::send_subscription(std::string_view channel, bool on) {
   // reconnect the subscription set replays every wanted channel.
   const std::string_view verb =
       sharded_ ? (on ? "SSUBSCRIBE" : "SUNSUBSCRIBE") : (on ? "SUBSCRIBE" : "UNSUBSCRIBE");
-  mux_.add(command({verb, channel}), on ? answer_kind::subscribe : answer_kind::unsubscribe,
+  mux_.add(command_bytes({verb, channel}), on ? answer_kind::subscribe : answer_kind::unsubscribe,
            std::string(channel), {},
            [this, on, ch = std::string(channel)](std::error_code ec, resp3::value v) {
              if (ec) return;  // the connection is gone; on_disconnect has reset the channel
@@ -733,7 +734,7 @@ void connection::on_health_tick() {
   } else if (now - last_read_ >= interval) {
     ping_outstanding_ = true;
     ping_sent_ = now;
-    mux_.add(command({"PING"}), answer_kind::reply, {}, {},
+    mux_.add(command_bytes({"PING"}), answer_kind::reply, {}, {},
              [this, gen = gen_](std::error_code ec, resp3::value) {
                if (!ec && gen == gen_) ping_outstanding_ = false;
              });
