@@ -36,6 +36,11 @@ function(rlock_set_target_options target)
     target_compile_options(${target} PRIVATE -Wno-mismatched-new-delete)
   endif()
   target_compile_definitions(${target} PRIVATE BOOST_ASIO_NO_DEPRECATED)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    # Precompiled headers without their inputs' timestamps: ccache serves a clang compile that
+    # uses one only then (ninja, not clang, decides when the header is made again).
+    target_compile_options(${target} PRIVATE "SHELL:-Xclang -fno-pch-timestamp")
+  endif()
   if(RLOCK_LINKER)
     target_link_options(${target} PRIVATE -fuse-ld=${RLOCK_LINKER})
   endif()
