@@ -199,6 +199,11 @@ std::string library_made(const fs::path& build) {
   return "";
 }
 
+/// What a program printed up to its first space or line end (git rev-parse's commit).
+std::string first_word(const std::string& output) {
+  return output.substr(0, output.find_first_of(" \n"));
+}
+
 /// Configures `project` in `build` (no build), strict; answers the ninja rules it wrote.
 std::string configured_rules(const fs::path& project, const fs::path& build,
                              const std::vector<std::string>& options) {
@@ -233,7 +238,7 @@ TEST(package, vendored_with_add_subdirectory_follows_the_parents_build_shared_li
 TEST(package, fetched_with_fetch_content_configures_a_static_library) {
   const auto head = run({"git", "-C", RLOCK_SOURCE_DIR, "rev-parse", "HEAD"});
   if (head.code != 0) GTEST_SKIP() << "not a git checkout: " << head.output;
-  const std::string commit = head.output.substr(0, head.output.find_first_of(" \n"));
+  const std::string commit = first_word(head.output);
   scratch dir;
   const auto build = dir.path / "build";
   const auto rules =
@@ -243,8 +248,7 @@ TEST(package, fetched_with_fetch_content_configures_a_static_library) {
   // The commit was fetched, and its sources are what the consumer's build compiles.
   const auto fetched =
       run({"git", "-C", (build / "_deps" / "rlock-src").string(), "rev-parse", "HEAD"});
-  EXPECT_EQ(fetched.output.substr(0, fetched.output.find_first_of(" \n")), commit)
-      << fetched.output;
+  EXPECT_EQ(first_word(fetched.output), commit) << fetched.output;
   EXPECT_NE(rules.find("librlock.a"), std::string::npos);
   EXPECT_EQ(rules.find("librlock.so"), std::string::npos);
   EXPECT_NE(rules.find("build consumer"), std::string::npos);
