@@ -66,3 +66,13 @@ function(rlock_set_target_options target)
     endif()
   endif()
 endfunction()
+
+# rlock_unity_batches(<target>): a target of several files (tests, tools) compiled in unity
+# batches of eight (RLOCK_UNITY_BUILD).
+function(rlock_unity_batches target)
+  get_target_property(sources ${target} SOURCES)
+  list(LENGTH sources count)
+  if(RLOCK_UNITY_BUILD AND count GREATER 1)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+  endif()
+endfunction()

@@ -1,9 +1,10 @@
-// The package as users get it: rlock installed (static from this build tree; shared from a
-// project that vendors it with add_subdirectory) and used by the consumer projects in
-// test/consumer/ through find_package, pkg-config, add_subdirectory and FetchContent. The
-// installed and vendored consumers are configured, built and run against this test's private
-// redis-server (the fetched one configured: one vendored compile of rlock serves both routes),
-// so a broken install, a missing export or a leaked build flag fails CI.
+// The package as users get it: rlock installed (from this build tree, shared in the ci preset,
+// the tree the Debian packages are made of; static from a project that vendors it with
+// add_subdirectory) and used by the consumer projects in test/consumer/ through find_package,
+// pkg-config, add_subdirectory and FetchContent. The installed and vendored consumers are
+// configured, built and run against this test's private redis-server (the fetched one and the
+// shared vendored one configured: one vendored compile of rlock serves every route), so a broken
+// install, a missing export or a leaked build flag fails CI.
 #include "support/redis_server.hpp"
 
 #include <gtest/gtest.h>
@@ -155,13 +156,53 @@ void use_installed(const fs::path& prefix, const fs::path& build) {
   EXPECT_NE(pc.output.find("consumer ok"), std::string::npos) << pc.output;
 }
 
-TEST(package, installed_static_library_is_found_by_cmake_and_pkg_config) {
+/// Checks that the shared library under `prefix` exports rlock's public API and nothing internal.
+void exports_only_its_api(const fs::path& prefix) {
+  fs::path so;
+  for (const auto& entry : fs::recursive_directory_iterator(prefix)) {
+    if (entry.path().filename().string().starts_with("librlock.so.")) so = entry.path();
+  }
+  ASSERT_FALSE(so.empty()) << "no librlock.so.* under " << prefix;
+  const auto nm = run({"nm", "-D", "-C", "--defined-only", so.string()});
+  ASSERT_EQ(nm.code, 0) << nm.output;
+  // Exported: the public API. Not exported: anything internal (session, protocol, lock state).
+  EXPECT_NE(nm.output.find("rlock::client::client("), std::string::npos);
+  EXPECT_NE(nm.output.find("rlock::blocking::client::client("), std::string::npos);
+  EXPECT_NE(nm.output.find("rlock::lock_handle::unlock()"), std::string::npos);
+  // The exclusive kinds' forms are a header template over the handle's exported starts.
+  EXPECT_NE(nm.output.find("rlock::lock_handle::start_acquire("), std::string::npos);
+  // The only rlock::detail functions a consumer reaches: a failure made the awaitable forms'
+  // exception, and the start of rlock::inspect (a free function over a client, whose token form
+  // is a header template); every other operation is a member of an exported class.
+  const std::set<std::string> api{"exception_of", "start_inspect"};
+  const std::regex detail_symbol(R"(^[0-9a-f]* [TWVD] rlock::detail::([A-Za-z_0-9]+)[(<])");
+  std::istringstream lines(nm.output);
+  std::string line;
+  std::size_t exported = 0;
+  while (std::getline(lines, line)) {
+    if (line.find(" rlock::") != std::string::npos) ++exported;
+    std::smatch m;
+    if (std::regex_search(line, m, detail_symbol)) {
+      EXPECT_TRUE(api.contains(m[1].str())) << "exported internal symbol: " << line;
+    }
+    EXPECT_EQ(line.find("rlock::detail::multiplexer"), std::string::npos) << line;
+    EXPECT_EQ(line.find("rlock::detail::connection"), std::string::npos) << line;
+    EXPECT_EQ(line.find("rlock::detail::resp3"), std::string::npos) << line;
+  }
+  EXPECT_GT(exported, 20u);
+}
+
+// This build tree installed: in the ci preset the shared library the Debian packages are made
+// of (scripts/package), so its exports are checked here; a static tree is installed and found
+// the same way.
+TEST(package, installed_library_is_found_by_cmake_and_pkg_config) {
   if (!RLOCK_INSTALL_RULES) GTEST_SKIP() << "configured with RLOCK_INSTALL=OFF";
   scratch dir;
   const auto install =
       run({RLOCK_CMAKE, "--install", RLOCK_BINARY_DIR, "--prefix", (dir.path / "prefix").string()});
   ASSERT_EQ(install.code, 0) << install.output;
   use_installed(dir.path / "prefix", dir.path / "consumer");
+  if (RLOCK_SHARED) exports_only_its_api(dir.path / "prefix");
   if (RLOCK_TOOLS) {
     // The operators' tool comes with the package and works from where it was installed.
     const auto status =
@@ -215,26 +256,27 @@ std::string configured_rules(const fs::path& project, const fs::path& build,
   return {std::istreambuf_iterator<char>(ninja), std::istreambuf_iterator<char>()};
 }
 
-// A parent that sets BUILD_SHARED_LIBS OFF gets a static rlock; with --warn-uninitialized
+// A parent that sets BUILD_SHARED_LIBS ON gets a shared rlock; with --warn-uninitialized
 // -Werror=dev, a read of any unset variable in rlock's CMake files fails. Configured, not built:
-// the shared vendored build below compiles and runs rlock vendored (FetchContent_MakeAvailable
+// the static vendored build below compiles and runs rlock vendored (FetchContent_MakeAvailable
 // is add_subdirectory of the fetched sources, so one compiled vendored build serves both
-// routes); this case only adds the parent's OFF, which decides the library's kind at configure
-// time.
+// routes), and the shared library's link and exports are this build tree's
+// (installed_library_…); this case only adds the parent's ON, which decides the library's kind
+// at configure time.
 TEST(package, vendored_with_add_subdirectory_follows_the_parents_build_shared_libs) {
   scratch dir;
   const auto project = vendoring_project(dir.path / "project");
-  const auto rules = configured_rules(project, dir.path / "build-off", {"-DBUILD_SHARED_LIBS=OFF"});
-  EXPECT_NE(rules.find("librlock.a"), std::string::npos);
-  EXPECT_EQ(rules.find("librlock.so"), std::string::npos);
+  const auto rules = configured_rules(project, dir.path / "build-on", {"-DBUILD_SHARED_LIBS=ON"});
+  EXPECT_NE(rules.find("librlock.so"), std::string::npos);
+  EXPECT_EQ(rules.find("librlock.a"), std::string::npos);
 }
 
 // FetchContent as docs/install.md shows it, from this checkout's commit (offline: a file:// URL),
 // with nothing else set: no build type, no BUILD_SHARED_LIBS (so a static rlock). Configured,
 // not built, for the reason above: what is FetchContent's own (the fetch of a commit, the
 // subproject's configure under a parent that sets nothing) happens at configure time; the
-// compile of the fetched sources is the vendored build's below, and a static rlock's link is
-// every test's and the installed package's (installed_static_library_…).
+// compile, link and install of the same sources under a parent that sets nothing is the
+// vendored build's below.
 TEST(package, fetched_with_fetch_content_configures_a_static_library) {
   const auto head = run({"git", "-C", RLOCK_SOURCE_DIR, "rev-parse", "HEAD"});
   if (head.code != 0) GTEST_SKIP() << "not a git checkout: " << head.output;
@@ -254,58 +296,27 @@ TEST(package, fetched_with_fetch_content_configures_a_static_library) {
   EXPECT_NE(rules.find("build consumer"), std::string::npos);
 }
 
-TEST(package, vendored_shared_library_builds_installs_and_exports_only_its_api) {
+// Vendored as most projects do, with nothing said of BUILD_SHARED_LIBS: a static library,
+// compiled file by file as written (a file that needs what only its unity neighbour includes
+// fails here), with warnings as errors and its install rules on; the consumer runs, and the
+// installed static library is found by CMake and pkg-config (which then needs fmt and OpenSSL).
+TEST(package, vendored_static_library_builds_runs_and_installs) {
   scratch dir;
   const std::string port = std::to_string(server().port());
-  // Vendored with add_subdirectory, built shared, warnings as errors; its install rules on.
   const auto project = vendoring_project(dir.path / "project");
   const auto vendored = build_and_test(
       project, dir.path / "vendored",
-      strict + std::vector<std::string>{"-DBUILD_SHARED_LIBS=ON", "-DRLOCK_INSTALL=ON",
-                                        "-DRLOCK_WARNINGS_AS_ERRORS=ON"},
+      strict + std::vector<std::string>{"-DRLOCK_INSTALL=ON", "-DRLOCK_WARNINGS_AS_ERRORS=ON"},
       {"consumer", port});
   ASSERT_EQ(vendored.code, 0) << vendored.output;
   EXPECT_NE(vendored.output.find("consumer ok"), std::string::npos) << vendored.output;
-  EXPECT_TRUE(library_made(dir.path / "vendored").starts_with("librlock.so."));
+  EXPECT_EQ(library_made(dir.path / "vendored"), "librlock.a");
 
   const auto prefix = dir.path / "prefix";
   const auto install = run(
       {RLOCK_CMAKE, "--install", (dir.path / "vendored").string(), "--prefix", prefix.string()});
   ASSERT_EQ(install.code, 0) << install.output;
   use_installed(prefix, dir.path / "consumer");
-
-  // Exported: the public API. Not exported: anything internal (session, protocol, lock state).
-  fs::path so;
-  for (const auto& entry : fs::recursive_directory_iterator(prefix)) {
-    if (entry.path().filename().string().starts_with("librlock.so.")) so = entry.path();
-  }
-  ASSERT_FALSE(so.empty());
-  const auto nm = run({"nm", "-D", "-C", "--defined-only", so.string()});
-  ASSERT_EQ(nm.code, 0) << nm.output;
-  EXPECT_NE(nm.output.find("rlock::client::client("), std::string::npos);
-  EXPECT_NE(nm.output.find("rlock::blocking::client::client("), std::string::npos);
-  EXPECT_NE(nm.output.find("rlock::lock_handle::unlock()"), std::string::npos);
-  // The exclusive kinds' forms are a header template over the handle's exported starts.
-  EXPECT_NE(nm.output.find("rlock::lock_handle::start_acquire("), std::string::npos);
-  // The only rlock::detail functions a consumer reaches: a failure made the awaitable forms'
-  // exception, and the start of rlock::inspect (a free function over a client, whose token form
-  // is a header template); every other operation is a member of an exported class.
-  const std::set<std::string> api{"exception_of", "start_inspect"};
-  const std::regex detail_symbol(R"(^[0-9a-f]* [TWVD] rlock::detail::([A-Za-z_0-9]+)[(<])");
-  std::istringstream lines(nm.output);
-  std::string line;
-  std::size_t exported = 0;
-  while (std::getline(lines, line)) {
-    if (line.find(" rlock::") != std::string::npos) ++exported;
-    std::smatch m;
-    if (std::regex_search(line, m, detail_symbol)) {
-      EXPECT_TRUE(api.contains(m[1].str())) << "exported internal symbol: " << line;
-    }
-    EXPECT_EQ(line.find("rlock::detail::multiplexer"), std::string::npos) << line;
-    EXPECT_EQ(line.find("rlock::detail::connection"), std::string::npos) << line;
-    EXPECT_EQ(line.find("rlock::detail::resp3"), std::string::npos) << line;
-  }
-  EXPECT_GT(exported, 20u);
 }
 
 }  // namespace
