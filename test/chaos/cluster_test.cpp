@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-namespace {
+namespace cluster_chaos_test {
 
 using namespace rlock::chaos;
 using namespace std::chrono_literals;
@@ -306,4 +306,4 @@ TEST(cluster_chaos, a_master_cut_from_the_majority_keeps_acknowledging_until_it_
   }
 }
 
-}  // namespace
+}  // namespace cluster_chaos_test

@@ -16,7 +16,7 @@
 #include <future>
 #include <thread>
 
-namespace {
+namespace fault_proxy_test {
 
 using rlock::test::direction;
 using rlock::test::fault_proxy;
@@ -126,4 +126,4 @@ TEST(fault_proxy, split_replies_arrive_one_byte_per_read) {
   EXPECT_EQ(proxy.delivered(direction::to_client), expected.size());
 }
 
-}  // namespace
+}  // namespace fault_proxy_test

@@ -23,7 +23,7 @@
 #include <regex>
 #include <string>
 
-namespace {
+namespace fenced_chaos_test {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -131,4 +131,4 @@ TEST(fenced_chaos, an_acquire_whose_answer_is_lost_reads_its_clocked_token_from_
   an_acquire_whose_answer_is_lost_reads_its_token(30s);
 }
 
-}  // namespace
+}  // namespace fenced_chaos_test

@@ -24,7 +24,7 @@
 #include <functional>
 #include <string>
 
-namespace {
+namespace lost_answer_test {
 
 namespace asio = boost::asio;
 using rlock::test::direction;
@@ -413,4 +413,4 @@ TEST(lost_answer, a_write_force_unlock_deletes_once) {
   });
 }
 
-}  // namespace
+}  // namespace lost_answer_test

@@ -32,7 +32,7 @@
 #include <thread>
 #include <vector>
 
-namespace {
+namespace scenarios_test {
 
 using namespace rlock::chaos;
 using namespace std::chrono_literals;
@@ -1050,4 +1050,4 @@ TEST(chaos, spin_lock_under_kills_pauses_restarts_and_black_holes_keeps_exclusio
   family_chaos("spin");
 }
 
-}  // namespace
+}  // namespace scenarios_test

@@ -39,7 +39,7 @@
 #include <thread>
 #include <vector>
 
-namespace {
+namespace sentinel_chaos_test {
 
 using namespace rlock::chaos;
 using namespace std::chrono_literals;
@@ -199,4 +199,4 @@ TEST(sentinel_chaos, failover_to_first_acquire_over_five_kills) {
   t.wait_settled();
 }
 
-}  // namespace
+}  // namespace sentinel_chaos_test

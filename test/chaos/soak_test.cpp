@@ -21,7 +21,7 @@
 
 extern char** environ;
 
-namespace {
+namespace soak_test {
 
 using namespace rlock::chaos;
 using namespace std::chrono_literals;
@@ -229,4 +229,4 @@ TEST(chaos, soak_three_processes_under_twenty_random_faults) {
   EXPECT_GT(v.acquisitions, 100u);
 }
 
-}  // namespace
+}  // namespace soak_test

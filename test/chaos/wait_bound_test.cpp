@@ -23,7 +23,7 @@
 #include <system_error>
 #include <thread>
 
-namespace {
+namespace wait_bound_test {
 
 namespace asio = boost::asio;
 using rlock::test::error_of;
@@ -180,4 +180,4 @@ INSTANTIATE_TEST_SUITE_P(forms_and_faults, wait_bound,
                                                           fault::killed_server)),
                          name_of);
 
-}  // namespace
+}  // namespace wait_bound_test

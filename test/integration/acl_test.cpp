@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-namespace {
+namespace acl_test {
 
 namespace asio = boost::asio;
 using rlock::test::error_of;
@@ -352,4 +352,4 @@ TEST(acl, each_missing_right_has_its_own_error) {
   }
 }
 
-}  // namespace
+}  // namespace acl_test

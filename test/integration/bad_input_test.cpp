@@ -20,7 +20,7 @@
 #include <string>
 #include <system_error>
 
-namespace {
+namespace bad_input_test {
 
 namespace asio = boost::asio;
 using rlock::test::error_of;
@@ -355,9 +355,9 @@ TEST(bad_input, blocking_client_to_closed_port_throws) {
   EXPECT_LT(clock_type::now() - start, cfg.connect_timeout + 2s);
 }
 
-}  // namespace
+}  // namespace bad_input_test
 
-namespace {
+namespace bad_input_test {
 
 TEST(bad_input, async_forms_keep_redis_text_in_last_error) {
   asio::io_context io;
@@ -379,4 +379,4 @@ TEST(bad_input, async_forms_keep_redis_text_in_last_error) {
   });
 }
 
-}  // namespace
+}  // namespace bad_input_test

@@ -33,7 +33,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace {
+namespace blocking_test {
 
 namespace asio = boost::asio;
 using rlock::test::make_config;
@@ -525,9 +525,9 @@ TEST(blocking, destruction_is_prompt_and_joins_the_io_thread) {
   EXPECT_EQ(thread_count(), before);
 }
 
-}  // namespace
+}  // namespace blocking_test
 
-namespace {
+namespace blocking_test {
 
 TEST(blocking, a_throwing_handler_reaches_a_caller_only_after_its_own_operation) {
   // A handler of the caller's (posted on async_client()'s executor) throws while some thread
@@ -562,4 +562,4 @@ TEST(blocking, a_throwing_handler_reaches_a_caller_only_after_its_own_operation)
   EXPECT_FALSE(lock.is_locked());
 }
 
-}  // namespace
+}  // namespace blocking_test

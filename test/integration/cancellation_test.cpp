@@ -35,7 +35,7 @@
 #include <utility>
 #include <vector>
 
-namespace {
+namespace cancellation_test {
 
 namespace asio = boost::asio;
 using rlock::test::channel_of;
@@ -497,9 +497,9 @@ TEST(cancellation, close_ends_a_pending_lost) {
   });
 }
 
-}  // namespace
+}  // namespace cancellation_test
 
-namespace {
+namespace cancellation_test {
 
 TEST(cancellation, a_cancellation_emitted_before_the_operation_started_is_not_lost) {
   asio::io_context io;
@@ -576,4 +576,4 @@ TEST(cancellation, cancellation_emitted_on_another_thread_is_safe) {
   EXPECT_EQ(numsub(raw, channel_of(waiter)), 0);
 }
 
-}  // namespace
+}  // namespace cancellation_test

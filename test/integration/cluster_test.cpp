@@ -30,7 +30,7 @@
 #include <system_error>
 #include <vector>
 
-namespace {
+namespace cluster_test {
 
 namespace asio = boost::asio;
 using rlock::detail::key_slot;
@@ -896,4 +896,4 @@ TEST(cluster, a_resharded_lock_keeps_its_holder_and_renewals_and_wakes_its_waite
   EXPECT_EQ(raw.command_int({"EXISTS", mine.key()}), 0);
 }
 
-}  // namespace
+}  // namespace cluster_test

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace connection_test {
 
 namespace asio = boost::asio;
 using rlock::test::error_of;
@@ -283,4 +283,4 @@ TEST(connection, many_coroutines_share_one_connection) {
   });
 }
 
-}  // namespace
+}  // namespace connection_test

@@ -30,7 +30,7 @@
 #include <string>
 #include <thread>
 
-namespace {
+namespace count_down_latch_test {
 
 namespace asio = boost::asio;
 using rlock::test::error_of;
@@ -373,4 +373,4 @@ TEST(count_down_latch, blocking_facade_in_std_latch_shape) {
 TEST(count_down_latch, shared_with_redisson_both_ways) { shared_both_ways(one_server()); }
 TEST(count_down_latch, cluster_shared_with_redisson_both_ways) { shared_both_ways(a_cluster()); }
 
-}  // namespace
+}  // namespace count_down_latch_test

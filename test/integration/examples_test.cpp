@@ -9,7 +9,7 @@
 #include <string>
 #include <sys/wait.h>
 
-namespace {
+namespace examples_test {
 
 struct result {
   int status = -1;
@@ -130,4 +130,4 @@ TEST(examples, fenced_write_refuses_the_stale_holder) {
 }
 #endif
 
-}  // namespace
+}  // namespace examples_test

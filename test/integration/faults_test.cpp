@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace faults_test {
 
 namespace asio = boost::asio;
 using rlock::test::error_of;
@@ -370,4 +370,4 @@ TEST(faults, a_release_answered_still_held_keeps_the_lock_renewed) {
   });
 }
 
-}  // namespace
+}  // namespace faults_test

@@ -22,7 +22,7 @@
 #include <string>
 #include <type_traits>
 
-namespace {
+namespace fenced_lock_test {
 
 namespace asio = boost::asio;
 using rlock::test::error_of;
@@ -298,4 +298,4 @@ TEST(fenced_lock, a_token_idle_ttl_below_a_second_is_refused_and_zero_keeps_redi
   });
 }
 
-}  // namespace
+}  // namespace fenced_lock_test

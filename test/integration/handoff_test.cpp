@@ -24,7 +24,7 @@
 #include <string>
 #include <system_error>
 
-namespace {
+namespace handoff_test {
 
 namespace asio = boost::asio;
 using rlock::test::error_of;
@@ -255,4 +255,4 @@ TEST(handoff, a_transfer_lost_with_its_connection_still_ends_with_one_known_hold
   });
 }
 
-}  // namespace
+}  // namespace handoff_test

@@ -16,7 +16,7 @@
 #include <rlock/rlock.hpp>
 #include <stdexcept>
 
-namespace {
+namespace hold_test {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -298,4 +298,4 @@ TEST(with_lock, a_lost_lock_cancels_the_work) {
   });
 }
 
-}  // namespace
+}  // namespace hold_test

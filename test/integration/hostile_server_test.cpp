@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace hostile_server_test {
 
 namespace asio = boost::asio;
 using rlock::test::fake_server;
@@ -305,4 +305,4 @@ TEST(hostile_server, an_answer_nobody_asked_for_drops_the_connection) {
   EXPECT_EQ(errors, 1) << (lines.empty() ? "no log line" : lines.back().second);
 }
 
-}  // namespace
+}  // namespace hostile_server_test

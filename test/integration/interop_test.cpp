@@ -32,7 +32,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace {
+namespace interop_test {
 
 namespace asio = boost::asio;
 using rlock::test::make_config;
@@ -963,11 +963,11 @@ TEST(interop, clocked_fenced_tokens_continue_redissons_sequence_until_the_counte
   });
 }
 
-}  // namespace
+}  // namespace interop_test
 
 // --- Redis Cluster: Redisson's sharded pub/sub (SPUBLISH in its scripts, SSUBSCRIBE) ----------
 
-namespace {
+namespace interop_test {
 
 rlock::test::cluster_topology& interop_cluster() {
   static rlock::test::cluster_topology cluster(3, 0);
@@ -1448,4 +1448,4 @@ TEST(interop, a_multi_lock_waits_for_a_redisson_holder_of_a_member_and_excludes_
   });
 }
 
-}  // namespace
+}  // namespace interop_test

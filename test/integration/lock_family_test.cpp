@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-namespace {
+namespace lock_family_test {
 
 namespace asio = boost::asio;
 using rlock::test::error_of;
@@ -755,4 +755,4 @@ TEST(spin_lock, bad_backoff_settings_are_refused_when_the_client_is_made) {
             rlock::errc::invalid_argument);
 }
 
-}  // namespace
+}  // namespace lock_family_test

@@ -14,7 +14,7 @@
 #include <chrono>
 #include <regex>
 
-namespace {
+namespace lock_test {
 
 namespace asio = boost::asio;
 using rlock::test::error_of;
@@ -231,4 +231,4 @@ TEST(lock, async_forms_take_any_completion_token) {
   });
 }
 
-}  // namespace
+}  // namespace lock_test

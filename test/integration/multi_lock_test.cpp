@@ -30,7 +30,7 @@
 #include <thread>
 #include <vector>
 
-namespace {
+namespace multi_lock_test {
 
 namespace asio = boost::asio;
 using rlock::test::error_of;
@@ -405,4 +405,4 @@ TEST(multi_lock, ten_members_on_one_server_are_one_script_call_each_way) {
   });
 }
 
-}  // namespace
+}  // namespace multi_lock_test

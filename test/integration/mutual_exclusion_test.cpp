@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-namespace {
+namespace mutual_exclusion_test {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -123,4 +123,4 @@ TEST(mutual_exclusion, coroutines_clients_and_threads_never_overlap) {
   EXPECT_EQ(raw.command_int({"EXISTS", cfg.key_prefix + "counter-lock"}), 0);
 }
 
-}  // namespace
+}  // namespace mutual_exclusion_test

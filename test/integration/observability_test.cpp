@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-namespace {
+namespace observability_test {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -431,4 +431,4 @@ TEST(observability, inspect_refused_by_acl_names_the_refusal_in_every_form) {
   raw.command({"ACL", "DELUSER", user});
 }
 
-}  // namespace
+}  // namespace observability_test

@@ -32,7 +32,7 @@
 #include <thread>
 #include <vector>
 
-namespace {
+namespace read_write_lock_test {
 
 namespace asio = boost::asio;
 using rlock::test::error_of;
@@ -844,4 +844,4 @@ TEST(read_write_lock, a_priority_that_is_no_rw_priority_is_refused_with_its_valu
             rlock::errc::invalid_argument);
 }
 
-}  // namespace
+}  // namespace read_write_lock_test

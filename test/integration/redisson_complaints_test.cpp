@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace redisson_complaints_test {
 
 namespace asio = boost::asio;
 using rlock::test::make_config;
@@ -404,4 +404,4 @@ TEST(redisson_complaints,
   });
 }
 
-}  // namespace
+}  // namespace redisson_complaints_test

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace rlockctl_test {
 
 using namespace std::chrono_literals;
 using rlock::test::child_process;
@@ -696,4 +696,4 @@ TEST(rlockctl, bench_measures_s1_and_s3_without_overlap) {
   EXPECT_NE(r.err.find("S3 100%"), std::string::npos) << r.err;
 }
 
-}  // namespace
+}  // namespace rlockctl_test

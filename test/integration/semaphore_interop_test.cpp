@@ -27,7 +27,7 @@
 #include <string>
 #include <string_view>
 
-namespace {
+namespace semaphore_interop_test {
 
 namespace asio = boost::asio;
 namespace resp3 = rlock::detail::resp3;
@@ -415,4 +415,4 @@ TEST(semaphore_interop, cluster_java_add_permits_and_release_leave_room_for_an_a
   java_counter_moves_leave_room_for_an_acquisition_that_fits(a_cluster());
 }
 
-}  // namespace
+}  // namespace semaphore_interop_test

@@ -28,7 +28,7 @@
 #include <thread>
 #include <vector>
 
-namespace {
+namespace semaphore_test {
 
 namespace asio = boost::asio;
 using rlock::test::error_of;
@@ -376,4 +376,4 @@ TEST(semaphore, the_blocking_facade_has_counting_semaphores_shape) {
   EXPECT_EQ(sem.available(), 2);
 }
 
-}  // namespace
+}  // namespace semaphore_test

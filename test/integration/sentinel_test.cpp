@@ -25,7 +25,7 @@
 #include <thread>
 #include <type_traits>
 
-namespace {
+namespace sentinel_test {
 
 namespace asio = boost::asio;
 using rlock::test::error_of;
@@ -382,4 +382,4 @@ TEST(sync_replicas, a_renewal_no_replica_acknowledges_ends_in_lost) {
   });
 }
 
-}  // namespace
+}  // namespace sentinel_test

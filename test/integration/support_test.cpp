@@ -20,7 +20,7 @@
 #include <string>
 
 namespace rlock::test {
-namespace {
+namespace support_test {
 
 namespace asio = boost::asio;
 namespace resp3 = detail::resp3;
@@ -191,5 +191,5 @@ TEST(Run, FailsTheTestOnTimeout) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }
 
-}  // namespace
+}  // namespace support_test
 }  // namespace rlock::test

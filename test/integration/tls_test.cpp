@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace tls_test {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -257,4 +257,4 @@ TEST(tls, a_killed_tls_connection_reconnects_and_the_holder_keeps_its_lock) {
   });
 }
 
-}  // namespace
+}  // namespace tls_test

@@ -29,7 +29,7 @@
 #include <thread>
 #include <tuple>
 
-namespace {
+namespace tokens_test {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -390,4 +390,4 @@ TEST(tokens, the_default_token_is_deferred_and_starts_nothing_until_launched) {
   get(closed);
 }
 
-}  // namespace
+}  // namespace tokens_test

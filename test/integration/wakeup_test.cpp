@@ -18,7 +18,7 @@
 #include <chrono>
 #include <vector>
 
-namespace {
+namespace wakeup_test {
 
 namespace asio = boost::asio;
 using rlock::test::channel_of;
@@ -349,4 +349,4 @@ TEST(wakeup, lock_attempts_beyond_the_limit_wait_their_turn_and_all_acquire) {
   });
 }
 
-}  // namespace
+}  // namespace wakeup_test

@@ -22,7 +22,7 @@
 #include <system_error>
 #include <vector>
 
-namespace {
+namespace watchdog_test {
 
 namespace asio = boost::asio;
 using rlock::test::error_of;
@@ -374,4 +374,4 @@ TEST(watchdog, renewal_stops_once_the_last_lock_is_released) {
   });
 }
 
-}  // namespace
+}  // namespace watchdog_test
