@@ -1,4 +1,4 @@
-# Debian packages, built by CPack from the release preset (scripts/package), one per install
+# Debian packages, built by CPack from the ci preset's tree (scripts/package), one per install
 # component (cmake/install-rules.cmake), named as Debian names them:
 #   librlock<soversion>  the shared library (the runtime package carries the SONAME);
 #   librlock-dev         headers, the link-time name, the CMake package and rlock.pc;
