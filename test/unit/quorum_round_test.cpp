@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace {
+namespace quorum_round_test {
 
 using namespace std::chrono_literals;
 using rlock::detail::drift_policy;
@@ -203,4 +203,4 @@ TEST(quorum_round, every_combination_tells_the_caller_once_and_leaves_no_grant_b
   }
 }
 
-}  // namespace
+}  // namespace quorum_round_test

@@ -7,7 +7,7 @@
 #include <array>
 #include <chrono>
 
-namespace {
+namespace quorum_tally_test {
 
 using namespace std::chrono_literals;
 using rlock::detail::drift_policy;
@@ -84,4 +84,4 @@ TEST(quorum_tally, a_round_is_won_by_a_majority_and_lost_as_soon_as_none_is_poss
   EXPECT_THROW(round.record(5, vote::granted), std::out_of_range);
 }
 
-}  // namespace
+}  // namespace quorum_tally_test
