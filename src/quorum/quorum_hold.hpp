@@ -8,7 +8,7 @@
 // Otherwise the holder stops believing at its deadline, an allowance before the validity ends,
 // unless renewals moved it. Sans I/O: the shell feeds confirmations and losses, and arms a timer
 // at deadline().
-#include "quorum/quorum_round.hpp"
+#include "quorum/node_set.hpp"
 #include "quorum/quorum_tally.hpp"
 
 #include <chrono>
@@ -53,7 +53,7 @@ class quorum_hold {
   /// Node i no longer holds the key.
   step on_node_lost(std::size_t i) {
     if (lost_ || !holds(i)) return step::none;
-    held_ &= ~bit(i);
+    held_ &= ~node_bit(i);
     if (count() < quorum_of(leases_.size())) {
       lost_ = true;
       return step::lost;
@@ -64,7 +64,7 @@ class quorum_hold {
   /// A retake of node i ended: granted by a request sent at `sent`, or not (it stays out).
   void on_retaken(std::size_t i, bool granted, time_point sent) {
     if (lost_ || !granted || i >= leases_.size()) return;
-    held_ |= bit(i);
+    held_ |= node_bit(i);
     sent_[i] = sent;
   }
 
@@ -93,13 +93,10 @@ class quorum_hold {
   node_set held() const noexcept { return held_; }
 
  private:
-  static constexpr node_set bit(std::size_t i) noexcept { return node_set{1} << i; }
-  bool holds(std::size_t i) const noexcept { return i < leases_.size() && (held_ & bit(i)) != 0; }
-  std::size_t count() const noexcept {
-    std::size_t n = 0;
-    for (std::size_t i = 0; i < leases_.size(); ++i) n += holds(i) ? 1 : 0;
-    return n;
+  bool holds(std::size_t i) const noexcept {
+    return i < leases_.size() && (held_ & node_bit(i)) != 0;
   }
+  std::size_t count() const noexcept { return size_of(held_ & all_nodes(leases_.size())); }
 
   std::vector<std::chrono::milliseconds> leases_;
   drift_policy drift_;

@@ -5,12 +5,6 @@
 
 namespace rlock::detail {
 
-namespace {
-
-constexpr node_set bit(std::size_t i) noexcept { return node_set{1} << i; }
-
-}  // namespace
-
 quorum_round::quorum_round(std::vector<std::chrono::milliseconds> leases, drift_policy drift,
                            time_point sent, time_point bound)
     : leases_(std::move(leases)),
@@ -25,14 +19,13 @@ quorum_round::quorum_round(std::vector<std::chrono::milliseconds> leases, drift_
 
 quorum_step quorum_round::start() {
   started_ = true;
-  const node_set all = leases_.size() == 32 ? ~node_set{0} : bit(leases_.size()) - 1;
-  return {.what = quorum_step::kind::attempt, .nodes = all};
+  return {.what = quorum_step::kind::attempt, .nodes = all_nodes(leases_.size())};
 }
 
 node_set quorum_round::pending() const {
   node_set s = 0;
   for (std::size_t i = 0; i < tally_.nodes(); ++i) {
-    if (tally_.at(i) == vote::pending) s |= bit(i);
+    if (tally_.at(i) == vote::pending) s |= node_bit(i);
   }
   return s;
 }
@@ -40,7 +33,7 @@ node_set quorum_round::pending() const {
 quorum_round::time_point quorum_round::valid_until() const {
   std::vector<node_grant> grants;
   for (std::size_t i = 0; i < leases_.size(); ++i) {
-    if ((granted_ & bit(i)) != 0) grants.push_back({sent_, leases_[i]});
+    if ((granted_ & node_bit(i)) != 0) grants.push_back({sent_, leases_[i]});
   }
   return detail::valid_until(grants, tally_.quorum(), drift_);
 }
@@ -51,14 +44,14 @@ quorum_step quorum_round::on_answer(std::size_t i, vote v, time_point now) {
     // Decided already: a late grant is the hold's (won) or is given back (lost).
     if (v != vote::granted) return {};
     if (won_) {
-      granted_ |= bit(i);
+      granted_ |= node_bit(i);
       return {};
     }
-    releasing_ |= bit(i);
-    return {.what = quorum_step::kind::release, .nodes = bit(i)};
+    releasing_ |= node_bit(i);
+    return {.what = quorum_step::kind::release, .nodes = node_bit(i)};
   }
   tally_.record(i, v);
-  if (v == vote::granted) granted_ |= bit(i);
+  if (v == vote::granted) granted_ |= node_bit(i);
   return decide(now);
 }
 
@@ -66,7 +59,7 @@ quorum_step quorum_round::on_bound(time_point now) {
   if (over_ || losing_ || !started_) return {};
   const node_set late = pending();
   for (std::size_t i = 0; i < tally_.nodes(); ++i) {
-    if ((late & bit(i)) != 0) tally_.record(i, vote::failed);
+    if ((late & node_bit(i)) != 0) tally_.record(i, vote::failed);
   }
   auto step = decide(now);
   step.cancel |= late;
@@ -101,7 +94,7 @@ quorum_step quorum_round::lose() {
 
 quorum_step quorum_round::on_released(std::size_t i) {
   if (i >= tally_.nodes()) return {};
-  releasing_ &= ~bit(i);
+  releasing_ &= ~node_bit(i);
   if (losing_ && !over_ && releasing_ == 0) {
     over_ = true;
     return {.what = quorum_step::kind::complete};

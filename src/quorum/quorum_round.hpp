@@ -7,6 +7,7 @@
 // before the caller is told (an attempt it cancelled whose grant lands anyway is given back
 // when that answer comes). Sans I/O: the shell starts what the returned step says and feeds the
 // answers in; times are given.
+#include "quorum/node_set.hpp"
 #include "quorum/quorum_tally.hpp"
 
 #include <chrono>
@@ -15,9 +16,6 @@
 #include <vector>
 
 namespace rlock::detail {
-
-/// A set of nodes, by index (at most 32).
-using node_set = std::uint32_t;
 
 /// What the shell does next for a round.
 struct quorum_step {
