@@ -93,6 +93,9 @@ enum class errc {
   /// `WRITE_AFTER_READ`). It would wait for itself, so it fails at once: release the read
   /// holds first. (A writer taking the read half, a downgrade, is allowed.)
   upgrade_refused,
+  /// A quorum lock's wait ended while too few of its nodes could answer (unreachable, failing,
+  /// refused) for a majority to be possible; the text names each such node and why.
+  quorum_unavailable,
 };
 
 /// The category of `rlock::errc`; its name is "rlock".

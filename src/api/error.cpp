@@ -72,6 +72,8 @@ class category final : public std::error_category {
         return "the owner already holds the lock, which refuses this acquisition";
       case errc::upgrade_refused:
         return "the owner holds the read lock, so its write acquisition would wait for itself";
+      case errc::quorum_unavailable:
+        return "too few of a quorum lock's nodes could answer for a majority";
     }
     return "unknown rlock error";
   }

@@ -343,6 +343,7 @@ struct acquire_operation : attempt_gate::entry {
         case acquire_reply::outcome::busy:
           a = attempt_answer::busy;
           ttl = decoded.ttl;
+          op->busy_ttl = ttl;
           // A handoff by push to it can only come after this ran (fair kinds).
           op->busy_written = op->written;
           // Joined first, everything it heard came before this attempt ran, which saw the
@@ -675,6 +676,9 @@ struct acquire_operation : attempt_gate::entry {
           } else if constexpr (std::is_same_v<handler_type, token_handler>) {
             const auto result = acquired ? std::optional<std::int64_t>(token) : std::nullopt;
             deliver(ex, std::move(h), slot, inside_initiation, std::move(e), result);
+          } else if constexpr (std::is_same_v<handler_type, attempt_handler>) {
+            const auto ttl = acquired ? milliseconds(-1) : busy_ttl;
+            deliver(ex, std::move(h), slot, inside_initiation, std::move(e), acquired, ttl);
           } else {
             deliver(ex, std::move(h), slot, inside_initiation, std::move(e));
           }
@@ -706,13 +710,15 @@ struct acquire_operation : attempt_gate::entry {
   clock_type::time_point started;  // when the caller asked
   acquire_fsm fsm;
   // lock() has no result to report, try_lock() whether it acquired, a fenced lock its token.
-  std::variant<void_handler, bool_handler, token_handler> caller;
+  // A single attempt (a quorum lock's vote) also the holder's TTL when busy.
+  std::variant<void_handler, bool_handler, token_handler, attempt_handler> caller;
   detail::failure error;  // the shell's failure, for verdict::failed
   // Only for a caller with a cancellation slot: it outlives the operation in the slot handler.
   std::shared_ptr<cancel_link<acquire_operation>> link;
   clock_type::time_point written{};       // when the current attempt was written; epoch: not (yet)
   clock_type::time_point busy_written{};  // the latest attempt answered busy (fair kinds)
   std::int64_t token = 0;                 // this acquisition's token (kinds with tokens)
+  milliseconds busy_ttl{-1};              // the latest busy answer's TTL of the holder
   notify_hub::waiter waiter;  // in the hub from the first busy answer until the caller is told
   multiplexer::id_type request = 0;        // the attempt or question in flight
   std::shared_ptr<handoff_ticket> ticket;  // a local handoff to it in flight
@@ -840,6 +846,12 @@ void async_lock(std::shared_ptr<lock_state> s, std::optional<milliseconds> lease
 void async_acquire_token(std::shared_ptr<lock_state> s, std::optional<milliseconds> wait,
                          std::optional<milliseconds> lease, token_handler handler) {
   start_acquire(std::make_unique<acquire_operation>(std::move(s), wait, lease, std::move(handler)));
+}
+
+void async_attempt(std::shared_ptr<lock_state> s, std::optional<milliseconds> lease,
+                   attempt_handler handler) {
+  start_acquire(std::make_unique<acquire_operation>(std::move(s), milliseconds::zero(), lease,
+                                                    std::move(handler)));
 }
 
 }  // namespace rlock::detail

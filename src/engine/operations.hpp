@@ -20,6 +20,8 @@ class engine_context;
 using void_handler = handler<>;
 using bool_handler = handler<bool>;
 using token_handler = handler<std::optional<std::int64_t>>;
+/// Whether a single attempt took the lock, and if not the holder's TTL (-1: none to go by).
+using attempt_handler = handler<bool, std::chrono::milliseconds>;
 
 /// An acquisition that reports whether it got the lock (wait: none = forever, 0 = one attempt;
 /// lease: none = watchdog). `batched`: its attempts run in one script call with the other
@@ -32,6 +34,10 @@ void async_acquire(std::shared_ptr<lock_state> s, std::optional<std::chrono::mil
 void async_acquire_token(std::shared_ptr<lock_state> s,
                          std::optional<std::chrono::milliseconds> wait,
                          std::optional<std::chrono::milliseconds> lease, token_handler handler);
+/// One attempt (async_acquire with no wait) that also reports the holder's TTL when busy: a
+/// quorum lock's vote on one node, whose waiter sleeps until a majority's holders could be gone.
+void async_attempt(std::shared_ptr<lock_state> s, std::optional<std::chrono::milliseconds> lease,
+                   attempt_handler handler);
 /// async_acquire waiting until acquired, without a result to report.
 void async_lock(std::shared_ptr<lock_state> s, std::optional<std::chrono::milliseconds> lease,
                 void_handler handler);
