@@ -3,6 +3,7 @@
 // in one global order; released all at once, in reverse order per node; one lost() for the group.
 #include "rlock/multi_lock.hpp"
 
+#include "engine/coroutine_cancellation.hpp"
 #include "engine/deadline.hpp"
 #include "engine/engine_context.hpp"
 #include "engine/lock_state.hpp"
@@ -101,25 +102,8 @@ asio::awaitable<void> multi_lock::lost() {
 
 namespace {
 
-/// Whether the caller cancelled: checked before each member, whose own operation would not see a
-/// cancellation emitted before it began.
-asio::awaitable<bool> caller_cancelled() {
-  const auto state = co_await asio::this_coro::cancellation_state;
-  co_return state.cancelled() != asio::cancellation_type::none;
-}
-
-/// Every kind of cancellation the caller's slot carries reaches the coroutine (co_spawn lets
-/// terminal only through), and none is thrown: the coroutine decides what one means. One
-/// already requested is kept.
-asio::awaitable<void> let_every_cancellation_in() {
-  // Named, not a co_await inside a condition (g++ 12, UBSan: an illegal instruction there).
-  const bool already = co_await caller_cancelled();
-  if (!already) {
-    co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
-  }
-  co_await asio::this_coro::throw_if_cancelled(false);
-  co_return;
-}
+using detail::caller_cancelled;
+using detail::let_every_cancellation_in;
 
 using members_ptr = std::shared_ptr<const std::vector<lock_handle>>;
 

@@ -10,6 +10,7 @@
 #include "support/lock_env.hpp"
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
+#include "support/redisson_scripts.hpp"
 #include "support/run.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -43,29 +44,8 @@ using clock_type = std::chrono::steady_clock;
 
 // Redisson's scripts, verbatim from the wire document.
 
-// KEYS = [name], ARGV = [lease_ms, owner_field]
-constexpr std::string_view redisson_acquire = R"lua(
-if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1);
-  redis.call('pexpire', KEYS[1], ARGV[1]);
-  return nil;
-end;
-return redis.call('pttl', KEYS[1]);
-)lua";
-
-// KEYS = [name, channel], ARGV = [message "0", lease_ms, owner_field]
-constexpr std::string_view redisson_release = R"lua(
-if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end;
-local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1);
-if (counter > 0) then
-  redis.call('pexpire', KEYS[1], ARGV[2]);
-  return 0;
-else
-  redis.call('del', KEYS[1]);
-  redis.call('publish', KEYS[2], ARGV[1]);
-  return 1;
-end;
-)lua";
+using rlock::test::redisson_acquire;
+using rlock::test::redisson_release;
 
 // Redisson >= 3.24.1: KEYS = [name, channel, latch], ARGV = ["0", lease_ms, owner_field,
 // publish_command, latch_ttl_ms]
