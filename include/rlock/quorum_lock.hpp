@@ -1,0 +1,170 @@
+#pragma once
+
+#include "rlock/detail/completion.hpp"
+#include "rlock/export.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace rlock {
+
+class client;
+
+namespace detail {
+struct quorum_core;
+}  // namespace detail
+
+/// How a quorum lock counts time and waits.
+struct quorum_options {
+  /// Redlock's drift, the share of a lease a grant is believed less (the clocks of client and
+  /// servers run at different rates): lease × drift_parts_per_million / 10^6 + drift_floor,
+  /// rounded up to the millisecond. The default is the published one, 1 % + 2 ms.
+  std::uint32_t drift_parts_per_million = 10'000;
+  /// The drift's fixed part (Redlock's 2 ms).
+  std::chrono::milliseconds drift_floor{2};
+  /// The bound of one round (one attempt on every node at once); none: the nodes' longest
+  /// config::command_timeout. A node that has not answered by then counts as failed for the
+  /// round (a grant it makes later is given back, or kept by a round already won).
+  std::optional<std::chrono::milliseconds> round_timeout;
+  /// A fallback retry for waiters: none (the default) waits for pushes only (an unlock
+  /// published by a node, a node's subscription confirmed again after a reconnect) and for the
+  /// TTLs that the busy nodes answered; a value also retries that long (±50 %, random) after
+  /// every round that was lost, as the polling Redlock libraries do.
+  std::optional<std::chrono::milliseconds> retry_delay;
+  /// How long a waiter leaves a node that failed without losing its connection (an error reply,
+  /// no answer within the round) before asking it again when a majority needs it.
+  std::chrono::milliseconds unreachable_retry{1000};
+};
+
+/// A lock held by a majority of N independent Redis deployments (Redlock, as the Redis
+/// documentation publishes it), over one rlock::client per node: each a standalone server or a
+/// Sentinel-managed master (not one cluster: its masters share a failure domain and a slot).
+///
+/// **On every node, Redisson's reentrant lock.** Each node holds the lock's hash with this
+/// owner's field `<that client's uuid>:<owner id>`, one owner id for all nodes; so a Java
+/// `RedissonRedLock` over the same nodes and name excludes it and is excluded by it.
+///
+/// **One round.** One attempt on every node at once (one round trip per node, in parallel); won
+/// when `N/2 + 1` granted within the round, with validity left: the validity is the
+/// majority's, `lease − elapsed − drift` counted from before the attempts were sent, on the
+/// steady clock. A lost round gives back every grant it took before the caller is told.
+///
+/// **Waiting by push.** A waiter listens on the lock's channel on every node and starts a round
+/// when the nodes it holds, the nodes that published an unlock since they answered busy and the
+/// nodes whose holder's TTL has run out make a majority; no polling unless
+/// quorum_options::retry_delay asks for it.
+///
+/// **Held on the quorum.** Without a lease each node's grant is renewed by that client's
+/// watchdog (batched with its other renewals); the hold is believed until the majority's
+/// validity, moved by the renewals each node confirmed, less 5 ms; lost() completes before it
+/// ends. A node that lost the key while a majority holds is taken again; with fewer than a
+/// majority the hold is lost at once (and what is left is given back). With a lease, lost()
+/// completes 5 ms before the validity of the acquisition ends.
+///
+/// **Reentrant.** A lock() by the holder while the hold is believed re-enters without a round
+/// trip; the nodes are released by the matching last unlock().
+///
+/// A handle: copies share the owner. Forms: awaitable (failures thrown as
+/// boost::system::system_error) and async_* with any completion token, `void(error_code[, T])`.
+/// Runs on the first node's client executor; the clients may run on other executors.
+class RLOCK_EXPORT quorum_lock {
+ public:
+  /// Leases and waits, in whole milliseconds.
+  using milliseconds = std::chrono::milliseconds;
+  /// The first node's client executor type.
+  using executor_type = boost::asio::any_io_executor;
+  /// Validity, on the steady clock (a wall-clock jump moves nothing).
+  using time_point = std::chrono::steady_clock::time_point;
+
+  /// Over `nodes` (1 to 32 clients, each another deployment) and `name`. Throws
+  /// boost::system::system_error with errc::invalid_argument: no node, more than 32, one
+  /// client given twice, an empty name, a drift floor below zero.
+  quorum_lock(std::vector<std::reference_wrapper<client>> nodes, std::string_view name,
+              quorum_options options = {});
+
+  /// Waits until a majority is held; `lease` for each node (absent: the watchdogs renew).
+  boost::asio::awaitable<void> lock(std::optional<milliseconds> lease = std::nullopt);
+  /// Takes a majority within `wait` (0: one round); whether it did. Fails with
+  /// errc::quorum_unavailable, naming each node and why, when the wait ended while too many
+  /// nodes could not answer for a majority to be possible.
+  boost::asio::awaitable<bool> try_lock(milliseconds wait = milliseconds::zero(),
+                                        std::optional<milliseconds> lease = std::nullopt);
+  /// Releases one hold; the last one releases every node at once and completes when a majority
+  /// confirmed (the rest finish in the background, each bounded by its command_timeout).
+  /// errc::not_owner when not held, or when the hold was lost before this unlock.
+  boost::asio::awaitable<void> unlock();
+  /// Completes when the hold is lost (before its validity ends); errc::not_owner when not held.
+  boost::asio::awaitable<void> lost();
+
+  /// lock(lease) with a completion token; completes with `void(error_code)`.
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_lock(std::optional<milliseconds> lease, CompletionToken&& token = {}) {
+    return detail::initiate<>(
+        std::forward<CompletionToken>(token), *this,
+        [lease](const quorum_lock& q, detail::handler<> h) { start_lock(q, lease, std::move(h)); });
+  }
+  /// try_lock(wait, lease) with a completion token; completes with `void(error_code, bool)`.
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_try_lock(milliseconds wait, std::optional<milliseconds> lease,
+                      CompletionToken&& token = {}) {
+    return detail::initiate<bool>(std::forward<CompletionToken>(token), *this,
+                                  [wait, lease](const quorum_lock& q, detail::handler<bool> h) {
+                                    start_try_lock(q, wait, lease, std::move(h));
+                                  });
+  }
+  /// unlock() with a completion token; completes with `void(error_code)`.
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_unlock(CompletionToken&& token = {}) {
+    return detail::initiate<>(
+        std::forward<CompletionToken>(token), *this,
+        [](const quorum_lock& q, detail::handler<> h) { start_unlock(q, std::move(h)); });
+  }
+  /// lost() with a completion token; completes with `void(error_code)`.
+  template <detail::completion_token CompletionToken = default_completion_token>
+  auto async_lost(CompletionToken&& token = {}) {
+    return detail::initiate<>(
+        std::forward<CompletionToken>(token), *this,
+        [](const quorum_lock& q, detail::handler<> h) { start_lost(q, std::move(h)); });
+  }
+
+  /// Until when the current hold is believed (steady clock), as of the renewals confirmed so
+  /// far; time_point::min() when not held. Any thread.
+  time_point valid_until() const noexcept;
+  /// Whether this owner believes it holds the lock now (valid_until() is ahead). Any thread.
+  bool is_held() const noexcept;
+  /// The lock's name as given.
+  std::string_view name() const noexcept;
+  /// The number of nodes.
+  std::size_t nodes() const noexcept;
+  /// How many nodes make a majority: `nodes() / 2 + 1`.
+  std::size_t quorum() const noexcept;
+  /// The owner id shared by every node's hash field (`<uuid>:<owner id>`).
+  std::uint64_t owner_id() const noexcept;
+  /// The words of the latest failure (per node where nodes failed). Any thread.
+  std::string last_error() const;
+  /// The executor of the first node's client, where the lock's operations run.
+  executor_type get_executor() const noexcept;
+
+ private:
+  static void start_lock(const quorum_lock& q, std::optional<milliseconds> lease,
+                         detail::handler<> h);
+  static void start_try_lock(const quorum_lock& q, milliseconds wait,
+                             std::optional<milliseconds> lease, detail::handler<bool> h);
+  static void start_unlock(const quorum_lock& q, detail::handler<> h);
+  static void start_lost(const quorum_lock& q, detail::handler<> h);
+
+  std::shared_ptr<detail::quorum_core> core_;
+};
+
+}  // namespace rlock

@@ -1,0 +1,495 @@
+// rlock::quorum_lock (Redlock over independent servers) against real servers, 3 and 5 of them:
+// one attempt per node in one round, a majority held and the rest given back, exclusion
+// between owners and with Redisson's RedissonRedLock (its scripts, played per node), waiting
+// woken by the unlock pushes, reentrance, a minority down, a majority down (an error naming the
+// nodes), and a holder told lost() when a majority loses the key.
+#include "rlock/rlock.hpp"
+#include "support/lock_env.hpp"
+#include "support/raw_client.hpp"
+#include "support/redis_server.hpp"
+#include "support/redisson_scripts.hpp"
+#include "support/run.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace quorum_lock_test {
+
+namespace asio = boost::asio;
+namespace resp3 = rlock::detail::resp3;
+using rlock::test::error_of;
+using rlock::test::wait_until;
+using namespace std::chrono_literals;
+
+using rlock::test::redisson_acquire;
+using rlock::test::redisson_release;
+
+/// N private servers, a client per server for each of two owners, and a raw client per server.
+struct quorum_env {
+  explicit quorum_env(std::size_t n, std::chrono::milliseconds watchdog = 30s) {
+    for (std::size_t i = 0; i < n; ++i) {
+      servers.push_back(std::make_unique<rlock::test::redis_server>());
+      rlock::config cfg;
+      cfg.port = servers.back()->port();
+      cfg.key_prefix = prefix;
+      cfg.watchdog_timeout = watchdog;
+      cfg.command_timeout = 500ms;
+      a.push_back(std::make_unique<rlock::client>(io.get_executor(), cfg));
+      b.push_back(std::make_unique<rlock::client>(io.get_executor(), cfg));
+      raw.push_back(std::make_unique<rlock::test::raw_client>(cfg.port));
+    }
+  }
+  static std::vector<std::reference_wrapper<rlock::client>> refs(
+      const std::vector<std::unique_ptr<rlock::client>>& cs) {
+    std::vector<std::reference_wrapper<rlock::client>> out;
+    for (const auto& c : cs) out.emplace_back(*c);
+    return out;
+  }
+  asio::awaitable<void> connect() {
+    for (auto& c : a) co_await c->connect();
+    for (auto& c : b) co_await c->connect();
+  }
+  asio::awaitable<void> close() {
+    for (auto& c : a) co_await c->close();
+    for (auto& c : b) co_await c->close();
+  }
+  /// Nodes where `key` exists.
+  int holding(const std::string& key) {
+    int n = 0;
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+      if (servers[i]->pid() > 0 && raw[i]->command_int({"EXISTS", key}) == 1) ++n;
+    }
+    return n;
+  }
+  std::uint64_t attempts(const std::vector<std::unique_ptr<rlock::client>>& cs) {
+    std::uint64_t n = 0;
+    for (const auto& c : cs) n += c->stats().acquire_attempts;
+    return n;
+  }
+
+  std::string prefix = rlock::test::unique_prefix();
+  asio::io_context io;
+  std::vector<std::unique_ptr<rlock::test::redis_server>> servers;
+  std::vector<std::unique_ptr<rlock::client>> a;
+  std::vector<std::unique_ptr<rlock::client>> b;
+  std::vector<std::unique_ptr<rlock::test::raw_client>> raw;
+};
+
+class quorum_lock : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(quorum_lock, takes_every_node_in_one_round_with_redissons_hash_and_releases_them_all) {
+  quorum_env env(GetParam());
+  rlock::test::run(env.io, [&]() -> asio::awaitable<void> {
+    co_await env.connect();
+    rlock::quorum_lock q(quorum_env::refs(env.a), "account");
+    rlock::quorum_lock other(quorum_env::refs(env.b), "account");
+    EXPECT_EQ(q.quorum(), GetParam() / 2 + 1);
+    const auto before = std::chrono::steady_clock::now();
+    EXPECT_TRUE(co_await q.try_lock());
+    // One attempt per node, the nodes' own attempts, in one round.
+    EXPECT_EQ(env.attempts(env.a), GetParam());
+    EXPECT_TRUE(q.is_held());
+    EXPECT_GT(q.valid_until(), before + 29s);
+    EXPECT_LE(q.valid_until(), before + 30s);
+    const std::string key = env.prefix + "account";
+    for (std::size_t i = 0; i < GetParam(); ++i) {
+      // Redisson's layout on every node: this node's client uuid, the one owner id.
+      const auto fields = env.raw[i]->command({"HGETALL", key});
+      RLOCK_CO_ASSERT(fields.elements.size() == 2u);
+      const auto probe = env.a[i]->get_lock("probe");
+      const std::string_view field = probe.owner_field();
+      const auto uuid = std::string(field.substr(0, field.rfind(':')));
+      EXPECT_EQ(fields.elements[0].str, uuid + ":" + std::to_string(q.owner_id()));
+      EXPECT_EQ(fields.elements[1].str, "1");
+    }
+    // Another owner is refused, in one attempt per node, and leaves nothing behind.
+    EXPECT_FALSE(co_await other.try_lock());
+    EXPECT_EQ(env.attempts(env.b), GetParam());
+    EXPECT_EQ(env.holding(key), static_cast<int>(GetParam()));
+    // Reentrant: the nodes keep one hold each until the last unlock.
+    EXPECT_TRUE(co_await q.try_lock());
+    co_await q.unlock();
+    EXPECT_TRUE(q.is_held());
+    EXPECT_EQ(env.holding(key), static_cast<int>(GetParam()));
+    co_await q.unlock();
+    EXPECT_FALSE(q.is_held());
+    EXPECT_EQ(env.holding(key), 0);
+    EXPECT_EQ(co_await error_of(q.unlock()), rlock::errc::not_owner);
+    EXPECT_EQ(co_await error_of(q.lost()), rlock::errc::not_owner);
+    EXPECT_TRUE(co_await other.try_lock(0ms, 5s));
+    EXPECT_LE(other.valid_until(), std::chrono::steady_clock::now() + 5s);
+    co_await other.unlock();
+    co_await env.close();
+  });
+}
+
+TEST_P(quorum_lock, a_minority_held_elsewhere_is_not_enough_to_exclude_and_a_majority_is) {
+  quorum_env env(GetParam());
+  rlock::test::run(env.io, [&]() -> asio::awaitable<void> {
+    co_await env.connect();
+    rlock::quorum_lock q(quorum_env::refs(env.a), "split");
+    const std::string key = env.prefix + "split";
+    const std::size_t minority = GetParam() - q.quorum();
+    // A foreign owner on a minority: a majority is still free.
+    for (std::size_t i = 0; i < minority; ++i) {
+      env.raw[i]->command({"EVAL", redisson_acquire, "1", key, "30000", "java-uuid:1"});
+    }
+    EXPECT_TRUE(co_await q.try_lock());
+    co_await q.unlock();
+    // What it took was given back; the foreign holds stay.
+    EXPECT_EQ(env.holding(key), static_cast<int>(minority));
+    // One more node makes the foreign owner a majority: refused, and nothing of ours is left.
+    env.raw[minority]->command({"EVAL", redisson_acquire, "1", key, "30000", "java-uuid:1"});
+    EXPECT_FALSE(co_await q.try_lock());
+    // A grant that landed after the round was lost goes back as it lands.
+    const auto given_back = [&] { return env.holding(key) == static_cast<int>(minority + 1); };
+    EXPECT_TRUE(co_await rlock::test::poll_until(given_back, 5s));
+    co_await env.close();
+  });
+}
+
+TEST_P(quorum_lock, excludes_a_redisson_redlock_and_is_excluded_by_one) {
+  // RedissonRedLock is a RedissonMultiLock that may fail on n - (n/2 + 1) members: it walks
+  // them one after another with Redisson's acquire, and gives back what it took if it fails.
+  quorum_env env(GetParam());
+  const std::string key = env.prefix + "shared";
+  auto redisson_redlock = [&](std::string_view field) {
+    const std::size_t may_fail = GetParam() - (GetParam() / 2 + 1);
+    std::size_t failed = 0;
+    std::vector<std::size_t> taken;
+    for (std::size_t i = 0; i < GetParam(); ++i) {
+      const auto r = env.raw[i]->command({"EVAL", redisson_acquire, "1", key, "30000", field});
+      if (r.is_null()) {
+        taken.push_back(i);
+      } else if (++failed > may_fail) {
+        for (auto t : taken) {
+          env.raw[t]->command({"EVAL", redisson_release, "2", key,
+                               "redisson_lock__channel:{" + key + "}", "0", "30000", field});
+        }
+        return false;
+      }
+    }
+    return true;
+  };
+  auto redisson_unlock = [&](std::string_view field) {
+    for (std::size_t i = 0; i < GetParam(); ++i) {
+      env.raw[i]->command({"EVAL", redisson_release, "2", key,
+                           "redisson_lock__channel:{" + key + "}", "0", "30000", field});
+    }
+  };
+  rlock::test::run(env.io, [&]() -> asio::awaitable<void> {
+    co_await env.connect();
+    rlock::quorum_lock q(quorum_env::refs(env.a), "shared");
+    EXPECT_TRUE(co_await q.try_lock());
+    EXPECT_FALSE(redisson_redlock("java-uuid:7"));
+    EXPECT_EQ(env.holding(key), static_cast<int>(GetParam()));
+    co_await q.unlock();
+    EXPECT_TRUE(redisson_redlock("java-uuid:7"));
+    EXPECT_FALSE(co_await q.try_lock());
+    redisson_unlock("java-uuid:7");
+    // Its unlock published on each node's channel: our waiter, woken by them, takes it.
+    EXPECT_TRUE(co_await q.try_lock(10s));
+    co_await q.unlock();
+    co_await env.close();
+  });
+}
+
+TEST_P(quorum_lock, a_waiter_is_woken_by_the_unlock_pushes_not_by_a_lease_or_polling) {
+  quorum_env env(GetParam());
+  rlock::test::run(env.io, [&]() -> asio::awaitable<void> {
+    co_await env.connect();
+    rlock::quorum_lock holder(quorum_env::refs(env.a), "pushed");
+    rlock::quorum_lock waiter(quorum_env::refs(env.b), "pushed");
+    EXPECT_TRUE(co_await holder.try_lock(0ms, 60s));
+    auto got = std::make_shared<bool>(false);
+    asio::steady_timer bell(env.io, std::chrono::steady_clock::time_point::max());
+    asio::co_spawn(env.io, waiter.lock(60s), [got, &bell](std::exception_ptr e) {
+      *got = !e;
+      bell.cancel();
+    });
+    // Listening on every node: each client subscribed to the lock's channel.
+    const std::string channel = "redisson_lock__channel:{" + env.prefix + "pushed}";
+    for (std::size_t i = 0; i < GetParam(); ++i) {
+      auto subscribed = [&, i] {
+        const auto r = env.raw[i]->command({"PUBSUB", "NUMSUB", channel});
+        return r.elements.size() == 2 && r.elements[1].integer == 1;
+      };
+      RLOCK_CO_ASSERT(co_await rlock::test::poll_until(subscribed, 10s));
+    }
+    const auto attempts_asleep = env.attempts(env.b);
+    co_await holder.unlock();
+    const auto done = [got] { return *got; };
+    co_await wait_until(bell, done, 20s);
+    EXPECT_TRUE(*got);
+    // Woken by the pushes, long before the 60 s lease: at most one more round per node's
+    // unlock message.
+    EXPECT_LE(env.attempts(env.b) - attempts_asleep, GetParam() * GetParam());
+    EXPECT_TRUE(waiter.is_held());
+    co_await waiter.unlock();
+    co_await env.close();
+  });
+}
+
+TEST_P(quorum_lock, a_minority_down_still_acquires_renews_and_releases) {
+  quorum_env env(GetParam(), 1500ms);
+  rlock::test::run(env.io, [&]() -> asio::awaitable<void> {
+    co_await env.connect();
+    for (std::size_t i = 0; i < GetParam() - GetParam() / 2 - 1; ++i) env.servers[i]->kill_hard();
+    rlock::quorum_lock q(quorum_env::refs(env.a), "minority");
+    EXPECT_TRUE(co_await q.try_lock());
+    // Renewed by the live nodes' watchdogs past two leases (a renewal each 500 ms), and still
+    // believed.
+    const auto renewed = [&] {
+      for (std::size_t i = GetParam() - GetParam() / 2 - 1; i < GetParam(); ++i) {
+        if (env.a[i]->stats().renewal_calls < 7) return false;
+      }
+      return true;
+    };
+    EXPECT_TRUE(co_await rlock::test::poll_until(renewed, 20s));
+    EXPECT_TRUE(q.is_held());
+    co_await q.unlock();
+    co_await env.close();
+  });
+}
+
+TEST_P(quorum_lock, a_majority_down_fails_within_the_wait_naming_the_nodes) {
+  quorum_env env(GetParam());
+  rlock::test::run(
+      env.io,
+      [&]() -> asio::awaitable<void> {
+        co_await env.connect();
+        std::vector<std::uint16_t> down;
+        for (std::size_t i = 0; i < GetParam() / 2 + 1; ++i) {
+          down.push_back(env.servers[i]->port());
+          env.servers[i]->kill_hard();
+        }
+        rlock::quorum_lock q(quorum_env::refs(env.a), "majority");
+        const auto code = co_await error_of(q.try_lock(1s));
+        EXPECT_EQ(code, rlock::errc::quorum_unavailable);
+        const auto words = q.last_error();
+        for (auto port : down)
+          EXPECT_NE(words.find(std::to_string(port)), std::string::npos) << words;
+        co_await env.close();
+      },
+      60s);
+}
+
+TEST_P(quorum_lock, a_holder_retakes_a_node_that_lost_the_key_and_is_told_lost_without_a_majority) {
+  quorum_env env(GetParam(), 1500ms);
+  rlock::test::run(env.io, [&]() -> asio::awaitable<void> {
+    co_await env.connect();
+    rlock::quorum_lock q(quorum_env::refs(env.a), "deleted");
+    const std::string key = env.prefix + "deleted";
+    EXPECT_TRUE(co_await q.try_lock());
+    // A minority loses the key: taken again after that node's next renewal, still believed.
+    env.raw[0]->command({"DEL", key});
+    const auto retaken = [&] { return env.raw[0]->command_int({"EXISTS", key}) == 1; };
+    EXPECT_TRUE(co_await rlock::test::poll_until(retaken, 10s));
+    EXPECT_TRUE(q.is_held());
+    // A majority loses it to another owner (an operator's DEL, then a Redisson client): the
+    // retakes are refused, lost() completes, and what is left is given back.
+    auto told = std::make_shared<bool>(false);
+    asio::steady_timer bell(env.io, std::chrono::steady_clock::time_point::max());
+    asio::co_spawn(env.io, q.lost(), [told, &bell](std::exception_ptr e) {
+      *told = !e;
+      bell.cancel();
+    });
+    for (std::size_t i = 0; i < q.quorum(); ++i) {
+      env.raw[i]->command({"DEL", key});
+      env.raw[i]->command({"EVAL", redisson_acquire, "1", key, "30000", "java-uuid:3"});
+    }
+    const auto heard = [told] { return *told; };
+    co_await wait_until(bell, heard, 10s);
+    EXPECT_TRUE(*told);
+    EXPECT_FALSE(q.is_held());
+    const auto ours_cleared = [&] { return env.holding(key) == static_cast<int>(q.quorum()); };
+    EXPECT_TRUE(co_await rlock::test::poll_until(ours_cleared, 10s));
+    EXPECT_EQ(co_await error_of(q.unlock()), rlock::errc::not_owner);
+    co_await env.close();
+  });
+}
+
+TEST_P(quorum_lock, a_holder_whose_majority_dies_is_told_lost_and_a_minority_dying_is_not) {
+  quorum_env env(GetParam(), 1500ms);
+  rlock::test::run(
+      env.io,
+      [&]() -> asio::awaitable<void> {
+        co_await env.connect();
+        rlock::quorum_lock q(quorum_env::refs(env.a), "killed");
+        EXPECT_TRUE(co_await q.try_lock());
+        auto told = std::make_shared<bool>(false);
+        asio::steady_timer bell(env.io, std::chrono::steady_clock::time_point::max());
+        asio::co_spawn(env.io, q.lost(), [told, &bell](std::exception_ptr e) {
+          *told = !e;
+          bell.cancel();
+        });
+        // A minority dies: the others' renewals keep the hold (past two leases of renewals).
+        const std::size_t minority = GetParam() - q.quorum();
+        for (std::size_t i = 0; i < minority; ++i) env.servers[i]->kill_hard();
+        const auto renewed = [&] { return env.a.back()->stats().renewal_calls >= 7; };
+        EXPECT_TRUE(co_await rlock::test::poll_until(renewed, 20s));
+        EXPECT_FALSE(*told);
+        EXPECT_TRUE(q.is_held());
+        // One more: fewer than a majority can renew, and the holder stops believing (the
+        // deadline, validity less its allowance, is quorum_hold's: unit tested).
+        env.servers[minority]->kill_hard();
+        const auto heard = [told] { return *told; };
+        co_await wait_until(bell, heard, 10s);
+        EXPECT_TRUE(*told);
+        EXPECT_FALSE(q.is_held());
+        co_await env.close();
+      },
+      60s);
+}
+
+/// Commands clients sent to a node so far (INFO commandstats: scripts and subscriptions).
+std::int64_t commands_sent(rlock::test::raw_client& raw) {
+  const auto info = raw.command({"INFO", "commandstats"});
+  std::int64_t n = 0;
+  for (const char* name : {"evalsha", "eval", "subscribe", "unsubscribe", "script|load"}) {
+    const std::string tag = std::string("cmdstat_") + name + ":calls=";
+    const auto at = info.str.find(tag);
+    if (at != std::string::npos) n += std::stoll(info.str.substr(at + tag.size()));
+  }
+  return n;
+}
+
+TEST_P(quorum_lock, a_handoff_to_a_sleeping_waiter_costs_at_most_three_commands_per_node) {
+  quorum_env env(GetParam());
+  rlock::test::run(env.io, [&]() -> asio::awaitable<void> {
+    co_await env.connect();
+    rlock::quorum_lock holder(quorum_env::refs(env.a), "handoff");
+    rlock::quorum_lock waiter(quorum_env::refs(env.b), "handoff");
+    EXPECT_TRUE(co_await holder.try_lock(0ms, 60s));
+    auto got = std::make_shared<bool>(false);
+    asio::steady_timer bell(env.io, std::chrono::steady_clock::time_point::max());
+    asio::co_spawn(env.io, waiter.lock(60s), [got, &bell](std::exception_ptr e) {
+      *got = !e;
+      bell.cancel();
+    });
+    // Asleep: subscribed on every node, and its retry after subscribing answered (busy).
+    const std::string channel = "redisson_lock__channel:{" + env.prefix + "handoff}";
+    const auto asleep = [&] {
+      for (std::size_t i = 0; i < GetParam(); ++i) {
+        const auto r = env.raw[i]->command({"PUBSUB", "NUMSUB", channel});
+        if (r.elements.size() != 2 || r.elements[1].integer != 1) return false;
+      }
+      return env.attempts(env.b) >= 2 * GetParam();
+    };
+    RLOCK_CO_ASSERT(co_await rlock::test::poll_until(asleep, 10s));
+    // A question on each of the waiter's connections: its answer comes after everything the
+    // server sent before it (the subscriptions' confirmations, the retry's answers).
+    for (auto& c : env.b) (void)co_await c->get_lock("handoff").is_locked();
+    std::int64_t before = 0;
+    for (auto& r : env.raw) before += commands_sent(*r);
+    co_await holder.unlock();
+    const auto done = [got] { return *got; };
+    co_await wait_until(bell, done, 20s);
+    RLOCK_CO_ASSERT(*got);
+    co_await waiter.unlock();
+    std::int64_t after = 0;
+    for (auto& r : env.raw) after += commands_sent(*r);
+    // The holder's N releases, the waiter's winning round (N), its N unsubscribes, and its N
+    // releases here: the handoff itself is the first three.
+    const auto per_handoff = after - before - static_cast<std::int64_t>(GetParam());
+    std::printf("quorum lock, N = %zu: %lld commands per handoff\n", GetParam(),
+                static_cast<long long>(per_handoff));
+    EXPECT_LE(per_handoff, static_cast<std::int64_t>(3 * GetParam()));
+    co_await env.close();
+  });
+}
+
+TEST_P(quorum_lock, contenders_on_their_own_clients_never_hold_at_once_and_all_finish) {
+  quorum_env env(GetParam());
+  constexpr int contenders = 3;
+  constexpr int rounds = 8;
+  // A third set of clients for the third contender.
+  std::vector<std::unique_ptr<rlock::client>> c;
+  for (std::size_t i = 0; i < GetParam(); ++i) {
+    rlock::config cfg;
+    cfg.port = env.servers[i]->port();
+    cfg.key_prefix = env.prefix;
+    cfg.command_timeout = 500ms;
+    c.push_back(std::make_unique<rlock::client>(env.io.get_executor(), cfg));
+  }
+  rlock::test::run(
+      env.io,
+      [&]() -> asio::awaitable<void> {
+        co_await env.connect();
+        for (auto& x : c) co_await x->connect();
+        std::vector<rlock::quorum_lock> locks{
+            rlock::quorum_lock(quorum_env::refs(env.a), "contended"),
+            rlock::quorum_lock(quorum_env::refs(env.b), "contended"),
+            rlock::quorum_lock(quorum_env::refs(c), "contended")};
+        auto inside = std::make_shared<int>(0);
+        auto overlaps = std::make_shared<int>(0);
+        auto finished = std::make_shared<int>(0);
+        asio::steady_timer bell(env.io, std::chrono::steady_clock::time_point::max());
+        for (auto& l : locks) {
+          asio::co_spawn(
+              env.io,
+              [&l, inside, overlaps]() -> asio::awaitable<void> {
+                for (int r = 0; r < rounds; ++r) {
+                  co_await l.lock(10s);
+                  if (++*inside != 1) ++*overlaps;
+                  co_await rlock::test::sleep_for(1ms);  // the critical section
+                  --*inside;
+                  co_await l.unlock();
+                }
+              },
+              [finished, &bell](std::exception_ptr e) {
+                EXPECT_FALSE(e);
+                ++*finished;
+                bell.cancel();
+              });
+        }
+        const auto all_done = [finished] { return *finished == contenders; };
+        co_await wait_until(bell, all_done, 60s);
+        EXPECT_EQ(*finished, contenders);
+        EXPECT_EQ(*overlaps, 0);
+        for (auto& x : c) co_await x->close();
+        co_await env.close();
+      },
+      90s);
+}
+
+INSTANTIATE_TEST_SUITE_P(nodes, quorum_lock, ::testing::Values(3u, 5u));
+
+TEST(quorum_lock_arguments, are_checked_when_made) {
+  asio::io_context io;
+  rlock::config cfg = rlock::test::make_config();
+  rlock::client c(io.get_executor(), cfg);
+  rlock::client d(io.get_executor(), cfg);
+  using refs = std::vector<std::reference_wrapper<rlock::client>>;
+  EXPECT_EQ(rlock::test::thrown_by([&] { rlock::quorum_lock q(refs{}, "x"); }),
+            rlock::errc::invalid_argument);
+  EXPECT_EQ(rlock::test::thrown_by([&] {
+              rlock::quorum_lock q(refs{c, c}, "x");
+            }),
+            rlock::errc::invalid_argument);
+  EXPECT_EQ(rlock::test::thrown_by([&] {
+              rlock::quorum_lock q(refs{c, d}, "");
+            }),
+            rlock::errc::invalid_argument);
+  rlock::quorum_options bad;
+  bad.round_timeout = 0ms;
+  EXPECT_EQ(rlock::test::thrown_by([&] {
+              rlock::quorum_lock q(refs{c, d}, "x", bad);
+            }),
+            rlock::errc::invalid_argument);
+}
+
+}  // namespace quorum_lock_test
