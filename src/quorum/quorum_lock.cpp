@@ -91,6 +91,9 @@ struct quorum_core : std::enable_shared_from_this<quorum_core> {
   std::vector<quorum_node> nodes;
   std::size_t quorum = 1;
   milliseconds round_timeout{};
+  /// How often a hold renewed by the watchdogs reads their confirmations: a third of the
+  /// shortest of the nodes' watchdog leases, as often as they renew.
+  milliseconds confirmation_reads{};
 
   // Executor only.
   std::shared_ptr<quorum_holding> current;  // the latest hold (null: none yet)
@@ -108,9 +111,7 @@ struct quorum_core : std::enable_shared_from_this<quorum_core> {
     error_text = std::move(text);
   }
   void publish_validity() {
-    const auto until = current && !current->lost && !current->released
-                           ? current->hold.deadline()
-                           : clock_type::time_point::min();
+    const auto until = believed() ? current->hold.deadline() : clock_type::time_point::min();
     valid_until_ticks.store(until.time_since_epoch().count(), std::memory_order_relaxed);
   }
   std::vector<milliseconds> leases(std::optional<milliseconds> lease) const {
@@ -137,6 +138,8 @@ struct quorum_core : std::enable_shared_from_this<quorum_core> {
   void lose(const std::shared_ptr<quorum_holding>& h, std::string why);
   /// Ends `h` without a word to its nodes (lost, released, or given back).
   void stop(const std::shared_ptr<quorum_holding>& h);
+  /// Ends `h` (marked lost or released) and gives back every node it holds.
+  void give_back(const std::shared_ptr<quorum_holding>& h);
   void release_node(std::size_t i) {
     async_release(nodes[i].s, handler<>(asio::bind_executor(ex, [](const failure&) {}), ex));
   }
@@ -283,7 +286,7 @@ asio::awaitable<std::shared_ptr<round_run>> run_round(std::shared_ptr<quorum_cor
 
 void quorum_core::begin_hold(node_set granted, clock_type::time_point sent,
                              std::optional<milliseconds> lease) {
-  if (current && !current->lost && !current->released) stop(current);
+  if (believed()) stop(current);
   current = std::make_shared<quorum_holding>(ex, quorum_hold(leases(lease), drift, granted, sent),
                                              nodes.size(), lease);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -311,15 +314,10 @@ void quorum_core::watch_node(const std::shared_ptr<quorum_holding>& h, std::size
 }
 
 void quorum_core::arm_deadline(const std::shared_ptr<quorum_holding>& h) {
-  // Renewed by the watchdogs: their confirmations are read each third of the shortest lease (as
-  // often as they renew), so valid_until() moves with them and the deadline is only reached
-  // when renewals stop.
+  // Renewed by the watchdogs: their confirmations are read as often as they renew, so
+  // valid_until() moves with them and the deadline is only reached when renewals stop.
   auto at = h->hold.deadline();
-  if (!h->lease) {
-    milliseconds shortest = milliseconds::max();
-    for (const auto& n : nodes) shortest = std::min(shortest, n.ctx->cfg.watchdog_timeout);
-    at = std::min(at, clock_type::now() + shortest / 3);
-  }
+  if (!h->lease) at = std::min(at, clock_type::now() + confirmation_reads);
   h->deadline.expires_at(at);
   h->deadline.async_wait([self = shared_from_this(), h](boost::system::error_code ec) {
     if (!ec) self->on_deadline(h);
@@ -408,12 +406,16 @@ void quorum_core::lose(const std::shared_ptr<quorum_holding>& h, std::string why
   h->lost = true;
   set_error(why);
   nodes.front().ctx->log(log_level::warning, "{}", why);
-  const node_set left = h->hold.held();
-  stop(h);
   // What is left excludes nobody any more; it goes back so that the others need not wait for
   // its leases.
+  give_back(h);
+}
+
+void quorum_core::give_back(const std::shared_ptr<quorum_holding>& h) {
+  stop(h);
+  const node_set held = h->hold.held();
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if ((left & node_bit(i)) != 0) release_node(i);
+    if ((held & node_bit(i)) != 0) release_node(i);
   }
   publish_validity();
 }
@@ -471,14 +473,8 @@ asio::awaitable<std::pair<failure, bool>> take(std::shared_ptr<quorum_core> core
     if (round->won) {
       if (was_cancelled) {
         // Told otherwise: the hold goes back before the caller hears.
-        auto h = round->hold;
-        const node_set held = h->hold.held();
-        h->released = true;
-        core->stop(h);
-        for (std::size_t i = 0; i < core->nodes.size(); ++i) {
-          if ((held & node_bit(i)) != 0) core->release_node(i);
-        }
-        core->publish_validity();
+        round->hold->released = true;
+        core->give_back(round->hold);
         leave_all(*w);
         co_return std::pair{cancelled(), false};
       }
@@ -725,14 +721,17 @@ quorum_lock::quorum_lock(std::vector<std::reference_wrapper<client>> nodes, std:
   auto core = std::make_shared<detail::quorum_core>(first->executor, std::string(name), options);
   core->quorum = detail::quorum_of(nodes.size());
   milliseconds longest_timeout{1};
+  milliseconds shortest_watchdog = milliseconds::max();
   for (auto& c : nodes) {
     auto ctx = detail::kind_access::context(c.get());
     longest_timeout = std::max(longest_timeout, ctx->cfg.command_timeout);
+    shortest_watchdog = std::min(shortest_watchdog, ctx->cfg.watchdog_timeout);
     auto s = detail::owner_table::new_owner(ctx, name, detail::reentrant_kind, core->owner);
     std::string label = ctx->cfg.deployment;
     core->nodes.push_back({std::move(ctx), std::move(s), std::move(label)});
   }
   core->round_timeout = options.round_timeout.value_or(longest_timeout);
+  core->confirmation_reads = shortest_watchdog / 3;
   core_ = std::move(core);
 }
 

@@ -74,6 +74,15 @@ struct quorum_env {
     }
     return n;
   }
+  /// Whether one client subscribed to the lock `name`'s channel on every node.
+  bool listening_everywhere(const std::string& name) {
+    const std::string channel = "redisson_lock__channel:{" + prefix + name + "}";
+    for (auto& r : raw) {
+      const auto n = r->command({"PUBSUB", "NUMSUB", channel});
+      if (n.elements.size() != 2 || n.elements[1].integer != 1) return false;
+    }
+    return true;
+  }
   std::uint64_t attempts(const std::vector<std::unique_ptr<rlock::client>>& cs) {
     std::uint64_t n = 0;
     for (const auto& c : cs) n += c->stats().acquire_attempts;
@@ -87,6 +96,29 @@ struct quorum_env {
   std::vector<std::unique_ptr<rlock::client>> b;
   std::vector<std::unique_ptr<rlock::test::raw_client>> raw;
 };
+
+/// An operation spawned beside the test: `ok` once it completed without an error, when its bell
+/// rings (for wait_until).
+struct beside {
+  explicit beside(asio::io_context& io) : bell(io, std::chrono::steady_clock::time_point::max()) {}
+  bool ok = false;
+  asio::steady_timer bell;
+};
+template <typename Op>
+std::shared_ptr<beside> spawn_beside(asio::io_context& io, Op op) {
+  auto b = std::make_shared<beside>(io);
+  asio::co_spawn(io, std::move(op), [b](std::exception_ptr e) {
+    b->ok = !e;
+    b->bell.cancel();
+  });
+  return b;
+}
+/// Waits (at most `limit`) until `b` completed without an error; whether it did.
+asio::awaitable<bool> completed(std::shared_ptr<beside> b, std::chrono::seconds limit) {
+  const auto done = [b] { return b->ok; };
+  co_await wait_until(b->bell, done, limit);
+  co_return b->ok;
+}
 
 class quorum_lock : public ::testing::TestWithParam<std::size_t> {};
 
@@ -214,26 +246,13 @@ TEST_P(quorum_lock, a_waiter_is_woken_by_the_unlock_pushes_not_by_a_lease_or_pol
     rlock::quorum_lock holder(quorum_env::refs(env.a), "pushed");
     rlock::quorum_lock waiter(quorum_env::refs(env.b), "pushed");
     EXPECT_TRUE(co_await holder.try_lock(0ms, 60s));
-    auto got = std::make_shared<bool>(false);
-    asio::steady_timer bell(env.io, std::chrono::steady_clock::time_point::max());
-    asio::co_spawn(env.io, waiter.lock(60s), [got, &bell](std::exception_ptr e) {
-      *got = !e;
-      bell.cancel();
-    });
+    const auto locking = spawn_beside(env.io, waiter.lock(60s));
     // Listening on every node: each client subscribed to the lock's channel.
-    const std::string channel = "redisson_lock__channel:{" + env.prefix + "pushed}";
-    for (std::size_t i = 0; i < GetParam(); ++i) {
-      auto subscribed = [&, i] {
-        const auto r = env.raw[i]->command({"PUBSUB", "NUMSUB", channel});
-        return r.elements.size() == 2 && r.elements[1].integer == 1;
-      };
-      RLOCK_CO_ASSERT(co_await rlock::test::poll_until(subscribed, 10s));
-    }
+    const auto listening = [&] { return env.listening_everywhere("pushed"); };
+    RLOCK_CO_ASSERT(co_await rlock::test::poll_until(listening, 10s));
     const auto attempts_asleep = env.attempts(env.b);
     co_await holder.unlock();
-    const auto done = [got] { return *got; };
-    co_await wait_until(bell, done, 20s);
-    EXPECT_TRUE(*got);
+    EXPECT_TRUE(co_await completed(locking, 20s));
     // Woken by the pushes, long before the 60 s lease: at most one more round per node's
     // unlock message.
     EXPECT_LE(env.attempts(env.b) - attempts_asleep, GetParam() * GetParam());
@@ -301,19 +320,12 @@ TEST_P(quorum_lock, a_holder_retakes_a_node_that_lost_the_key_and_is_told_lost_w
     EXPECT_TRUE(q.is_held());
     // A majority loses it to another owner (an operator's DEL, then a Redisson client): the
     // retakes are refused, lost() completes, and what is left is given back.
-    auto told = std::make_shared<bool>(false);
-    asio::steady_timer bell(env.io, std::chrono::steady_clock::time_point::max());
-    asio::co_spawn(env.io, q.lost(), [told, &bell](std::exception_ptr e) {
-      *told = !e;
-      bell.cancel();
-    });
+    const auto told = spawn_beside(env.io, q.lost());
     for (std::size_t i = 0; i < q.quorum(); ++i) {
       env.raw[i]->command({"DEL", key});
       env.raw[i]->command({"EVAL", redisson_acquire, "1", key, "30000", "java-uuid:3"});
     }
-    const auto heard = [told] { return *told; };
-    co_await wait_until(bell, heard, 10s);
-    EXPECT_TRUE(*told);
+    EXPECT_TRUE(co_await completed(told, 10s));
     EXPECT_FALSE(q.is_held());
     const auto ours_cleared = [&] { return env.holding(key) == static_cast<int>(q.quorum()); };
     EXPECT_TRUE(co_await rlock::test::poll_until(ours_cleared, 10s));
@@ -330,25 +342,18 @@ TEST_P(quorum_lock, a_holder_whose_majority_dies_is_told_lost_and_a_minority_dyi
         co_await env.connect();
         rlock::quorum_lock q(quorum_env::refs(env.a), "killed");
         EXPECT_TRUE(co_await q.try_lock());
-        auto told = std::make_shared<bool>(false);
-        asio::steady_timer bell(env.io, std::chrono::steady_clock::time_point::max());
-        asio::co_spawn(env.io, q.lost(), [told, &bell](std::exception_ptr e) {
-          *told = !e;
-          bell.cancel();
-        });
+        const auto told = spawn_beside(env.io, q.lost());
         // A minority dies: the others' renewals keep the hold (past two leases of renewals).
         const std::size_t minority = GetParam() - q.quorum();
         for (std::size_t i = 0; i < minority; ++i) env.servers[i]->kill_hard();
         const auto renewed = [&] { return env.a.back()->stats().renewal_calls >= 7; };
         EXPECT_TRUE(co_await rlock::test::poll_until(renewed, 20s));
-        EXPECT_FALSE(*told);
+        EXPECT_FALSE(told->ok);
         EXPECT_TRUE(q.is_held());
         // One more: fewer than a majority can renew, and the holder stops believing (the
         // deadline, validity less its allowance, is quorum_hold's: unit tested).
         env.servers[minority]->kill_hard();
-        const auto heard = [told] { return *told; };
-        co_await wait_until(bell, heard, 10s);
-        EXPECT_TRUE(*told);
+        EXPECT_TRUE(co_await completed(told, 10s));
         EXPECT_FALSE(q.is_held());
         co_await env.close();
       },
@@ -374,20 +379,10 @@ TEST_P(quorum_lock, a_handoff_to_a_sleeping_waiter_costs_at_most_three_commands_
     rlock::quorum_lock holder(quorum_env::refs(env.a), "handoff");
     rlock::quorum_lock waiter(quorum_env::refs(env.b), "handoff");
     EXPECT_TRUE(co_await holder.try_lock(0ms, 60s));
-    auto got = std::make_shared<bool>(false);
-    asio::steady_timer bell(env.io, std::chrono::steady_clock::time_point::max());
-    asio::co_spawn(env.io, waiter.lock(60s), [got, &bell](std::exception_ptr e) {
-      *got = !e;
-      bell.cancel();
-    });
+    const auto locking = spawn_beside(env.io, waiter.lock(60s));
     // Asleep: subscribed on every node, and its retry after subscribing answered (busy).
-    const std::string channel = "redisson_lock__channel:{" + env.prefix + "handoff}";
     const auto asleep = [&] {
-      for (std::size_t i = 0; i < GetParam(); ++i) {
-        const auto r = env.raw[i]->command({"PUBSUB", "NUMSUB", channel});
-        if (r.elements.size() != 2 || r.elements[1].integer != 1) return false;
-      }
-      return env.attempts(env.b) >= 2 * GetParam();
+      return env.listening_everywhere("handoff") && env.attempts(env.b) >= 2 * GetParam();
     };
     RLOCK_CO_ASSERT(co_await rlock::test::poll_until(asleep, 10s));
     // A question on each of the waiter's connections: its answer comes after everything the
@@ -396,9 +391,8 @@ TEST_P(quorum_lock, a_handoff_to_a_sleeping_waiter_costs_at_most_three_commands_
     std::int64_t before = 0;
     for (auto& r : env.raw) before += commands_sent(*r);
     co_await holder.unlock();
-    const auto done = [got] { return *got; };
-    co_await wait_until(bell, done, 20s);
-    RLOCK_CO_ASSERT(*got);
+    const bool handed_over = co_await completed(locking, 20s);
+    RLOCK_CO_ASSERT(handed_over);
     co_await waiter.unlock();
     std::int64_t after = 0;
     for (auto& r : env.raw) after += commands_sent(*r);
