@@ -45,6 +45,11 @@ struct quorum_options {
   /// How long a waiter leaves a node that failed without losing its connection (an error reply,
   /// no answer within the round) before asking it again when a majority needs it.
   std::chrono::milliseconds unreachable_retry{1000};
+  /// Fenced: every acquisition also takes a fencing token (token()), strictly greater than
+  /// every earlier holder's whatever the majorities, raised on every node's counter
+  /// `rlock_quorum_token:{<key>}` (one more round trip after the round is won, two when another
+  /// owner's raise went further than this one knew).
+  bool fenced = false;
 };
 
 /// A lock held by a majority of N independent Redis deployments (Redlock, as the Redis
@@ -141,6 +146,9 @@ class RLOCK_EXPORT quorum_lock {
   /// Until when the current hold is believed (steady clock), as of the renewals confirmed so
   /// far; time_point::min() when not held. Any thread.
   time_point valid_until() const noexcept;
+  /// The current hold's fencing token (quorum_options::fenced); 0 when not held or not fenced.
+  /// A re-entry keeps its hold's token. Any thread.
+  std::int64_t token() const noexcept;
   /// Whether this owner believes it holds the lock now (valid_until() is ahead). Any thread.
   bool is_held() const noexcept;
   /// The lock's name as given.

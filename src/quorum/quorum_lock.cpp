@@ -13,13 +13,17 @@
 #include "engine/lock_state.hpp"
 #include "engine/operations.hpp"
 #include "engine/owner_table.hpp"
+#include "engine/round_trip.hpp"
 #include "engine/spawn.hpp"
+#include "kinds/names.hpp"
 #include "quorum/node_listener.hpp"
 #include "quorum/quorum_hold.hpp"
 #include "quorum/quorum_readiness.hpp"
 #include "quorum/quorum_round.hpp"
+#include "quorum/token_raise.hpp"
 #include "rlock/client.hpp"
 #include "rlock/error.hpp"
+#include "script/scripts.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -70,8 +74,11 @@ struct quorum_holding {
   std::vector<asio::cancellation_signal> stop_watching;  // per node: its lost() watch
   node_set watched = 0;                                  // nodes whose lost() is watched
   std::uint64_t holds = 1;
+  std::int64_t token = 0;  // fenced: the token a majority was raised to (0: none)
   bool lost = false;
   bool released = false;
+
+  bool believed_held() const noexcept { return !lost && !released; }
 };
 
 struct quorum_core : std::enable_shared_from_this<quorum_core> {
@@ -98,6 +105,8 @@ struct quorum_core : std::enable_shared_from_this<quorum_core> {
   // Executor only.
   std::shared_ptr<quorum_holding> current;  // the latest hold (null: none yet)
   bool acquiring = false;                   // one acquisition of this owner at a time
+  std::int64_t highest_token = 0;           // fenced: the highest count seen on any node
+  std::uint64_t raises = 0;                 // fenced: raises made (each its own marker)
   asio::steady_timer turn;                  // wakes acquisitions waiting for that one
 
   // Any thread.
@@ -105,6 +114,7 @@ struct quorum_core : std::enable_shared_from_this<quorum_core> {
       clock_type::time_point::min().time_since_epoch().count()};
   mutable std::mutex error_mutex;
   std::string error_text;
+  std::atomic<std::int64_t> token{0};  // the current hold's token (0: none, or not fenced)
 
   void set_error(std::string text) {
     const std::lock_guard guard(error_mutex);
@@ -112,6 +122,7 @@ struct quorum_core : std::enable_shared_from_this<quorum_core> {
   }
   void publish_validity() {
     const auto until = believed() ? current->hold.deadline() : clock_type::time_point::min();
+    token.store(believed() ? current->token : 0, std::memory_order_relaxed);
     valid_until_ticks.store(until.time_since_epoch().count(), std::memory_order_relaxed);
   }
   std::vector<milliseconds> leases(std::optional<milliseconds> lease) const {
@@ -458,6 +469,70 @@ void leave_all(quorum_wait& w) {
   w.listeners.clear();
 }
 
+/// The counter a fenced quorum lock raises on each node: `rlock_quorum_token:{<key>}`.
+constexpr std::string_view quorum_token_prefix = "rlock_quorum_token:";
+
+/// A fenced hold's token (token_raise): proposals raised on every node at once until a majority
+/// wrote one within the hold's validity (the answer), or that became impossible (0).
+asio::awaitable<std::int64_t> raise_token(std::shared_ptr<quorum_core> core,
+                                          std::shared_ptr<quorum_holding> h) {
+  struct raising {
+    raising(const asio::any_io_executor& ex, std::size_t nodes, std::int64_t proposal)
+        : bell(ex, clock_type::time_point::max()), tally(nodes, proposal) {}
+    asio::steady_timer bell;
+    token_raise tally;
+  };
+  // Unique per raise: a retried run of this raise answers "written", another raise's does not.
+  const std::string marker = fmt::format("{}:{}", core->owner, ++core->raises);
+  std::int64_t proposal = core->highest_token + 1;
+  // Bounded: each try proposes past every count seen, and the hold's deadline ends them.
+  for (int tries = 0; tries < 8 && !h->lost && !h->released; ++tries) {
+    auto r = std::make_shared<raising>(core->ex, core->nodes.size(), proposal);
+    for (std::size_t i = 0; i < core->nodes.size(); ++i) {
+      const auto& n = core->nodes[i];
+      auto make = [proposal_arg = std::to_string(proposal), marker, counter = std::string()](
+                      lock_state& st, release_script_call& call) mutable {
+        append_tagged_name(quorum_token_prefix, st.key(), counter);
+        call.which = script::raise_quorum_token;
+        call.keys = {counter};
+        call.key_count = 1;
+        call.args = {proposal_arg, marker};
+        call.arg_count = 2;
+        return failure();
+      };
+      using answer = std::pair<bool, std::int64_t>;
+      auto read = [](lock_state&, const resp3::value& reply) -> std::optional<answer> {
+        if (reply.elements.size() != 2) return std::nullopt;
+        const auto wrote = as_integer(reply.elements[0]);
+        const auto before = as_integer(reply.elements[1]);
+        if (!wrote || !before) return std::nullopt;
+        return answer{*wrote == 1, *before};
+      };
+      auto done = [r](const failure& f, answer a) {
+        if (f) {
+          r->tally.on_failed();
+        } else {
+          r->tally.on_answer(a.first, a.second);
+        }
+        r->bell.cancel();
+      };
+      run_script<answer>(
+          n.s, std::move(make), fmt::format("quorum lock '{}': raise its token", core->name),
+          handler<answer>(asio::bind_executor(core->ex, std::move(done)), core->ex), read);
+    }
+    const auto deadline = h->hold.deadline();
+    for (int i = 0; i < 10'000 && !r->tally.confirmed() && !r->tally.hopeless(); ++i) {
+      if (clock_type::now() >= deadline) co_return 0;
+      r->bell.expires_at(deadline);
+      (void)co_await r->bell.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    core->highest_token = std::max(core->highest_token, r->tally.next_proposal() - 1);
+    if (r->tally.confirmed() && clock_type::now() < deadline) co_return proposal;
+    if (r->tally.all_answered() || r->tally.hopeless()) proposal = r->tally.next_proposal();
+  }
+  co_return 0;
+}
+
 /// Rounds until one is won, the wait is over or the caller cancels; waiting between them for
 /// what quorum_readiness says is worth another.
 asio::awaitable<std::pair<failure, bool>> take(std::shared_ptr<quorum_core> core,
@@ -471,15 +546,36 @@ asio::awaitable<std::pair<failure, bool>> take(std::shared_ptr<quorum_core> core
     auto round = co_await run_round(core, lease, w);
     const bool was_cancelled = co_await caller_cancelled();
     if (round->won) {
-      if (was_cancelled) {
-        // Told otherwise: the hold goes back before the caller hears.
-        round->hold->released = true;
-        core->give_back(round->hold);
+      auto h = round->hold;
+      if (core->options.fenced && !was_cancelled) {
+        const auto token = co_await raise_token(core, h);
+        if (token != 0) {
+          h->token = token;
+          core->publish_validity();
+        } else if (h->believed_held()) {
+          // No majority took a token within the validity: the hold excludes, but fences
+          // nothing; it goes back, and the round counts as lost. Its nodes answered, but not
+          // usefully: they are asked again after unreachable_retry.
+          core->set_error(
+              fmt::format("quorum lock '{}': its fencing token was not raised on a "
+                          "majority within the hold's validity",
+                          core->name));
+          h->released = true;
+          core->give_back(h);
+          for (std::size_t i = 0; i < core->nodes.size(); ++i) {
+            w->readiness.after_round(i, vote::failed, {});
+          }
+        }
+      }
+      const bool cancelled_now = co_await caller_cancelled();
+      if (h->believed_held()) {
         leave_all(*w);
+        if (!cancelled_now) co_return std::pair{failure(), true};
+        // Told otherwise: the hold goes back before the caller hears.
+        h->released = true;
+        core->give_back(h);
         co_return std::pair{cancelled(), false};
       }
-      leave_all(*w);
-      co_return std::pair{failure(), true};
     }
     std::string missing = unavailable(*core, *w, round->fsm);
     if (!missing.empty()) core->set_error(missing);
@@ -781,6 +877,9 @@ quorum_lock::time_point quorum_lock::valid_until() const noexcept {
 }
 bool quorum_lock::is_held() const noexcept {
   return valid_until() > std::chrono::steady_clock::now();
+}
+std::int64_t quorum_lock::token() const noexcept {
+  return core_->token.load(std::memory_order_relaxed);
 }
 std::string_view quorum_lock::name() const noexcept { return core_->name; }
 std::size_t quorum_lock::nodes() const noexcept { return core_->nodes.size(); }

@@ -45,6 +45,7 @@ enum class script : std::uint8_t {
   latch_try_set,
   latch_count_down,
   latch_delete,
+  raise_quorum_token,
   count,  // not a script: how many there are (script_table has a row for each)
 };
 
@@ -833,6 +834,19 @@ inline constexpr script_row script_table[] = {
      "local r = 0; "
      "if redis.call('del', KEYS[1]) == 1 then redis.call(ARGV[1], KEYS[2], '1'); r = 1; end; "
      "redis.call('set', KEYS[3], r, 'px', ARGV[2]); return r;"},
+
+    {script::raise_quorum_token, command_kind::renew, true, on_retry::same_twice,
+     // raise_quorum_token (rlock's quorum lock, fenced) — KEYS[1] = the quorum's token counter
+     // rlock_quorum_token:{<key>}, a hash: t = the token, by = the raise that wrote it; ARGV[1] =
+     // the proposed token, ARGV[2] = this raise's marker (unique per hold). {1, before}: the
+     // counter is now the proposal, by this raise (written now, or by its own earlier run: a
+     // retry answers the same); {0, counter}: it is at or past the proposal already. The counter
+     // never decreases while the node keeps its data.
+     "local c = tonumber(redis.call('hget', KEYS[1], 't') or '0'); "
+     "local p = tonumber(ARGV[1]); "
+     "if c < p then redis.call('hset', KEYS[1], 't', ARGV[1], 'by', ARGV[2]); return {1, c}; end; "
+     "if c == p and redis.call('hget', KEYS[1], 'by') == ARGV[2] then return {1, c}; end; "
+     "return {0, c};"},
 };
 
 inline constexpr std::size_t script_count = std::size(script_table);

@@ -16,12 +16,10 @@ struct result {
   std::string output;
 };
 
-/// Runs `program url` (bounded by `timeout` seconds through coreutils' timeout) and collects
-/// its standard output and error.
-result run_example(const std::string& program) {
-  const std::string url =
-      "redis://127.0.0.1:" + std::to_string(rlock::test::shared_server().port());
-  const std::string command = "timeout 60 '" + program + "' " + url + " 2>&1";
+/// Runs `program args` (bounded by 60 seconds through coreutils' timeout) and collects its
+/// standard output and error.
+result run_example(const std::string& program, const std::string& args) {
+  const std::string command = "timeout 60 '" + program + "' " + args + " 2>&1";
   result r;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return r;
@@ -32,6 +30,12 @@ result run_example(const std::string& program) {
   const int status = ::pclose(pipe);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+/// Runs `program url`, the url of this binary's private server.
+result run_example(const std::string& program) {
+  return run_example(program,
+                     "redis://127.0.0.1:" + std::to_string(rlock::test::shared_server().port()));
 }
 
 TEST(examples, quick_start) {
@@ -129,5 +133,27 @@ TEST(examples, fenced_write_refuses_the_stale_holder) {
   EXPECT_NE(r.output.find("record holds \"B\""), std::string::npos) << r.output;
 }
 #endif
+
+TEST(examples, quorum_fenced_write_refuses_the_stale_holder_over_three_servers) {
+  rlock::test::redis_server one;
+  rlock::test::redis_server two;
+  rlock::test::redis_server three;
+  std::string urls;
+  for (const auto* s : {&one, &two, &three}) {
+    urls += " redis://127.0.0.1:" + std::to_string(s->port());
+  }
+  const auto r = run_example(RLOCK_EXAMPLE_QUORUM_FENCED_WRITE, urls);
+  EXPECT_EQ(r.status, 0) << r.output;
+  // B's raise found A's token on the majority and went one past it.
+  const std::regex b("B: write with token ([0-9]+) accepted");
+  const std::regex a("A: write with token ([0-9]+) refused");
+  std::smatch bm;
+  std::smatch am;
+  ASSERT_TRUE(std::regex_search(r.output, bm, b)) << r.output;
+  ASSERT_TRUE(std::regex_search(r.output, am, a)) << r.output;
+  EXPECT_EQ(std::stoll(bm[1].str()), std::stoll(am[1].str()) + 1) << r.output;
+  EXPECT_NE(r.output.find("acquired on a majority of 3 nodes"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("record holds \"B\""), std::string::npos) << r.output;
+}
 
 }  // namespace examples_test

@@ -4,6 +4,7 @@
 // woken by the unlock pushes, reentrance, a minority down, a majority down (an error naming the
 // nodes), and a holder told lost() when a majority loses the key.
 #include "rlock/rlock.hpp"
+#include "script/scripts.hpp"
 #include "support/lock_env.hpp"
 #include "support/raw_client.hpp"
 #include "support/redis_server.hpp"
@@ -460,7 +461,98 @@ TEST_P(quorum_lock, contenders_on_their_own_clients_never_hold_at_once_and_all_f
       90s);
 }
 
+TEST_P(quorum_lock,
+       fenced_tokens_increase_whatever_the_majority_and_across_a_node_restarted_empty) {
+  quorum_env env(GetParam());
+  const std::size_t n = GetParam();
+  const std::size_t minority = n - (n / 2 + 1);
+  const std::string key = env.prefix + "fenced";
+  // The majority a round can get: the nodes `from`, `from + 1`, ... (a minority) are held by a
+  // Redisson client meanwhile.
+  auto block = [&](std::size_t from) {
+    for (std::size_t k = 0; k < minority; ++k) {
+      env.raw[(from + k) % n]->command({"EVAL", redisson_acquire, "1", key, "30000", "java:9"});
+    }
+  };
+  auto unblock = [&](std::size_t from) {
+    for (std::size_t k = 0; k < minority; ++k) env.raw[(from + k) % n]->command({"DEL", key});
+  };
+  rlock::test::run(
+      env.io,
+      [&]() -> asio::awaitable<void> {
+        co_await env.connect();
+        rlock::quorum_options fenced;
+        fenced.fenced = true;
+        rlock::quorum_lock a(quorum_env::refs(env.a), "fenced", fenced);
+        rlock::quorum_lock b(quorum_env::refs(env.b), "fenced", fenced);
+        std::int64_t last = 0;
+        std::vector<std::int64_t> tokens;
+        auto take = [&](rlock::quorum_lock& l) -> asio::awaitable<void> {
+          EXPECT_TRUE(co_await l.try_lock());
+          EXPECT_GT(l.token(), last);
+          last = l.token();
+          tokens.push_back(last);
+          EXPECT_TRUE(co_await l.try_lock());  // a re-entry keeps its hold's token
+          EXPECT_EQ(l.token(), last);
+          co_await l.unlock();
+          co_await l.unlock();
+          EXPECT_EQ(l.token(), 0);
+        };
+        // Every node left out of the majority in turn, the owners taking turns.
+        for (std::size_t from = 0; from < n; ++from) {
+          block(from);
+          co_await take(from % 2 == 0 ? a : b);
+          unblock(from);
+        }
+        // Each node restarted without its data between two acquisitions, and then in the
+        // second one's majority: it counts 0, the others of that majority do not.
+        for (std::size_t i = 0; i < n; ++i) {
+          co_await take(a);
+          const auto reconnects_a = env.a[i]->stats().reconnects;
+          const auto reconnects_b = env.b[i]->stats().reconnects;
+          env.servers[i]->kill_hard();
+          env.servers[i]->restart();
+          env.raw[i] = std::make_unique<rlock::test::raw_client>(env.servers[i]->port());
+          const auto back = [&] {
+            return env.a[i]->stats().reconnects > reconnects_a &&
+                   env.b[i]->stats().reconnects > reconnects_b &&
+                   env.a[i]->state() == rlock::connection_state::connected &&
+                   env.b[i]->state() == rlock::connection_state::connected;
+          };
+          RLOCK_CO_ASSERT(co_await rlock::test::poll_until(back, 20s));
+          EXPECT_EQ(env.raw[i]->command_int({"EXISTS", "rlock_quorum_token:{" + key + "}"}), 0);
+          block(i + 1);
+          co_await take(b);
+          unblock(i + 1);
+        }
+        EXPECT_EQ(tokens.size(), 3 * n);
+        co_await env.close();
+      },
+      90s);
+}
+
 INSTANTIATE_TEST_SUITE_P(nodes, quorum_lock, ::testing::Values(3u, 5u));
+
+TEST(quorum_lock_token_script, writes_only_what_is_higher_and_answers_a_retry_as_its_first_run) {
+  rlock::test::raw_client raw(rlock::test::shared_server().port());
+  const auto source = rlock::detail::script_table[static_cast<std::size_t>(
+                                                      rlock::detail::script::raise_quorum_token)]
+                          .source;
+  const std::string counter = "rlock_quorum_token:{" + rlock::test::unique_prefix() + "x}";
+  auto raise = [&](std::string_view proposal, std::string_view marker) {
+    const auto r = raw.command({"EVAL", source, "1", counter, proposal, marker});
+    EXPECT_EQ(r.elements.size(), 2u) << resp3::brief(r);
+    return std::pair{r.elements.at(0).integer, r.elements.at(1).integer};
+  };
+  EXPECT_EQ(raise("5", "a:1"), std::pair(std::int64_t{1}, std::int64_t{0}));
+  // The same raise written again after a lost answer: "written", and nothing changes.
+  EXPECT_EQ(raise("5", "a:1"), std::pair(std::int64_t{1}, std::int64_t{5}));
+  // Another raise of the same or a lower proposal: refused, with the count.
+  EXPECT_EQ(raise("5", "b:1"), std::pair(std::int64_t{0}, std::int64_t{5}));
+  EXPECT_EQ(raise("4", "b:1"), std::pair(std::int64_t{0}, std::int64_t{5}));
+  EXPECT_EQ(raise("6", "b:1"), std::pair(std::int64_t{1}, std::int64_t{5}));
+  EXPECT_EQ(raw.command({"HGET", counter, "t"}).str, "6");
+}
 
 TEST(quorum_lock_arguments, are_checked_when_made) {
   asio::io_context io;
