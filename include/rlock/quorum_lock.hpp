@@ -45,6 +45,13 @@ struct quorum_options {
   /// How long a waiter leaves a node that failed without losing its connection (an error reply,
   /// no answer within the round) before asking it again when a majority needs it.
   std::chrono::milliseconds unreachable_retry{1000};
+  /// Redlock's delayed restart, kept by this client: a node whose connection came back (a
+  /// restart, or any reconnect) does not vote in this lock's rounds for this long after the
+  /// client saw it back. A node restarted without its data has forgotten the grants it made;
+  /// set this to the longest lease any client gives (the watchdog's 30 s by default) where the
+  /// servers run without persistence. 0 (the default): off. Renewals and retakes of a held node
+  /// are not delayed.
+  std::chrono::milliseconds restart_delay{0};
   /// Fenced: every acquisition also takes a fencing token (token()), strictly greater than
   /// every earlier holder's whatever the majorities, raised on every node's counter
   /// `rlock_quorum_token:{<key>}` (one more round trip after the round is won, two when another
@@ -63,7 +70,8 @@ struct quorum_options {
 /// **One round.** One attempt on every node at once (one round trip per node, in parallel); won
 /// when `N/2 + 1` granted within the round, with validity left: the validity is the
 /// majority's, `lease − elapsed − drift` counted from before the attempts were sent, on the
-/// steady clock. A lost round gives back every grant it took before the caller is told.
+/// steady clock. A lost round gives back every grant it took (its cancelled attempts'
+/// too) before the caller is told.
 ///
 /// **Waiting by push.** A waiter listens on the lock's channel on every node and starts a round
 /// when the nodes it holds, the nodes that published an unlock since they answered busy and the

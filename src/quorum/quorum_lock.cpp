@@ -20,6 +20,7 @@
 #include "quorum/quorum_hold.hpp"
 #include "quorum/quorum_readiness.hpp"
 #include "quorum/quorum_round.hpp"
+#include "quorum/restart_watch.hpp"
 #include "quorum/token_raise.hpp"
 #include "rlock/client.hpp"
 #include "rlock/error.hpp"
@@ -31,6 +32,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -55,6 +57,8 @@ struct quorum_node {
   std::shared_ptr<engine_context> ctx;
   std::shared_ptr<lock_state> s;
   std::string label;  // the deployment, as errors name it
+  /// quorum_options::restart_delay: on the node's client's executor only.
+  std::shared_ptr<restart_watch> restarts;
 };
 
 /// A hold: the nodes that granted, what the holder believes (quorum_hold), and the signals of
@@ -195,6 +199,7 @@ struct round_run : std::enable_shared_from_this<round_run> {
   std::shared_ptr<quorum_holding> hold;  // the hold a won round began
   bool decided = false;
   bool won = false;
+  std::size_t unanswered = 0;  // attempts started and not answered yet
 
   void apply(const quorum_step& step) {
     for (std::size_t i = 0; i < core->nodes.size(); ++i) {
@@ -227,6 +232,32 @@ struct round_run : std::enable_shared_from_this<round_run> {
   }
 
   void attempt(std::size_t i) {
+    ++unanswered;
+    const auto delay = core->options.restart_delay;
+    if (delay.count() > 0) {
+      // Asked on the node's client: whether it came back too recently to vote.
+      const auto& n = core->nodes[i];
+      asio::post(n.ctx->executor, [self = shared_from_this(), i, delay] {
+        const auto& node = self->core->nodes[i];
+        const auto now = clock_type::now();
+        if (node.restarts->counted(node.ctx->session.stats().reconnects, now, delay)) {
+          self->send_attempt(i);
+          return;
+        }
+        const auto ago = std::chrono::duration_cast<milliseconds>(now - node.restarts->back_at());
+        failure f(errc::connection_lost,
+                  fmt::format("{}: back {} ms ago; not counted for restart_delay ({} ms)",
+                              node.label, ago.count(), delay.count()));
+        asio::post(self->core->ex, [self, i, f = std::move(f)]() mutable {
+          self->on_answer(i, std::move(f), false, milliseconds(-1));
+        });
+      });
+      return;
+    }
+    send_attempt(i);
+  }
+
+  void send_attempt(std::size_t i) {
     const auto& n = core->nodes[i];
     auto answered = [self = shared_from_this(), i](failure f, bool got, milliseconds ttl) {
       self->on_answer(i, std::move(f), got, ttl);
@@ -247,6 +278,7 @@ struct round_run : std::enable_shared_from_this<round_run> {
   }
 
   void on_answer(std::size_t i, failure f, bool got, milliseconds ttl) {
+    if (--unanswered == 0 && decided) bell.cancel();
     const auto now = clock_type::now();
     const vote v = got ? vote::granted : f ? vote::failed : vote::refused;
     if (f && f.code != asio::error::operation_aborted) {
@@ -285,8 +317,11 @@ asio::awaitable<std::shared_ptr<round_run>> run_round(std::shared_ptr<quorum_cor
   });
   r->apply(r->fsm.start());
   // Bounded: the round's bound decides it at the latest (a cancellation of the caller only
-  // ends a wait on the bell early; the round is still waited for).
-  for (int i = 0; i < 10'000 && !r->decided; ++i) {
+  // ends a wait on the bell early; the round is still waited for). A lost round also waits for
+  // its cancelled attempts: the engine answers one after giving back a grant it made, so the
+  // caller is told when nothing of the round is left on any node (each within its
+  // command_timeout). A won round is told at once: stragglers join the hold.
+  for (int i = 0; i < 10'000 && (!r->decided || (!r->won && r->unanswered > 0)); ++i) {
     r->bell.expires_at(clock_type::time_point::max());
     (void)co_await r->bell.async_wait(asio::as_tuple(asio::use_awaitable));
   }
@@ -445,23 +480,28 @@ void quorum_core::stop(const std::shared_ptr<quorum_holding>& h) {
 namespace {
 
 /// Why too few nodes could answer, naming each; empty when a majority could.
-std::string unavailable(const quorum_core& core, const quorum_wait& w, const quorum_round& round) {
-  const std::size_t failed = round.tally().count(vote::failed);
-  if (core.nodes.size() - failed >= core.quorum) return {};
-  std::string text = fmt::format(
-      "quorum lock '{}': {} of its {} nodes could not answer, and {} "
-      "make a majority:",
-      core.name, failed, core.nodes.size(), core.quorum);
+/// The nodes of a lost round that could not vote, each with why: empty when all could.
+std::string failing_nodes(const quorum_core& core, const quorum_wait& w,
+                          const quorum_round& round) {
+  std::string text;
   for (std::size_t i = 0; i < core.nodes.size(); ++i) {
     if (round.tally().at(i) != vote::failed) continue;
-    text.append(" ");
+    text.append(text.empty() ? " " : "; ");
     text.append(w.why[i].empty() ? fmt::format("{}: no answer within the round ({} ms)",
                                                core.nodes[i].label, core.round_timeout.count())
                                  : w.why[i]);
-    text.append(";");
   }
-  text.pop_back();
   return text;
+}
+
+/// Why too few nodes could answer for a majority, naming each; empty when a majority could.
+std::string unavailable(const quorum_core& core, const quorum_wait& w, const quorum_round& round) {
+  const std::size_t failed = round.tally().count(vote::failed);
+  if (core.nodes.size() - failed >= core.quorum) return {};
+  return fmt::format(
+      "quorum lock '{}': {} of its {} nodes could not answer, and {} make a "
+      "majority:{}",
+      core.name, failed, core.nodes.size(), core.quorum, failing_nodes(core, w, round));
 }
 
 void leave_all(quorum_wait& w) {
@@ -578,7 +618,12 @@ asio::awaitable<std::pair<failure, bool>> take(std::shared_ptr<quorum_core> core
       }
     }
     std::string missing = unavailable(*core, *w, round->fsm);
-    if (!missing.empty()) core->set_error(missing);
+    if (!missing.empty()) {
+      core->set_error(missing);
+    } else if (const auto failing = failing_nodes(*core, *w, round->fsm); !failing.empty()) {
+      core->set_error(fmt::format("quorum lock '{}': not taken; nodes that could not vote:{}",
+                                  core->name, failing));
+    }
     auto give_up = [&]() -> std::pair<failure, bool> {
       leave_all(*w);
       if (!missing.empty()) return {failure(errc::quorum_unavailable, missing), false};
@@ -796,12 +841,13 @@ quorum_lock::quorum_lock(std::vector<std::reference_wrapper<client>> nodes, std:
   }
   if (name.empty()) throw_error(errc::invalid_argument, "quorum lock: empty name");
   if (options.drift_floor.count() < 0 || options.unreachable_retry.count() < 0 ||
+      options.restart_delay.count() < 0 ||
       (options.round_timeout && options.round_timeout->count() < 1) ||
       (options.retry_delay && options.retry_delay->count() < 1)) {
     throw_error(
         errc::invalid_argument,
-        fmt::format("quorum lock '{}': drift_floor and unreachable_retry must be 0 or more, "
-                    "round_timeout and retry_delay 1 ms or more",
+        fmt::format("quorum lock '{}': drift_floor, unreachable_retry and restart_delay must be "
+                    "0 or more, round_timeout and retry_delay 1 ms or more",
                     name));
   }
   std::set<const client*> seen;
@@ -824,7 +870,13 @@ quorum_lock::quorum_lock(std::vector<std::reference_wrapper<client>> nodes, std:
     shortest_watchdog = std::min(shortest_watchdog, ctx->cfg.watchdog_timeout);
     auto s = detail::owner_table::new_owner(ctx, name, detail::reentrant_kind, core->owner);
     std::string label = ctx->cfg.deployment;
-    core->nodes.push_back({std::move(ctx), std::move(s), std::move(label)});
+    auto restarts = std::make_shared<detail::restart_watch>();
+    if (options.restart_delay.count() > 0) {
+      // Before any attempt is posted there: reconnects made so far are not restarts of its own.
+      asio::post(ctx->executor,
+                 [restarts, ctx] { restarts->baseline(ctx->session.stats().reconnects); });
+    }
+    core->nodes.push_back({std::move(ctx), std::move(s), std::move(label), std::move(restarts)});
   }
   core->round_timeout = options.round_timeout.value_or(longest_timeout);
   core->confirmation_reads = shortest_watchdog / 3;
