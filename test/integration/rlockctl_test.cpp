@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <memory>
 #include <poll.h>
 #include <set>
 #include <sstream>
@@ -213,6 +214,57 @@ TEST(rlockctl, status_tells_free_held_fenced_and_not_a_lock) {
   EXPECT_EQ(str(objects[1], "kind"), "fenced");
   EXPECT_EQ(objects[1].at("token").to_number<std::int64_t>(), 41);
   EXPECT_EQ(str(objects[2], "state"), "free");
+}
+
+TEST(rlockctl, status_over_a_quorum_shows_each_node_and_whether_a_majority_holds) {
+  rlock::test::redis_server one;
+  rlock::test::redis_server two;
+  rlock::test::redis_server three;
+  std::vector<std::unique_ptr<rlock::test::raw_client>> raw;
+  for (const auto* s : {&one, &two, &three}) {
+    raw.push_back(std::make_unique<rlock::test::raw_client>(s->port()));
+  }
+  // A quorum lock's owner 7 on two nodes (each node's client has its own uuid), another owner on
+  // the third.
+  raw[0]->command({"HSET", "q:held", "0b4f8d2e-1111-4222-8333-944455556666:7", "1"});
+  raw[1]->command({"HSET", "q:held", "5d2e9a10-2222-4333-8444-a55566667777:7", "1"});
+  raw[2]->command({"HSET", "q:held", "77aa0c31-3333-4444-8555-b66677778888:3", "1"});
+  raw[0]->command({"HSET", "q:split", "0b4f8d2e-1111-4222-8333-944455556666:7", "1"});
+  auto quorum = [&](std::initializer_list<std::string> args) {
+    std::vector<std::string> v{RLOCKCTL};
+    v.insert(v.end(), args);
+    v.insert(v.end(), {"status", "--quorum", "redis://127.0.0.1:" + std::to_string(one.port()),
+                       "--quorum", "redis://127.0.0.1:" + std::to_string(two.port()), "--quorum",
+                       "redis://127.0.0.1:" + std::to_string(three.port())});
+    return v;
+  };
+  auto held = quorum({});
+  held.insert(held.end(), {"q:held", "q:split"});
+  const auto r = run_process(held);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("q:held @ redis://127.0.0.1:" + std::to_string(one.port()) +
+                       ": held by 0b4f8d2e-1111-4222-8333-944455556666:7 (count 1)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("q:held: a quorum holds it: owner id 7 on 2 of 3 nodes (majority 2)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("q:split: no quorum holds it: held on 1 of 3 nodes"), std::string::npos)
+      << r.out;
+  // A node down is named; the others still count.
+  three.kill_hard();
+  auto json = quorum({"--json"});
+  json.emplace_back("q:held");
+  const auto j = run_process(json);
+  ASSERT_EQ(j.code, 0) << j.err;
+  const auto objects = json_lines(j.out);
+  ASSERT_EQ(objects.size(), 4U) << j.out;
+  EXPECT_EQ(str(objects[2], "state"), "unreachable");
+  const auto& q = objects[3].at("quorum").as_object();
+  EXPECT_TRUE(q.at("quorum_holds").as_bool());
+  EXPECT_EQ(q.at("held_on").to_number<std::int64_t>(), 2);
+  EXPECT_EQ(q.at("majority").to_number<std::int64_t>(), 2);
+  EXPECT_EQ(str(q, "owner_id"), "7");
 }
 
 TEST(rlockctl, status_and_watch_show_a_fair_locks_queue) {

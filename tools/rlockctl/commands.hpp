@@ -29,6 +29,10 @@ struct context {
 };
 
 int run_status(const context& ctx, const std::vector<std::string>& names);
+/// status over a quorum lock's nodes (`status --quorum URL ...`): each node's view, then
+/// whether a majority is held by one owner.
+int run_quorum_status(const context& ctx, const std::vector<std::string>& urls,
+                      const std::vector<std::string>& names);
 
 struct list_options {
   std::string pattern = "*";

@@ -11,10 +11,13 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <memory>
 #include <rlock/client.hpp>
 #include <rlock/error.hpp>
 #include <rlock/inspect.hpp>
 #include <rlock/reentrant_lock.hpp>
+#include <set>
 
 namespace rlockctl {
 
@@ -50,6 +53,86 @@ int run_status(const context& ctx, const std::vector<std::string>& names) {
       ctx.out.emit(describe(view), to_json(view));
     }
     co_await client.close();
+    co_return exit_ok;
+  });
+}
+
+/// A quorum lock's status: each node's view of each name (a node that cannot be read says why),
+/// then whether a majority of the nodes is held by one owner id (a quorum lock's owner has one id
+/// on every node, after the node's client uuid: `<uuid_i>:<id>`).
+int run_quorum_status(const context& ctx, const std::vector<std::string>& urls,
+                      const std::vector<std::string>& names) {
+  return run_coroutine([&](asio::any_io_executor ex) -> asio::awaitable<int> {
+    struct node {
+      std::string url;
+      std::unique_ptr<rlock::client> client;
+      std::string unreachable;  // why it could not be read (empty: connected)
+    };
+    std::vector<node> nodes;
+    for (const auto& url : urls) {
+      rlock::config cfg = rlock::config::from_url(url);
+      cfg.key_prefix = ctx.cfg.key_prefix;
+      cfg.client_name = ctx.cfg.client_name;
+      if (cfg.tls.enabled && ctx.cfg.tls.enabled) cfg.tls = ctx.cfg.tls;
+      nodes.push_back({url, std::make_unique<rlock::client>(ex, one_shot(cfg)), {}});
+    }
+    for (auto& n : nodes) {
+      try {
+        co_await n.client->connect();
+      } catch (const boost::system::system_error& e) {
+        n.unreachable = e.what();
+      }
+    }
+    const std::size_t majority = nodes.size() / 2 + 1;
+    for (const auto& name : names) {
+      std::map<std::string, std::size_t> by_owner_id;  // holders' owner ids -> nodes held
+      std::size_t held_on = 0;
+      for (auto& n : nodes) {
+        if (!n.unreachable.empty()) {
+          boost::json::object o{{"name", name},
+                                {"node", n.url},
+                                {"state", "unreachable"},
+                                {"message", n.unreachable}};
+          ctx.out.emit(fmt::format("{} @ {}: unreachable ({})", name, n.url, n.unreachable), o);
+          continue;
+        }
+        const lock_view view = co_await rlock::inspect(*n.client, name);
+        auto o = to_json(view);
+        o["node"] = n.url;
+        // "<name> @ <node>: ..." (describe() begins with the name).
+        const std::string text = describe(view);
+        const bool named = text.rfind(name, 0) == 0;
+        ctx.out.emit(named ? fmt::format("{} @ {}{}", name, n.url, text.substr(name.size()))
+                           : fmt::format("{} @ {}: {}", name, n.url, text),
+                     o);
+        if (!view.held()) continue;
+        ++held_on;
+        std::set<std::string> ids;
+        for (const auto& h : view.holders) ids.insert(h.owner.substr(h.owner.rfind(':') + 1));
+        for (const auto& id : ids) ++by_owner_id[id];
+      }
+      std::string owner;
+      std::size_t most = 0;
+      for (const auto& [id, count] : by_owner_id) {
+        if (count > most) {
+          owner = id;
+          most = count;
+        }
+      }
+      const bool holds = most >= majority;
+      boost::json::object q{{"name", name},       {"nodes", nodes.size()}, {"majority", majority},
+                            {"held_on", held_on}, {"quorum_holds", holds}, {"owner_id", owner}};
+      ctx.out.emit(
+          holds ? fmt::format("{}: a quorum holds it: owner id {} on {} of {} nodes (majority {})",
+                              name, owner, most, nodes.size(), majority)
+                : fmt::format("{}: no quorum holds it: held on {} of {} nodes, at most {} by one "
+                              "owner id (majority {})",
+                              name, held_on, nodes.size(), most, majority),
+          boost::json::object{{"quorum", q}});
+    }
+    for (auto& n : nodes) {
+      if (n.unreachable.empty()) co_await n.client->close();
+    }
     co_return exit_ok;
   });
 }

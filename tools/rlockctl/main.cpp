@@ -21,6 +21,8 @@ constexpr const char* examples = R"(Examples:
   rlockctl --url redis://:secret@10.0.0.5:6379/2 list 'orders:*'
   rlockctl --url rediss://cache:6380 --tls-ca ca.pem status orders:42     over TLS
   rlockctl --sentinel 10.0.0.11:26379 --master-name locks status orders:42  behind Sentinel
+  rlockctl status --quorum redis://a:6379 --quorum redis://b:6379 --quorum redis://c:6379 orders:42
+                                                   a quorum lock: each node, and whether a majority holds
   rlockctl --cluster 10.0.0.21:7000 --cluster 10.0.0.22:7000 list 'orders:*'  on a Cluster
   rlockctl hold orders:42 --wait 2000 --for 30    take it for 30 s (Ctrl-C releases it early)
   rlockctl unlock orders:42 --force               release it whoever holds it
@@ -76,6 +78,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> status_names;
   auto* status = app.add_subcommand("status", "free or held, holders, TTL, waiters, kind");
   status->add_option("NAME", status_names, "lock name(s)")->required();
+  std::vector<std::string> quorum_urls;
+  status
+      ->add_option("--quorum", quorum_urls,
+                   "a quorum lock's node, redis[s]://...: repeat for each (each node's view, "
+                   "and whether a majority holds it; --url is then unused)")
+      ->allow_extra_args(false);  // one URL per --quorum: the names follow
 
   rlockctl::list_options list_opts;
   auto* list = app.add_subcommand("list", "the locks whose names match PATTERN (SCAN)");
@@ -198,6 +206,9 @@ int main(int argc, char** argv) {
   ctx.cfg.client_name = "rlockctl";
 
   try {
+    if (*status && !quorum_urls.empty()) {
+      return rlockctl::run_quorum_status(ctx, quorum_urls, status_names);
+    }
     if (*status) return rlockctl::run_status(ctx, status_names);
     if (*list) return rlockctl::run_list(ctx, list_opts);
     if (*unlock) return rlockctl::run_unlock(ctx, unlock_name, force);
