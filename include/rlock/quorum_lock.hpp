@@ -59,6 +59,43 @@ struct quorum_options {
   bool fenced = false;
 };
 
+/// What a quorum lock has done, in all and per node (quorum_lock::metrics()); each node's client
+/// has its own client_metrics beside. to_prometheus() renders it.
+struct quorum_lock_metrics {
+  /// The lock's name.
+  std::string name;
+  /// Rounds started (one attempt on every node each), and of them those won.
+  std::uint64_t rounds = 0;
+  std::uint64_t rounds_won = 0;  ///< rounds that began a hold
+  /// Holds told lost(); nodes taken again while held; fenced: raises of a token tried.
+  std::uint64_t holds_lost = 0;
+  std::uint64_t retakes = 0;       ///< nodes taken again while a majority held
+  std::uint64_t token_raises = 0;  ///< fenced: raise tries (one per round trip)
+  /// Gauge: whether this owner believes it holds the lock.
+  bool held = false;
+  /// One node: its deployment and its votes in this lock's rounds.
+  struct node {
+    std::string address;        ///< the node's deployment ("host:port", "sentinel <master>")
+    std::uint64_t granted = 0;  ///< attempts it granted
+    std::uint64_t refused = 0;  ///< attempts it refused (held by another owner)
+    std::uint64_t failed = 0;   ///< attempts with no usable answer (error, timeout, delay)
+    bool holds = false;         ///< gauge: the current hold has this node
+  };
+  /// In the order the lock was given its clients.
+  std::vector<node> nodes;
+};
+
+/// `m` in Prometheus' text exposition format, as to_prometheus(client_metrics) renders a client:
+/// `<prefix>_quorum_rounds_total`, `_quorum_rounds_won_total`, `_quorum_holds_lost_total`,
+/// `_quorum_retakes_total`, `_quorum_token_raises_total`, the gauge `_quorum_held`, and per node
+/// `_quorum_node_votes_total{node, vote}` and the gauge `_quorum_node_held{node}`; every sample
+/// has the label `lock` (the name) beside `labels`. Throws boost::system::system_error
+/// (errc::invalid_argument) for a prefix or label name Prometheus does not accept, or one of
+/// `lock`, `node` and `vote` in `labels`.
+RLOCK_EXPORT std::string to_prometheus(
+    const quorum_lock_metrics& m, std::string_view prefix = "rlock",
+    const std::vector<std::pair<std::string, std::string>>& labels = {});
+
 /// A lock held by a majority of N independent Redis deployments (Redlock, as the Redis
 /// documentation publishes it), over one rlock::client per node: each a standalone server or a
 /// Sentinel-managed master (not one cluster: its masters share a failure domain and a slot).
@@ -154,6 +191,8 @@ class RLOCK_EXPORT quorum_lock {
   /// Until when the current hold is believed (steady clock), as of the renewals confirmed so
   /// far; time_point::min() when not held. Any thread.
   time_point valid_until() const noexcept;
+  /// What this lock has done, in all and per node. Any thread.
+  quorum_lock_metrics metrics() const;
   /// The current hold's fencing token (quorum_options::fenced); 0 when not held or not fenced.
   /// A re-entry keeps its hold's token. Any thread.
   std::int64_t token() const noexcept;

@@ -40,6 +40,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <mutex>
 #include <random>
@@ -119,6 +120,21 @@ struct quorum_core : std::enable_shared_from_this<quorum_core> {
   mutable std::mutex error_mutex;
   std::string error_text;
   std::atomic<std::int64_t> token{0};  // the current hold's token (0: none, or not fenced)
+  /// quorum_lock::metrics(): counters, and the nodes the current hold has.
+  struct counters {
+    std::atomic<std::uint64_t> rounds{0};
+    std::atomic<std::uint64_t> rounds_won{0};
+    std::atomic<std::uint64_t> holds_lost{0};
+    std::atomic<std::uint64_t> retakes{0};
+    std::atomic<std::uint64_t> token_raises{0};
+    std::atomic<node_set> held_nodes{0};
+  } count;
+  /// Per node: votes granted, refused, failed (quorum_tally::vote's order less pending).
+  std::vector<std::array<std::atomic<std::uint64_t>, 3>> votes;
+  void count_vote(std::size_t i, vote v) {
+    if (v != vote::pending)
+      votes[i][static_cast<std::size_t>(v) - 1].fetch_add(1, std::memory_order_relaxed);
+  }
 
   void set_error(std::string text) {
     const std::lock_guard guard(error_mutex);
@@ -127,6 +143,8 @@ struct quorum_core : std::enable_shared_from_this<quorum_core> {
   void publish_validity() {
     const auto until = believed() ? current->hold.deadline() : clock_type::time_point::min();
     token.store(believed() ? current->token : 0, std::memory_order_relaxed);
+    count.held_nodes.store(believed() ? current->hold.held() : node_set{0},
+                           std::memory_order_relaxed);
     valid_until_ticks.store(until.time_since_epoch().count(), std::memory_order_relaxed);
   }
   std::vector<milliseconds> leases(std::optional<milliseconds> lease) const {
@@ -281,6 +299,8 @@ struct round_run : std::enable_shared_from_this<round_run> {
     if (--unanswered == 0 && decided) bell.cancel();
     const auto now = clock_type::now();
     const vote v = got ? vote::granted : f ? vote::failed : vote::refused;
+    // An attempt the round cancelled is no vote of its node.
+    if (f.code != asio::error::operation_aborted) core->count_vote(i, v);
     if (f && f.code != asio::error::operation_aborted) {
       if (wait) wait->why[i] = fmt::format("{}: {}", core->nodes[i].label, f.text());
     }
@@ -311,6 +331,7 @@ asio::awaitable<std::shared_ptr<round_run>> run_round(std::shared_ptr<quorum_cor
                                                       std::optional<milliseconds> lease,
                                                       std::shared_ptr<quorum_wait> wait) {
   auto r = std::make_shared<round_run>(core, lease, clock_type::now(), std::move(wait));
+  core->count.rounds.fetch_add(1, std::memory_order_relaxed);
   r->bound.expires_at(saturating_add(r->sent, core->round_timeout));
   r->bound.async_wait([r](boost::system::error_code ec) {
     if (!ec) r->on_bound();
@@ -333,6 +354,7 @@ asio::awaitable<std::shared_ptr<round_run>> run_round(std::shared_ptr<quorum_cor
 void quorum_core::begin_hold(node_set granted, clock_type::time_point sent,
                              std::optional<milliseconds> lease) {
   if (believed()) stop(current);
+  count.rounds_won.fetch_add(1, std::memory_order_relaxed);
   current = std::make_shared<quorum_holding>(ex, quorum_hold(leases(lease), drift, granted, sent),
                                              nodes.size(), lease);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -427,6 +449,7 @@ void quorum_core::on_node_lost(const std::shared_ptr<quorum_holding>& h, std::si
 }
 
 void quorum_core::retake(const std::shared_ptr<quorum_holding>& h, std::size_t i) {
+  count.retakes.fetch_add(1, std::memory_order_relaxed);
   const auto sent = clock_type::now();
   auto answered = [self = shared_from_this(), h, i, sent](const failure&, bool got, milliseconds) {
     if (got) self->late_grant(h, i, sent);
@@ -450,6 +473,7 @@ void quorum_core::late_grant(const std::shared_ptr<quorum_holding>& h, std::size
 void quorum_core::lose(const std::shared_ptr<quorum_holding>& h, std::string why) {
   if (h->lost || h->released) return;
   h->lost = true;
+  count.holds_lost.fetch_add(1, std::memory_order_relaxed);
   set_error(why);
   nodes.front().ctx->log(log_level::warning, "{}", why);
   // What is left excludes nobody any more; it goes back so that the others need not wait for
@@ -527,6 +551,7 @@ asio::awaitable<std::int64_t> raise_token(std::shared_ptr<quorum_core> core,
   std::int64_t proposal = core->highest_token + 1;
   // Bounded: each try proposes past every count seen, and the hold's deadline ends them.
   for (int tries = 0; tries < 8 && !h->lost && !h->released; ++tries) {
+    core->count.token_raises.fetch_add(1, std::memory_order_relaxed);
     auto r = std::make_shared<raising>(core->ex, core->nodes.size(), proposal);
     for (std::size_t i = 0; i < core->nodes.size(); ++i) {
       const auto& n = core->nodes[i];
@@ -879,6 +904,7 @@ quorum_lock::quorum_lock(std::vector<std::reference_wrapper<client>> nodes, std:
     core->nodes.push_back({std::move(ctx), std::move(s), std::move(label), std::move(restarts)});
   }
   core->round_timeout = options.round_timeout.value_or(longest_timeout);
+  core->votes = std::vector<std::array<std::atomic<std::uint64_t>, 3>>(core->nodes.size());
   core->confirmation_reads = shortest_watchdog / 3;
   core_ = std::move(core);
 }
@@ -932,6 +958,25 @@ bool quorum_lock::is_held() const noexcept {
 }
 std::int64_t quorum_lock::token() const noexcept {
   return core_->token.load(std::memory_order_relaxed);
+}
+quorum_lock_metrics quorum_lock::metrics() const {
+  const auto& c = core_->count;
+  quorum_lock_metrics m;
+  m.name = core_->name;
+  m.rounds = c.rounds.load(std::memory_order_relaxed);
+  m.rounds_won = c.rounds_won.load(std::memory_order_relaxed);
+  m.holds_lost = c.holds_lost.load(std::memory_order_relaxed);
+  m.retakes = c.retakes.load(std::memory_order_relaxed);
+  m.token_raises = c.token_raises.load(std::memory_order_relaxed);
+  m.held = is_held();
+  const auto held = c.held_nodes.load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < core_->nodes.size(); ++i) {
+    const auto& v = core_->votes[i];
+    m.nodes.push_back({core_->nodes[i].label, v[0].load(std::memory_order_relaxed),
+                       v[1].load(std::memory_order_relaxed), v[2].load(std::memory_order_relaxed),
+                       m.held && (held & detail::node_bit(i)) != 0});
+  }
+  return m;
 }
 std::string_view quorum_lock::name() const noexcept { return core_->name; }
 std::size_t quorum_lock::nodes() const noexcept { return core_->nodes.size(); }

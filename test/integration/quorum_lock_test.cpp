@@ -151,6 +151,38 @@ TEST_P(quorum_lock, takes_every_node_in_one_round_with_redissons_hash_and_releas
     // Another owner is refused, in one attempt per node, and leaves nothing behind.
     EXPECT_FALSE(co_await other.try_lock());
     EXPECT_EQ(env.attempts(env.b), GetParam());
+    // Metrics per node: every node granted the holder and refused the other.
+    const auto held = q.metrics();
+    EXPECT_EQ(held.rounds, 1u);
+    EXPECT_EQ(held.rounds_won, 1u);
+    EXPECT_TRUE(held.held);
+    const auto refused = other.metrics();
+    EXPECT_EQ(refused.rounds, 1u);
+    EXPECT_EQ(refused.rounds_won, 0u);
+    RLOCK_CO_ASSERT(held.nodes.size() == GetParam() && refused.nodes.size() == GetParam());
+    for (std::size_t i = 0; i < GetParam(); ++i) {
+      const std::string address = "127.0.0.1:" + std::to_string(env.servers[i]->port());
+      EXPECT_EQ(held.nodes[i].address, address);
+      EXPECT_EQ(held.nodes[i].granted, 1u);
+      EXPECT_TRUE(held.nodes[i].holds);
+      // Refused, or cancelled once a majority had refused (no vote of its node).
+      EXPECT_LE(refused.nodes[i].refused, 1u);
+      EXPECT_EQ(refused.nodes[i].failed, 0u);
+      EXPECT_FALSE(refused.nodes[i].holds);
+      const auto text = rlock::to_prometheus(refused, "rlock", {{"service", "t"}});
+      EXPECT_NE(
+          text.find("rlock_quorum_node_votes_total{service=\"t\",lock=\"account\",node=\"" +
+                    address + "\",vote=\"refused\"} " + std::to_string(refused.nodes[i].refused)),
+          std::string::npos)
+          << text;
+    }
+    std::uint64_t refusals = 0;
+    for (const auto& n : refused.nodes) refusals += n.refused;
+    EXPECT_GE(refusals, q.quorum());
+    EXPECT_EQ(rlock::test::thrown_by([&] {
+                (void)rlock::to_prometheus(held, "rlock", {{"node", "x"}});
+              }),
+              rlock::errc::invalid_argument);
     EXPECT_EQ(env.holding(key), static_cast<int>(GetParam()));
     // Reentrant: the nodes keep one hold each until the last unlock.
     EXPECT_TRUE(co_await q.try_lock());
