@@ -173,8 +173,17 @@ struct quorum_core : std::enable_shared_from_this<quorum_core> {
   void stop(const std::shared_ptr<quorum_holding>& h);
   /// Ends `h` (marked lost or released) and gives back every node it holds.
   void give_back(const std::shared_ptr<quorum_holding>& h);
+  /// The completion of an operation on node i: runs `f` on this lock's executor, whichever
+  /// thread the node's client completes it on (a handler whose executor is the node's would run
+  /// there, inline), cancelled through `slot` if it is connected.
+  template <typename... Result, typename F>
+  handler<Result...> node_handler(std::size_t i, F f, asio::cancellation_slot slot = {}) const {
+    return handler<Result...>(
+        asio::bind_cancellation_slot(slot, asio::bind_executor(ex, std::move(f))),
+        nodes[i].ctx->executor);
+  }
   void release_node(std::size_t i) {
-    async_release(nodes[i].s, handler<>(asio::bind_executor(ex, [](const failure&) {}), ex));
+    async_release(nodes[i].s, node_handler<>(i, [](const failure&) {}));
   }
 };
 
@@ -259,7 +268,8 @@ struct round_run : std::enable_shared_from_this<round_run> {
         const auto& node = self->core->nodes[i];
         const auto now = clock_type::now();
         if (node.restarts->counted(node.ctx->session.stats().reconnects, now, delay)) {
-          self->send_attempt(i);
+          // Sent from the lock's executor, where its cancellation is emitted.
+          asio::post(self->core->ex, [self, i] { self->send_attempt(i); });
           return;
         }
         const auto ago = std::chrono::duration_cast<milliseconds>(now - node.restarts->back_at());
@@ -282,17 +292,14 @@ struct round_run : std::enable_shared_from_this<round_run> {
     };
     async_attempt(
         n.s, lease,
-        attempt_handler(asio::bind_cancellation_slot(
-                            signals[i].slot(), asio::bind_executor(core->ex, std::move(answered))),
-                        n.ctx->executor));
+        core->node_handler<bool, milliseconds>(i, std::move(answered), signals[i].slot()));
   }
 
   void release(std::size_t i) {
     auto released = [self = shared_from_this(), i](const failure&) {
       self->apply(self->fsm.on_released(i));
     };
-    async_release(core->nodes[i].s,
-                  handler<>(asio::bind_executor(core->ex, std::move(released)), core->ex));
+    async_release(core->nodes[i].s, core->node_handler<>(i, std::move(released)));
   }
 
   void on_answer(std::size_t i, failure f, bool got, milliseconds ttl) {
@@ -375,10 +382,7 @@ void quorum_core::watch_node(const std::shared_ptr<quorum_holding>& h, std::size
     if (f) return;
     self->on_node_lost(h, i);
   };
-  async_lost(nodes[i].s,
-             handler<>(asio::bind_cancellation_slot(h->stop_watching[i].slot(),
-                                                    asio::bind_executor(ex, std::move(told))),
-                       ex));
+  async_lost(nodes[i].s, node_handler<>(i, std::move(told), h->stop_watching[i].slot()));
 }
 
 void quorum_core::arm_deadline(const std::shared_ptr<quorum_holding>& h) {
@@ -454,9 +458,7 @@ void quorum_core::retake(const std::shared_ptr<quorum_holding>& h, std::size_t i
   auto answered = [self = shared_from_this(), h, i, sent](const failure&, bool got, milliseconds) {
     if (got) self->late_grant(h, i, sent);
   };
-  async_attempt(
-      nodes[i].s, h->lease,
-      attempt_handler(asio::bind_executor(ex, std::move(answered)), nodes[i].ctx->executor));
+  async_attempt(nodes[i].s, h->lease, node_handler<bool, milliseconds>(i, std::move(answered)));
 }
 
 void quorum_core::late_grant(const std::shared_ptr<quorum_holding>& h, std::size_t i,
@@ -581,9 +583,9 @@ asio::awaitable<std::int64_t> raise_token(std::shared_ptr<quorum_core> core,
         }
         r->bell.cancel();
       };
-      run_script<answer>(
-          n.s, std::move(make), fmt::format("quorum lock '{}': raise its token", core->name),
-          handler<answer>(asio::bind_executor(core->ex, std::move(done)), core->ex), read);
+      run_script<answer>(n.s, std::move(make),
+                         fmt::format("quorum lock '{}': raise its token", core->name),
+                         core->node_handler<answer>(i, std::move(done)), read);
     }
     const auto deadline = h->hold.deadline();
     for (int i = 0; i < 10'000 && !r->tally.confirmed() && !r->tally.hopeless(); ++i) {
@@ -810,8 +812,7 @@ asio::awaitable<failure> release_hold(std::shared_ptr<quorum_core> core) {
       }
       r->bell.cancel();
     };
-    async_release(core->nodes[i].s,
-                  handler<>(asio::bind_executor(core->ex, std::move(done)), core->ex));
+    async_release(core->nodes[i].s, core->node_handler<>(i, std::move(done)));
   }
   // Bounded: each release completes within its command_timeout.
   for (int i = 0; i < 10'000 && r->confirmed < core->quorum && r->answered < total; ++i) {
