@@ -609,7 +609,9 @@ asio::awaitable<std::pair<failure, bool>> take(std::shared_ptr<quorum_core> core
       wait ? saturating_add(clock_type::now(), *wait) : clock_type::time_point::max();
   auto w = std::make_shared<quorum_wait>(core->ex, core->nodes.size());
   std::minstd_rand jitter(static_cast<std::uint32_t>(core->owner));
-  for (std::uint64_t rounds = 1;; ++rounds) {
+  // Ends with a round won, the wait over or the caller's cancellation (lock() waits as long as it
+  // takes: each round is bounded, and between rounds it sleeps).
+  for (;;) {
     auto round = co_await run_round(core, lease, w);
     const bool was_cancelled = co_await caller_cancelled();
     if (round->won) {
