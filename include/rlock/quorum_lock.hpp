@@ -107,8 +107,8 @@ RLOCK_EXPORT std::string to_prometheus(
 /// **One round.** One attempt on every node at once (one round trip per node, in parallel); won
 /// when `N/2 + 1` granted within the round, with validity left: the validity is the
 /// majority's, `lease − elapsed − drift` counted from before the attempts were sent, on the
-/// steady clock. A lost round gives back every grant it took (its cancelled attempts'
-/// too) before the caller is told.
+/// steady clock. A lost round gives back every grant it took (a cancelled attempt's when it
+/// lands: try_lock() with no wait is told after they all answered).
 ///
 /// **Waiting by push.** A waiter listens on the lock's channel on every node and starts a round
 /// when the nodes it holds, the nodes that published an unlock since they answered busy and the

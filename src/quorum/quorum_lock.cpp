@@ -345,15 +345,23 @@ asio::awaitable<std::shared_ptr<round_run>> run_round(std::shared_ptr<quorum_cor
   });
   r->apply(r->fsm.start());
   // Bounded: the round's bound decides it at the latest (a cancellation of the caller only
-  // ends a wait on the bell early; the round is still waited for). A lost round also waits for
-  // its cancelled attempts: the engine answers one after giving back a grant it made, so the
-  // caller is told when nothing of the round is left on any node (each within its
-  // command_timeout). A won round is told at once: stragglers join the hold.
-  for (int i = 0; i < 10'000 && (!r->decided || (!r->won && r->unanswered > 0)); ++i) {
+  // ends a wait on the bell early; the round is still waited for). Stragglers go on: a won
+  // round's join the hold, a lost round's are given back as they land (settled()).
+  for (int i = 0; i < 10'000 && !r->decided; ++i) {
     r->bell.expires_at(clock_type::time_point::max());
     (void)co_await r->bell.async_wait(asio::as_tuple(asio::use_awaitable));
   }
   co_return r;
+}
+
+/// Until every attempt of a decided round has answered. The engine answers an attempt the round
+/// cancelled after giving back a grant it made, so then nothing of a lost round is left on any
+/// node; each answers within its command_timeout.
+asio::awaitable<void> settled(std::shared_ptr<round_run> r) {
+  for (int i = 0; i < 10'000 && r->unanswered > 0; ++i) {
+    r->bell.expires_at(clock_type::time_point::max());
+    (void)co_await r->bell.async_wait(asio::as_tuple(asio::use_awaitable));
+  }
 }
 
 // --- the hold --------------------------------------------------------------------------------
@@ -662,7 +670,14 @@ asio::awaitable<std::pair<failure, bool>> take(std::shared_ptr<quorum_core> core
       leave_all(*w);
       co_return std::pair{cancelled(), false};
     }
-    if ((wait && wait->count() == 0) || clock_type::now() >= deadline) co_return give_up();
+    if (wait && wait->count() == 0) {
+      // One round, a single round trip per node: its caller is told when nothing of it is left
+      // (bounded by command_timeout, as a single attempt is). A wait is the bound: past it the
+      // stragglers' grants are given back as they land.
+      co_await settled(round);
+      co_return give_up();
+    }
+    if (clock_type::now() >= deadline) co_return give_up();
     if (w->listeners.empty()) {
       // Listening from now on, on every node: a subscription confirmed after the busy answers
       // makes its node worth asking again (an unlock meanwhile went unheard).

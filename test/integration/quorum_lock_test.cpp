@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -40,14 +41,15 @@ using rlock::test::redisson_release;
 
 /// N private servers, a client per server for each of two owners, and a raw client per server.
 struct quorum_env {
-  explicit quorum_env(std::size_t n, std::chrono::milliseconds watchdog = 30s) {
+  explicit quorum_env(std::size_t n, std::chrono::milliseconds watchdog = 30s,
+                      std::chrono::milliseconds command_timeout = 500ms) {
     for (std::size_t i = 0; i < n; ++i) {
       servers.push_back(std::make_unique<rlock::test::redis_server>());
       rlock::config cfg;
       cfg.port = servers.back()->port();
       cfg.key_prefix = prefix;
       cfg.watchdog_timeout = watchdog;
-      cfg.command_timeout = 500ms;
+      cfg.command_timeout = command_timeout;
       a.push_back(std::make_unique<rlock::client>(io.get_executor(), cfg));
       b.push_back(std::make_unique<rlock::client>(io.get_executor(), cfg));
       raw.push_back(std::make_unique<rlock::test::raw_client>(cfg.port));
@@ -608,6 +610,40 @@ TEST_P(quorum_lock, with_a_restart_delay_a_node_back_from_a_restart_does_not_vot
         co_await env.close();
       },
       60s);
+}
+
+TEST_P(quorum_lock, a_stopped_minority_slows_no_acquire_renewal_release_or_handoff) {
+  // Stopped servers (SIGSTOP) answer nothing and close nothing: each request to them waits for
+  // its command_timeout, here 20 s. The run's limit is 15 s: anything that waited for a stopped
+  // node fails the test.
+  quorum_env env(GetParam(), 1500ms, 20s);
+  const std::size_t minority = GetParam() - (GetParam() / 2 + 1);
+  rlock::test::run(
+      env.io,
+      [&]() -> asio::awaitable<void> {
+        co_await env.connect();
+        // A round that needs the stopped node's vote (one granted, one refused while the
+        // holder's release is on its way) waits for it until its bound: Redlock's small attempt
+        // timeout, here 300 ms, not the 20 s command_timeout.
+        rlock::quorum_options bounded;
+        bounded.round_timeout = 300ms;
+        rlock::quorum_lock holder(quorum_env::refs(env.a), "stopped", bounded);
+        rlock::quorum_lock waiter(quorum_env::refs(env.b), "stopped", bounded);
+        for (std::size_t i = 0; i < minority; ++i) ::kill(env.servers[i]->pid(), SIGSTOP);
+        EXPECT_TRUE(co_await holder.try_lock());
+        // Renewed by the majority past two leases, still believed.
+        const auto renewed = [&] { return env.a.back()->stats().renewal_calls >= 7; };
+        EXPECT_TRUE(co_await rlock::test::poll_until(renewed, 10s));
+        EXPECT_TRUE(holder.is_held());
+        // A waiter is handed the lock by the majority's unlock pushes.
+        const auto locking = spawn_beside(env.io, waiter.lock());
+        co_await holder.unlock();
+        EXPECT_TRUE(co_await completed(locking, 10s));
+        co_await waiter.unlock();
+        for (std::size_t i = 0; i < minority; ++i) ::kill(env.servers[i]->pid(), SIGCONT);
+        co_await env.close();
+      },
+      15s);
 }
 
 INSTANTIATE_TEST_SUITE_P(nodes, quorum_lock, ::testing::Values(3u, 5u));
