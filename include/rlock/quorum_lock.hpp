@@ -47,9 +47,11 @@ struct quorum_options {
   std::chrono::milliseconds unreachable_retry{1000};
   /// Redlock's delayed restart, kept by this client: a node whose connection came back (a
   /// restart, or any reconnect) does not vote in this lock's rounds for this long after the
-  /// client saw it back. A node restarted without its data has forgotten the grants it made;
-  /// set this to the longest lease any client gives (the watchdog's 30 s by default) where the
-  /// servers run without persistence. 0 (the default): off. Renewals and retakes of a held node
+  /// client saw it back, whenever the lock was made (a client's first connection is not
+  /// counted: a server restarted before a client started is the operator's to keep out, as
+  /// Redlock's description asks). A node restarted without its data has forgotten the grants it
+  /// made; set this to the longest lease any client gives (the watchdog's 30 s by default) where
+  /// the servers run without persistence. 0 (the default): off. Renewals and retakes of a held node
   /// are not delayed.
   std::chrono::milliseconds restart_delay{0};
   /// Fenced: every acquisition also takes a fencing token (token()), strictly greater than

@@ -58,8 +58,6 @@ struct quorum_node {
   std::shared_ptr<engine_context> ctx;
   std::shared_ptr<lock_state> s;
   std::string label;  // the deployment, as errors name it
-  /// quorum_options::restart_delay: on the node's client's executor only.
-  std::shared_ptr<restart_watch> restarts;
 };
 
 /// A hold: the nodes that granted, what the holder believes (quorum_hold), and the signals of
@@ -266,16 +264,17 @@ struct round_run : std::enable_shared_from_this<round_run> {
       const auto& n = core->nodes[i];
       asio::post(n.ctx->executor, [self = shared_from_this(), i, delay] {
         const auto& node = self->core->nodes[i];
-        const auto now = clock_type::now();
-        if (node.restarts->counted(node.ctx->session.stats().reconnects, now, delay)) {
+        const auto left =
+            restart_wait(node.ctx->session.stats().reconnected_at, clock_type::now(), delay);
+        if (left.count() == 0) {
           // Sent from the lock's executor, where its cancellation is emitted.
           asio::post(self->core->ex, [self, i] { self->send_attempt(i); });
           return;
         }
-        const auto ago = std::chrono::duration_cast<milliseconds>(now - node.restarts->back_at());
-        failure f(errc::connection_lost,
-                  fmt::format("{}: back {} ms ago; not counted for restart_delay ({} ms)",
-                              node.label, ago.count(), delay.count()));
+        failure f(
+            errc::connection_lost,
+            fmt::format("{}: reconnected lately; sits out restart_delay ({} ms) for {} ms more",
+                        node.label, delay.count(), left.count()));
         asio::post(self->core->ex, [self, i, f = std::move(f)]() mutable {
           self->on_answer(i, std::move(f), false, milliseconds(-1));
         });
@@ -913,13 +912,7 @@ quorum_lock::quorum_lock(std::vector<std::reference_wrapper<client>> nodes, std:
     shortest_watchdog = std::min(shortest_watchdog, ctx->cfg.watchdog_timeout);
     auto s = detail::owner_table::new_owner(ctx, name, detail::reentrant_kind, core->owner);
     std::string label = ctx->cfg.deployment;
-    auto restarts = std::make_shared<detail::restart_watch>();
-    if (options.restart_delay.count() > 0) {
-      // Before any attempt is posted there: reconnects made so far are not restarts of its own.
-      asio::post(ctx->executor,
-                 [restarts, ctx] { restarts->baseline(ctx->session.stats().reconnects); });
-    }
-    core->nodes.push_back({std::move(ctx), std::move(s), std::move(label), std::move(restarts)});
+    core->nodes.push_back({std::move(ctx), std::move(s), std::move(label)});
   }
   core->round_timeout = options.round_timeout.value_or(longest_timeout);
   core->votes = std::vector<std::array<std::atomic<std::uint64_t>, 3>>(core->nodes.size());

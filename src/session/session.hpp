@@ -8,6 +8,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -21,6 +22,9 @@ namespace rlock::detail {
 /// Counters of every connection a session has had (client::stats()).
 struct session_stats {
   std::uint64_t reconnects = 0;
+  /// When the latest reconnect completed (the epoch: none; the first connection is not one):
+  /// a server that restarted was seen back then (quorum_options::restart_delay).
+  std::chrono::steady_clock::time_point reconnected_at{};
   std::uint64_t health_check_failures = 0;
   std::uint64_t retried_commands = 0;
   std::uint64_t writes = 0;

@@ -105,6 +105,29 @@ verdict check(const history& h, const checker_options& opts) {
       }
       believed.push_back(&next);
     }
+    // Fencing: a grant made after another was seen carries a larger token (the server granted
+    // `next` after `next.requested`, so after `prev` was granted if that was seen before).
+    for (const auto& next : list) {
+      if (next.token == 0) continue;
+      for (const auto& prev : list) {
+        if (&prev == &next || prev.token == 0 || prev.acquired >= next.requested ||
+            prev.token < next.token) {
+          continue;
+        }
+        const std::string what = lock + ": token " + std::to_string(next.token) + " of " +
+                                 describe(next, origin) + " is not above token " +
+                                 std::to_string(prev.token) + " of " + describe(prev, origin) +
+                                 ", granted before it was asked for";
+        const auto loss = std::find_if(losses.begin(), losses.end(), [&](const restart& r) {
+          return prev.requested < r.at && (r.from >= 0 ? r.from : r.at) <= next.acquired;
+        });
+        if (loss != losses.end()) {
+          explained[static_cast<std::size_t>(loss - losses.begin())].push_back(what);
+        } else {
+          v.violations.push_back(what);
+        }
+      }
+    }
   }
   for (std::size_t i = 0; i < losses.size(); ++i) {
     std::string line = losses[i].from >= 0
@@ -255,7 +278,7 @@ std::string verdict::report() const {
     for (std::size_t i = 0; i < items.size() && i < 20; ++i) out << "  " << items[i] << '\n';
     if (items.size() > 20) out << "  ... " << items.size() - 20 << " more\n";
   };
-  section("VIOLATIONS of exclusion", violations);
+  section("VIOLATIONS of exclusion or fencing", violations);
   section("DATA LOSS", data_loss);
   section("operations past their bound", overruns);
   section("writers starved by readers", starved);

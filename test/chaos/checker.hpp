@@ -26,6 +26,7 @@ struct checker_options {
 /// only when all are empty.
 struct verdict {
   /// Two owners believed they held the same lock at the same time, and no data loss explains it.
+  /// Also a fencing token not above one granted before it was asked for.
   /// Also a fair lock's grant out of turn: an owner granted before a lock() waiter that was
   /// ahead of it in the queue and kept waiting until it was granted too.
   std::vector<std::string> violations;

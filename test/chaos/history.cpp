@@ -100,7 +100,7 @@ std::string history::serialize() const {
         << (a.permits > 0 ? std::to_string(a.permits)
             : a.shared    ? "shared"
                           : "exclusive")
-        << '\n';
+        << '\t' << a.token << '\n';
   }
   for (const auto& o : operations) {
     out << "O\t" << to_string(o.kind) << '\t' << clean(o.lock) << '\t' << clean(o.owner) << '\t'
@@ -146,14 +146,15 @@ history history::parse(std::string_view text) {
       h.begin = std::stoll(f[1]);
       h.end = std::stoll(f[2]);
     } else if (tag == "A") {
-      need(8);
+      need(9);
       h.acquisitions.push_back(
           {f[1], f[2], std::stoll(f[3]), std::stoll(f[4]), std::stoll(f[5]),
            parse_enum(f[6],
                       {end_kind::open, end_kind::released, end_kind::lost, end_kind::not_owner}),
            f[7] == "shared",
            f[7] != "shared" && f[7] != "exclusive" ? static_cast<std::uint32_t>(std::stoul(f[7]))
-                                                   : 0u});
+                                                   : 0u,
+           std::stoll(f[8])});
     } else if (tag == "O") {
       need(8);
       h.operations.push_back({parse_enum(f[1], {op_kind::lock, op_kind::try_lock, op_kind::unlock}),
@@ -191,11 +192,11 @@ history history::parse(std::string_view text) {
 }
 
 recorder::id recorder::acquired(std::string_view lock, std::string_view owner, nanos requested,
-                                bool shared, std::uint32_t permits) {
+                                bool shared, std::uint32_t permits, std::int64_t token) {
   const auto t = now_ns();
   std::lock_guard g(mutex_);
-  h_.acquisitions.push_back(
-      {std::string(lock), std::string(owner), t, requested, 0, end_kind::open, shared, permits});
+  h_.acquisitions.push_back({std::string(lock), std::string(owner), t, requested, 0, end_kind::open,
+                             shared, permits, token});
   return h_.acquisitions.size() - 1;
 }
 

@@ -38,6 +38,9 @@ struct acquisition {
   /// A semaphore hold of this many permits (0: a lock): holds may overlap while their permits
   /// add up to at most the semaphore's capacity.
   std::uint32_t permits = 0;
+  /// The fencing token the acquisition answered (0: none): a grant the server made after
+  /// another was seen must carry a larger one.
+  std::int64_t token = 0;
 };
 
 /// A semaphore's capacity (its total permits), for the permits rule.
@@ -130,7 +133,7 @@ class recorder {
 
   /// `owner` saw its acquire of `lock`, called at `requested`, succeed now.
   id acquired(std::string_view lock, std::string_view owner, nanos requested, bool shared = false,
-              std::uint32_t permits = 0);
+              std::uint32_t permits = 0, std::int64_t token = 0);
   /// Semaphore `lock` has `permits` in all (recorded once per lock).
   void capacity_of(std::string_view lock, std::int64_t permits);
   /// Ends the belief of acquisition `a` now with `why`, unless it ended already.

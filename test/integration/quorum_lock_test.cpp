@@ -581,7 +581,6 @@ TEST_P(quorum_lock, with_a_restart_delay_a_node_back_from_a_restart_does_not_vot
         co_await env.connect();
         rlock::quorum_options delayed;
         delayed.restart_delay = 60s;
-        rlock::quorum_lock careful(quorum_env::refs(env.a), "restarted", delayed);
         rlock::quorum_lock plain(quorum_env::refs(env.b), "restarted");
         // Node 0 restarts without its data; both clients of it are back.
         const auto reconnects_a = env.a[0]->stats().reconnects;
@@ -596,6 +595,9 @@ TEST_P(quorum_lock, with_a_restart_delay_a_node_back_from_a_restart_does_not_vot
                  env.b[0]->state() == rlock::connection_state::connected;
         };
         RLOCK_CO_ASSERT(co_await rlock::test::poll_until(back, 20s));
+        // Made after the restart: the delay is counted from when the client saw the node back,
+        // whenever the lock was made.
+        rlock::quorum_lock careful(quorum_env::refs(env.a), "restarted", delayed);
         // Another owner holds nodes 1 .. minority: a majority needs node 0.
         for (std::size_t i = 1; i <= minority; ++i) {
           env.raw[i]->command({"EVAL", redisson_acquire, "1", key, "30000", "java:5"});

@@ -208,6 +208,35 @@ TEST(checker, different_locks_never_conflict) {
   EXPECT_TRUE(check(h).clean());
 }
 
+acquisition fenced(std::string owner, nanos requested, nanos from, nanos to, std::int64_t token) {
+  auto a = acq(std::move(owner), from, to);
+  a.requested = requested * one_ms;
+  a.token = token;
+  return a;
+}
+
+TEST(checker, a_token_not_above_one_granted_before_it_was_asked_for_is_a_violation) {
+  auto h = base();
+  // b asked at 25, after a was granted at 10: b's token must be above a's.
+  h.acquisitions = {fenced("a", 5, 10, 20, 7), fenced("b", 25, 30, 40, 7)};
+  const auto v = check(h);
+  ASSERT_EQ(v.violations.size(), 1u) << v.report();
+  EXPECT_NE(v.violations[0].find("token 7"), std::string::npos) << v.report();
+  // Increasing tokens pass; so does a token under one whose grant b may have raced (b asked at
+  // 8, before a's grant was seen at 10: the server may have granted b first).
+  h.acquisitions = {fenced("a", 5, 10, 20, 7), fenced("b", 25, 30, 40, 8)};
+  EXPECT_TRUE(check(h).clean()) << check(h).report();
+  h.acquisitions = {fenced("a", 5, 10, 20, 7), fenced("b", 8, 20, 40, 6)};
+  EXPECT_TRUE(check(h).clean()) << check(h).report();
+  // A restart that lost the data between the two explains a token that went back.
+  h.acquisitions = {fenced("a", 5, 10, 20, 7), fenced("b", 25, 30, 40, 1)};
+  h.restarts = {{22 * one_ms, false}};
+  const auto lost = check(h);
+  EXPECT_TRUE(lost.violations.empty()) << lost.report();
+  ASSERT_EQ(lost.data_loss.size(), 1u);
+  EXPECT_NE(lost.data_loss[0].find("explains 1"), std::string::npos) << lost.report();
+}
+
 TEST(checker, an_owner_believes_until_lost_fires) {
   // "a" lost it at 25, after "b" took it at 22: the late lost() is a violation.
   auto h = base();
@@ -320,10 +349,12 @@ TEST(history, serializes_and_merges_across_processes) {
   two.begin = 2 * one_ms;
   two.end = 1200 * one_ms;
   two.acquisitions = {acq("p2/w0", 15, 25, end_kind::lost)};
+  two.acquisitions[0].token = 42;
   two.left.keys = {"L"};
   auto merged = history::parse(one.serialize());
   merged.merge(history::parse(two.serialize()));
   EXPECT_EQ(merged.acquisitions.size(), 2u);
+  EXPECT_EQ(merged.acquisitions[1].token, 42);
   EXPECT_EQ(merged.operations.size(), 1u);
   EXPECT_EQ(merged.operations[0].outcome, "acquired");
   EXPECT_EQ(merged.restarts.size(), 1u);

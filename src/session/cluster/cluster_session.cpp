@@ -782,6 +782,7 @@ session_stats cluster_session::stats() const noexcept {
   for (const auto& [address, l] : links_) {
     const auto& c = l->conn->stats();
     s.reconnects += c.reconnects.load(std::memory_order_relaxed);
+    s.reconnected_at = std::max(s.reconnected_at, c.last_reconnect());
     s.health_check_failures += c.health_check_failures.load(std::memory_order_relaxed);
     s.retried_commands += c.retried_commands.load(std::memory_order_relaxed);
     s.writes += c.writes.load(std::memory_order_relaxed);

@@ -302,7 +302,11 @@ void connection::on_ready(std::uint64_t gen) {
   not_master_retries_ = 0;
   state_ = connection_state::connected;
   backoff_.reset();
-  if (again) ++counters_.reconnects;
+  if (again) {
+    ++counters_.reconnects;
+    counters_.reconnected_at.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                                   std::memory_order_relaxed);
+  }
   // Every wanted channel again; its waiters retry once it is confirmed.
   for (const auto& channel : subs_.replay()) send_subscription(channel, true);
   last_read_ = clock_type::now();

@@ -18,6 +18,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -136,6 +137,12 @@ class connection : public std::enable_shared_from_this<connection> {
 
   struct counters {
     std::atomic<std::uint64_t> reconnects{0};
+    /// session_stats::reconnected_at, in steady_clock ticks (0: never).
+    std::atomic<std::chrono::steady_clock::rep> reconnected_at{0};
+    std::chrono::steady_clock::time_point last_reconnect() const noexcept {
+      return std::chrono::steady_clock::time_point(
+          std::chrono::steady_clock::duration(reconnected_at.load(std::memory_order_relaxed)));
+    }
     std::atomic<std::uint64_t> health_check_failures{0};
     std::atomic<std::uint64_t> retried_commands{0};
     std::atomic<std::uint64_t> writes{0};

@@ -12,7 +12,7 @@ node_session::~node_session() { node_->set_listener(nullptr); }
 
 session_stats node_session::stats() const noexcept {
   const auto& c = node_->stats();
-  return {c.reconnects.load(std::memory_order_relaxed),
+  return {c.reconnects.load(std::memory_order_relaxed), c.last_reconnect(),
           c.health_check_failures.load(std::memory_order_relaxed),
           c.retried_commands.load(std::memory_order_relaxed),
           c.writes.load(std::memory_order_relaxed)};
