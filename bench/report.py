@@ -55,7 +55,10 @@ SCENARIOS = {
     "S9": "S9: Redis Cluster, 3 masters against one node in the same run (rlock)",
     "F1": "F1: the lock family in its users' shape (5 processes, 50 ms holds; rlock)",
     "M1": "M1: a multi-lock of ten locks against one lock, one node and a 3-master cluster (rlock)",
+    "Q1": "Q1: the quorum lock over 3 and 5 independent servers, against one node and the Redlock peers",
 }
+Q1_S1_GOAL = 1.3  # issue 52: S1 at N = 3 against the one-node lock's
+Q1_S3_GOAL = 0.25  # issue 52: S3 handoff p50 against the best Redlock peer's, every P
 # issue 37: a multi-lock of ten free reentrant locks, lock+unlock p50 against one lock's S1.
 M1_GOALS = {"one": 2.0, "cluster": 2.5}
 F1_HANDOFF_GOAL_MS = 0.3  # issue 37: the reentrant, fair and read-write kinds'
@@ -397,6 +400,12 @@ class Report:
             scenario = e0.get("scenario")
             library = e0.get("library")
             p = int(e0.get("params", {}).get("processes", len(workers)))
+            # Q1's groups: one per node count and retry setting (scenario "Q1/n3", "redlock-tuned").
+            gp = e0.get("params", {})
+            if gp.get("nodes") is not None:
+                scenario = "%s/n%s" % (scenario, gp["nodes"])
+            if gp.get("tuned") == 1:
+                library = library + "-tuned"
             per_worker = []
             missing = []
             for e, _, why in sorted(workers, key=lambda t: t[0].get("worker", 0)):
@@ -1244,6 +1253,88 @@ class Report:
                "script add up on it.\n")
         return md, data
 
+    def section_q1(self):
+        """S1 and S3 of the quorum lock at N = 3 and 5 (issue 52), each S1 row beside the one-node
+        lock and the floors run right before it, and S3 against the Redlock peers (default and
+        tuned retry settings) at the same N and P."""
+        s1 = {}
+        for run in self.runs["Q1"]:
+            e = run["entry"]
+            prm = e.get("params", {})
+            out = run["output"]
+            m = out["metrics"] if out and not run["failure"] else None
+            n = prm.get("quorum_of", prm.get("nodes"))
+            if e.get("mode") == "s1-floor":
+                label = "floor: 1 script" if prm.get("nodes") == 1 else "floor: %s parallel scripts" % n
+            elif e.get("library") == "rlock":
+                label = "rlock, one node"
+            else:
+                label = e.get("library") + (" (tuned)" if prm.get("tuned") == 1 else "")
+            s1[(n, label)] = m
+        ns = sorted({n for (n, _) in s1 if n is not None})
+        if not ns:
+            return "", {}
+        rows, data = [], {"S1": {}, "S3": {}}
+        for n in ns:
+            got = {label: m for (nn, label), m in s1.items() if nn == n}
+            one = (got.get("rlock, one node") or {}).get("p50_us")
+            for label in sorted(got, key=lambda l: (not l.startswith("rlock"), l)):
+                m = got[label] or {}
+                rows.append([n, label, num(m.get("p50_us")), num(m.get("p99_us")),
+                             num(m["p50_us"] / one) if m.get("p50_us") and one else "—"])
+            data["S1"][str(n)] = got
+            q = (got.get("rlock-quorum") or {}).get("p50_us")
+            f1 = (got.get("floor: 1 script") or {}).get("p50_us")
+            fn = (got.get("floor: %d parallel scripts" % n) or {}).get("p50_us")
+            if n == 3:
+                self.goals.append(goal("Q1", "N=3: S1 p50 ≤ %.1f × the one-node lock's (same run)" % Q1_S1_GOAL,
+                                       "rlock-quorum p50 µs", q, "rlock one node p50 µs", one, "<=",
+                                       Q1_S1_GOAL))
+            else:
+                self.goals.append(reported("Q1", "N=%d: S1 p50 against the one-node lock's" % n,
+                                           "rlock-quorum p50 µs", q, "rlock one node p50 µs", one))
+            self.goals.append(reported("Q1", "N=%d: the floor's own ratio (N parallel scripts by minimal "
+                                       "clients / one script)" % n, "floor p50 µs", fn,
+                                       "one-script floor p50 µs", f1))
+        md = table(["N", "library", "lock+unlock p50 µs", "p99 µs", "p50 / one node's"], rows)
+        md += ("\nEach N runs back to back: `rlock_bench s1` on the first server, `s1-floor --members 1` "
+               "(minimal blocking clients running rlock's acquire and release scripts on it), `s1-floor "
+               "--ports` (the same scripts on N servers at once, answers read as they come), `s1 --ports` "
+               "(the quorum lock), then each peer with `--ports` and its default retry settings, then "
+               "`--tuned` (redlock: 2 ± 1 ms; redis-semaphore: 1 ms). The servers share one CPU, as the "
+               "one server does in every scenario, so a round's N scripts queue there: the floor's ratio "
+               "says what of the quorum lock's ratio is the servers' own.\n")
+        s3_rows = []
+        for n in ns:
+            key = "Q1/n%d" % n
+            ps = sorted({p for (s, _, p) in self.s3 if s == key})
+            for p in ps:
+                here = {l: g for (s, l, pp), g in self.s3.items() if s == key and pp == p}
+                for label in sorted(here, key=lambda l: (l != "rlock-quorum", l)):
+                    st = here[label]["stats"]
+                    s3_rows.append([n, p, label, num(st["acquisitions"]), num(st["handoffs"]),
+                                    num(st["gap_p50_us"]), num(st["gap_p99_us"]), num(st["overlaps"]),
+                                    ("failed: " + here[label]["failure"]) if here[label]["failure"] else "ok"])
+                    data["S3"].setdefault(str(n), {}).setdefault(label, {})[str(p)] = dict(
+                        st, failure=here[label]["failure"])
+                mine = (here.get("rlock-quorum") or {}).get("stats", {})
+                peers = [(g["stats"]["gap_p50_us"], l) for l, g in here.items()
+                         if l != "rlock-quorum" and g["stats"]["gap_p50_us"] is not None and not g["failure"]]
+                best = min(peers) if peers else (None, "none ran")
+                self.goals.append(goal("Q1", "N=%d P=%d: handoff p50 ≤ %.2f × the best Redlock peer's" % (
+                    n, p, Q1_S3_GOAL), "rlock-quorum gap p50 µs", mine.get("gap_p50_us"),
+                    "best peer gap p50 µs (%s)" % best[1], best[0], "<=", Q1_S3_GOAL))
+                self.goals.append(goal("Q1", "N=%d P=%d: zero overlaps" % (n, p), "rlock-quorum overlaps",
+                                       mine.get("overlaps"), None, None, "==", 0))
+        if s3_rows:
+            md += "\n" + table(["N", "P", "library", "acquisitions", "handoffs", "gap p50 µs", "gap p99 µs",
+                                "overlaps", "status"], s3_rows)
+            md += ("\nS3's rhythm (hold 1 ms, 1 ms outside, a 10 s lease) with P processes on one fresh key "
+                   "over the first N servers. Commands per handoff while waiting are counted by "
+                   "`test/integration/quorum_lock_test.cpp` (`a_waiter_is_woken_by_the_unlock_pushes…`): "
+                   "3 × N.\n")
+        return md, data
+
     def section_s8(self):
         rows, data = [], {}
         rtt_ms = (self.ping_p50_us() or 0) / 1000.0
@@ -1427,11 +1518,12 @@ class Report:
         s9_md, s9 = self.section_s9()
         f1_md, f1 = self.section_f1(out)
         m1_md, m1 = self.section_m1()
+        q1_md, q1 = self.section_q1()
         bodies = {"S1": s1_md, "S2": s2_md, "S3": s3_md, "S4": s4_md, "S5": s5_md, "S6": s6_md, "S7": s7_md,
                   "S8": s8_md, "S9": s9_md, "F1": f1_md,
-                  "M1": m1_md}
+                  "M1": m1_md, "Q1": q1_md}
         data.update({"S1": s1, "S2": s2, "S3": s3, "S4": s4, "S5": s5, "S6": s6, "S7": s7, "S8": s8,
-                     "S9": s9, "F1": f1, "M1": m1})
+                     "S9": s9, "F1": f1, "M1": m1, "Q1": q1})
         plot_p = self.write_plot_data(out)
         for (s, l, p), g in self.s3.items():
             if g["stats"]["overlaps"]:

@@ -75,6 +75,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -132,6 +133,8 @@ struct options {
                              // default); at least the watchdog's lease: no claim
   int queued = 0;            // s3-fair-floor: waiters queued behind the one handed the lock
   int contenders = 1;        // s3-floor: subscribed processes answering each message
+  /// --ports P1,P2,...: s1 and s3-worker take a quorum lock over one client per port (Q1).
+  std::vector<std::uint16_t> ports;
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -143,7 +146,8 @@ struct options {
              "[--local-handoff 0] [--kind "
              "reentrant|fair|non-reentrant|non-reentrant-fair|spin|read|write|multi|semaphore] "
              "[--members N] [--handoff-claim MS] [--hold-ms MS] [--warmup S] [--permits N] "
-             "[--priority readers|writers] [--queued N] [--contenders K]\n",
+             "[--priority readers|writers] [--queued N] [--contenders K] "
+             "[--ports P1,P2,... (s1, s3-worker: a quorum lock over these servers)]\n",
              why);
   std::exit(2);
 }
@@ -163,7 +167,17 @@ options parse(int argc, char** argv) {
       if (ec != std::errc{} || p != value.data() + value.size() || v < 0) usage("bad " + flag);
       return v;
     };
-    if (flag == "--port")
+    if (flag == "--ports") {
+      for (std::size_t at = 0; at <= value.size();) {
+        const auto comma = std::min(value.find(',', at), value.size());
+        int v = 0;
+        auto [p, ec] = std::from_chars(value.data() + at, value.data() + comma, v);
+        if (ec != std::errc{} || p != value.data() + comma || v <= 0 || v > 65535)
+          usage("bad --ports: a comma-separated list of ports");
+        o.ports.push_back(static_cast<std::uint16_t>(v));
+        at = comma + 1;
+      }
+    } else if (flag == "--port")
       o.port = static_cast<std::uint16_t>(integer());
     else if (flag == "--seconds")
       o.seconds = std::stod(value);
@@ -1517,7 +1531,11 @@ void run_s1_floor(const options& o) {
     std::uint16_t port;
   };
   std::vector<member> members;
-  for (int i = 1; i <= n; ++i) {
+  // --ports (Q1's floor): the same key on every server, as a quorum lock's round writes it.
+  for (const auto port : o.ports) {
+    members.push_back({o.prefix + "s1", rd::unlock_channel(o.prefix + "s1"), port});
+  }
+  for (int i = 1; i <= n && o.ports.empty(); ++i) {
     const std::string key = i == 1 ? o.prefix + "s1" : fmt::format("{}s1:{}", o.prefix, i);
     std::uint16_t port = o.port;
     if (o.cluster) {
@@ -1556,7 +1574,8 @@ void run_s1_floor(const options& o) {
   // Loaded on every node the members live on (a script's SHA is the same everywhere).
   std::string acquire_sha, release_sha;
   for (const auto& m : members) {
-    if (nodes.contains(m.port) && !acquire_sha.empty() && m.port != o.port) continue;
+    if (nodes.contains(m.port) && !acquire_sha.empty() && m.port != o.port && o.ports.empty())
+      continue;
     auto& c = node(m.port);
     acquire_sha = c.command({"SCRIPT", "LOAD", o.batch ? batched(acquire) : acquire}).str;
     release_sha = c.command({"SCRIPT", "LOAD", o.batch ? batched(release) : release}).str;
@@ -1676,8 +1695,8 @@ void run_s1_floor(const options& o) {
       R"("p50_us": {:.2f}, "p90_us": {:.2f}, "p99_us": {:.2f}, "max_us": {:.2f}, )"
       R"("mean_us": {:.2f}}}}})"
       "\n",
-      n, o.cluster ? "true" : "false", o.batch ? "true" : "false", batch.size(), o.seconds, s.count,
-      s.p50, s.p90, s.p99, s.max, s.mean);
+      members.size(), o.cluster ? "true" : "false", o.batch ? "true" : "false", batch.size(),
+      o.seconds, s.count, s.p50, s.p90, s.p99, s.max, s.mean);
 }
 
 // --- s7-floor: blocking threads with nothing shared --------------------------------------------
@@ -2110,12 +2129,113 @@ void run_s8(const options& o) {
 
 }  // namespace
 
+// --- Q1: the quorum lock (issue 52) ------------------------------------------------------------
+
+/// `body` with one connected client per --ports entry on one io_context (one thread, as a
+/// service runs them), closed afterwards; bounded like with_client.
+void with_quorum_clients(
+    const options& o, rlock::config cfg,
+    std::function<asio::awaitable<void>(std::vector<std::reference_wrapper<rlock::client>>)> body) {
+  asio::io_context io(1);
+  std::vector<std::unique_ptr<rlock::client>> clients;
+  std::vector<std::reference_wrapper<rlock::client>> nodes;
+  for (const auto port : o.ports) {
+    cfg.port = port;
+    clients.push_back(std::make_unique<rlock::client>(io.get_executor(), cfg));
+    nodes.emplace_back(*clients.back());
+  }
+  asio::steady_timer guard(io, std::chrono::duration_cast<clock_type::duration>(
+                                   std::chrono::duration<double>(o.seconds + 120)));
+  guard.async_wait([&](boost::system::error_code ec) {
+    if (!ec) io.stop();
+  });
+  auto done = asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        struct disarm {
+          asio::steady_timer& t;
+          ~disarm() { t.cancel(); }
+        } disarm_guard{guard};
+        for (auto& c : clients) co_await c->connect();
+        co_await body(nodes);
+        for (auto& c : clients) co_await c->close();
+      },
+      asio::use_future);
+  io.run();
+  if (done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    usage("the run did not finish within its time plus 120 s");
+  }
+  done.get();
+}
+
+std::string quorum_params(const options& o) {
+  return fmt::format(R"("kind": "quorum", "nodes": {}, )", o.ports.size());
+}
+
+/// S1 of the quorum lock: lock() + unlock() of one quorum lock, one task, back to back.
+void run_quorum_s1(const options& o) {
+  std::vector<double> us;
+  with_quorum_clients(
+      o, config_for(o),
+      [&](std::vector<std::reference_wrapper<rlock::client>> nodes) -> asio::awaitable<void> {
+        rlock::quorum_lock lock(std::move(nodes), "s1");
+        const auto warm_end = clock_type::now() + warmup;
+        const auto end = warm_end + std::chrono::duration_cast<clock_type::duration>(
+                                        std::chrono::duration<double>(o.seconds));
+        us.reserve(1'000'000);
+        for (std::size_t i = 0; i < 2'000'000; ++i) {
+          const auto t0 = clock_type::now();
+          if (t0 >= end) break;
+          co_await lock.lock();
+          co_await lock.unlock();
+          if (t0 >= warm_end) us.push_back(micros(clock_type::now() - t0));
+        }
+      });
+  fmt::print("{}\n", s1_json("rlock-quorum", o, summarize(std::move(us)), quorum_params(o)));
+}
+
+/// One process of S3 over the quorum lock, as run_s3_worker: acquire (10 s lease), hold 1 ms,
+/// release, 1 ms outside.
+void run_quorum_s3_worker(const options& o) {
+  if (o.out.empty()) usage("s3-worker needs --out");
+  std::vector<std::pair<std::int64_t, std::int64_t>> events;
+  auto cfg = config_for(o);
+  cfg.key_prefix.clear();  // --key is the full key, shared with the other processes
+  with_quorum_clients(
+      o, cfg,
+      [&](std::vector<std::reference_wrapper<rlock::client>> nodes) -> asio::awaitable<void> {
+        rlock::quorum_lock lock(std::move(nodes), o.key);
+        const auto end = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
+                                                 std::chrono::duration<double>(o.seconds));
+        for (std::size_t i = 0; i < 1'000'000 && clock_type::now() < end; ++i) {
+          co_await lock.lock(10s);
+          const auto acquired = nanos_now();
+          co_await sleep_for(1ms);
+          const auto releasing = nanos_now();
+          co_await lock.unlock();
+          events.emplace_back(acquired, releasing);
+          co_await sleep_for(1ms);
+        }
+      });
+  write_events(o, events);
+  fmt::print(R"({{"library": "rlock-quorum", "mode": "s3-worker", "params": {{{}"seconds": {}}}, )"
+             R"("metrics": {{"acquisitions": {}}}}})"
+             "\n",
+             quorum_params(o), o.seconds, events.size());
+}
+
 int main(int argc, char** argv) {
   const auto o = parse(argc, argv);
   try {
     if (o.mode == "print-acquire-script")
       // For redis-benchmark's EVALSHA reference: exactly the script rlock runs.
       fmt::print("{}\n", rlock::detail::script_source(rlock::detail::script::acquire));
+    else if (!o.ports.empty() && o.mode == "s1")
+      run_quorum_s1(o);
+    else if (!o.ports.empty() && o.mode == "s3-worker")
+      run_quorum_s3_worker(o);
+    else if (!o.ports.empty() && o.mode != "s1-floor")
+      usage("--ports is for s1, s3-worker and s1-floor");
     else if (o.mode == "s1")
       run_s1(o);
     else if (o.mode == "s2")

@@ -17,8 +17,13 @@ const S1_MAX_PAIRS = 2_000_000;
 const S2_MAX_PAIRS_TOTAL = 10_000_000;
 const S3_MAX_ACQUISITIONS = 1_000_000;
 
-const now = () => process.hrtime.bigint(); // CLOCK_MONOTONIC, nanoseconds
+export const now = () => process.hrtime.bigint(); // CLOCK_MONOTONIC, nanoseconds
 const NS_PER_MS = 1_000_000n;
+
+// When a lock() still waiting should give up: the run's end plus ACQUIRE_GRACE_MS (a peer that
+// keeps retrying, such as a Redlock whose contenders split the votes, ends with the run).
+let giveUpAt = null;
+export const acquireDeadline = () => giveUpAt;
 
 let driverName = "peer";
 export function log(msg) {
@@ -42,11 +47,15 @@ export function parseDriverArgs(name) {
         key: { type: "string", default: "s3" },
         out: { type: "string" },
         prefix: { type: "string", default: "bench:" },
+        // Q1: a Redlock over one client per server (the driver's own quorum form).
+        ports: { type: "string" },
+        // Q1: the peer's tuned retry settings instead of its defaults.
+        tuned: { type: "boolean", default: false },
       },
     });
   } catch (e) {
     fail(`${e.message}\nusage: ${name} <s1|s2|s3-worker> --port PORT [--seconds S] ` +
-      `[--concurrency C] [--key KEY] [--out FILE] [--prefix P]`, 2);
+      `[--concurrency C] [--key KEY] [--out FILE] [--prefix P] [--ports P1,P2,... [--tuned]]`, 2);
   }
   const { values, positionals } = parsed;
   const mode = positionals[0];
@@ -60,7 +69,12 @@ export function parseDriverArgs(name) {
   const concurrency = Number(values.concurrency);
   if (!Number.isInteger(concurrency) || concurrency < 1) fail("--concurrency must be >= 1", 2);
   if (mode === "s3-worker" && !values.out) fail("s3-worker needs --out FILE", 2);
-  return { mode, port, seconds, concurrency, key: values.key, out: values.out, prefix: values.prefix };
+  const ports = values.ports === undefined ? [] : values.ports.split(",").map(Number);
+  if (ports.some((p) => !Number.isInteger(p) || p <= 0 || p > 65535)) {
+    fail("--ports must be a comma-separated list of ports", 2);
+  }
+  return { mode, port, seconds, concurrency, key: values.key, out: values.out, prefix: values.prefix,
+    ports, tuned: values.tuned };
 }
 
 export function startWatchdog(seconds) {
@@ -163,9 +177,18 @@ async function runS3(args, makeLocker) {
   const key = `${args.prefix}${args.key}`;
   const locker = makeLocker(key, "s3");
   const end = now() + BigInt(Math.round(args.seconds * 1000)) * NS_PER_MS;
+  giveUpAt = end + BigInt(ACQUIRE_GRACE_MS) * NS_PER_MS;
   const lines = [];
+  let gaveUp = 0;
   while (lines.length < S3_MAX_ACQUISITIONS && now() < end) {
-    await locker.lock();
+    try {
+      await locker.lock();
+    } catch (e) {
+      if (now() < end) throw e;
+      gaveUp = 1; // still waiting when the run ended: written down, not a crash
+      log(`s3: an acquire still waiting at the end of the run gave up: ${e && e.message}`);
+      break;
+    }
     const tAcq = now();
     await sleep(1);
     const tRel = now();
@@ -176,16 +199,19 @@ async function runS3(args, makeLocker) {
   writeFileSync(args.out, lines.join(""));
   return {
     extra: { key, hold_ms: 1, outside_ms: 1, out: args.out },
-    metrics: { acquisitions: lines.length },
+    metrics: { acquisitions: lines.length, gave_up: gaveUp },
   };
 }
 
-// library: name for the JSON; setup(client, args) -> { makeLocker, params }
+// library: name for the JSON; setup(client, args, clients) -> { makeLocker, params }; clients:
+// one per --ports entry (Q1's quorum form), empty without it.
 export async function runDriver(library, setup) {
   const args = parseDriverArgs(library);
   startWatchdog(args.seconds);
   const client = await connect(args.port);
-  const { makeLocker, params: libParams } = setup(client, args);
+  const clients = [];
+  for (const p of args.ports) clients.push(await connect(p));
+  const { makeLocker, params: libParams } = setup(client, args, clients);
   let result;
   try {
     if (args.mode === "s1") result = await runS1(args, makeLocker);
@@ -199,7 +225,8 @@ export async function runDriver(library, setup) {
     prefix: args.prefix,
     lease_ms: LEASE_MS,
     node: process.versions.node,
-    connections: 1,
+    connections: 1 + clients.length,
+    ...(clients.length ? { nodes: clients.length, tuned: args.tuned } : {}),
     ...libParams,
   };
   if (args.mode !== "s3-worker") params.warmup_ms = WARMUP_MS;
@@ -207,7 +234,7 @@ export async function runDriver(library, setup) {
   Object.assign(params, result.extra);
   process.stdout.write(
     JSON.stringify({ library, mode: args.mode, params, metrics: result.metrics }) + "\n");
-  await client.quit().catch(() => client.disconnect());
+  for (const c of [client, ...clients]) await c.quit().catch(() => c.disconnect());
 }
 
 // installed version of a dependency (read from node_modules, as package "exports" may hide it)
