@@ -172,6 +172,11 @@ class RLOCK_EXPORT client {
   /// the kind.
   template <typename T>
   T run(boost::asio::awaitable<T> op);
+  /// run() for an acquisition of a kind's own blocking facade: `op` answers whether it took the
+  /// lock; if it did and the caller gets a handler's exception instead (see above), the
+  /// awaitable `give_back()` makes is run first, as every basic_lock acquisition is given back.
+  bool run_acquisition(boost::asio::awaitable<bool> op,
+                       std::function<boost::asio::awaitable<void>()> give_back);
 
  private:
   std::shared_ptr<detail::client_state> state_;
@@ -660,6 +665,40 @@ T client::run(boost::asio::awaitable<T> op) {
   detail::wait(*state_, begin, nothing, false);
   if (error) std::rethrow_exception(error);
   if constexpr (!std::is_void_v<T>) return std::move(*value);
+}
+
+inline bool client::run_acquisition(boost::asio::awaitable<bool> op,
+                                    std::function<boost::asio::awaitable<void>()> give_back) {
+  std::optional<bool> took;
+  std::exception_ptr error;
+  auto begin = [&](rlock::detail::handler<> done) {
+    boost::asio::co_spawn(
+        async_client().get_executor(), std::move(op),
+        [&took, &error, done = std::move(done)](std::exception_ptr e, bool v) mutable {
+          if (!e) took.emplace(v);
+          error = std::move(e);
+          std::move(done)(rlock::detail::failure());
+        });
+  };
+  auto undo = [&] {
+    if (!took.value_or(false)) return;
+    auto release = [&](rlock::detail::handler<> done) {
+      boost::asio::co_spawn(async_client().get_executor(), give_back(),
+                            [done = std::move(done)](std::exception_ptr) mutable {
+                              std::move(done)(rlock::detail::failure());
+                            });
+    };
+    auto nothing = [] {};
+    try {
+      // The handler's exception waits for the caller, which is about to get it.
+      detail::wait(*state_, release, nothing, true);
+    } catch (...) {
+      // The lease bounds a failed release.
+    }
+  };
+  detail::wait(*state_, begin, undo, false);
+  if (error) std::rethrow_exception(error);
+  return *took;
 }
 
 inline semaphore client::get_semaphore(std::string_view name) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "rlock/blocking.hpp"
 #include "rlock/detail/completion.hpp"
 #include "rlock/export.hpp"
 
@@ -10,7 +11,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -223,5 +226,136 @@ class RLOCK_EXPORT quorum_lock {
 
   std::shared_ptr<detail::quorum_core> core_;
 };
+
+namespace blocking {
+
+/// rlock::quorum_lock for threads, over one blocking::client per node: meets Lockable and
+/// TimedLockable (std::unique_lock, std::scoped_lock, std::condition_variable_any), and the
+/// calling thread is the owner, as for basic_lock: each thread is its own owner on every node
+/// (its own quorum_lock underneath, made when it first asks and let go once it holds nothing),
+/// a thread that locks again re-enters, another thread is excluded. unlock() by a thread that
+/// holds nothing, or whose hold was lost, throws errc::not_owner. Failures throw
+/// boost::system::system_error with the words of quorum_lock's.
+class quorum_lock {
+ public:
+  using milliseconds = std::chrono::milliseconds;
+  using time_point = std::chrono::steady_clock::time_point;
+
+  /// Over `nodes` (each another deployment; see rlock::quorum_lock) and `name`. Throws as
+  /// rlock::quorum_lock's constructor. Makes no request.
+  quorum_lock(std::vector<std::reference_wrapper<client>> nodes, std::string_view name,
+              quorum_options options = {})
+      : s_(std::make_shared<shared>()) {
+    if (nodes.empty()) {
+      // rlock::quorum_lock's check, with its words.
+      rlock::quorum_lock({}, name, options);
+    }
+    s_->first = &nodes.front().get();
+    for (auto& n : nodes) s_->async_nodes.emplace_back(n.get().async_client());
+    s_->name = std::string(name);
+    s_->options = options;
+    (void)for_this_thread();  // checks the arguments as rlock::quorum_lock does
+  }
+
+  /// Waits until a majority is held, the watchdogs renewing every node's lease.
+  void lock() { take(std::nullopt, std::nullopt); }
+  /// lock() with a lease on every node: nothing renews it.
+  void lock(milliseconds lease) { take(std::nullopt, lease); }
+  /// One round, no waiting; whether the calling thread now holds the lock.
+  bool try_lock() { return take(milliseconds::zero(), std::nullopt); }
+  /// Takes a majority within `wait`, with a lease as lock(lease); whether it did.
+  bool try_lock(milliseconds wait, std::optional<milliseconds> lease) { return take(wait, lease); }
+  /// Takes a majority within `wait` (rounded up to whole milliseconds); whether it did.
+  template <typename Rep, typename Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& wait) {
+    return take(std::max(std::chrono::ceil<milliseconds>(wait), milliseconds::zero()),
+                std::nullopt);
+  }
+  /// try_lock_for() the time from now to `deadline` (read on `Clock`).
+  template <typename Clock, typename Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+    return try_lock_for(deadline - Clock::now());
+  }
+  /// Releases one hold of the calling thread; the last releases every node (see
+  /// rlock::quorum_lock::unlock).
+  void unlock() {
+    auto q = for_this_thread();
+    std::exception_ptr failed;
+    try {
+      s_->first->run(q.unlock());
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    let_go_if_free(q);
+    if (failed) std::rethrow_exception(failed);
+  }
+
+  /// Whether the calling thread believes it holds the lock now.
+  bool is_held() const { return for_this_thread().is_held(); }
+  /// Until when the calling thread's hold is believed (time_point::min() when none).
+  time_point valid_until() const { return for_this_thread().valid_until(); }
+  /// The calling thread's hold's fencing token (quorum_options::fenced); 0 when none.
+  std::int64_t token() const { return for_this_thread().token(); }
+  /// The lock's name as given.
+  std::string_view name() const noexcept { return s_->name; }
+  /// The asynchronous lock of the calling thread's owner (lost(), metrics(), last_error()).
+  rlock::quorum_lock for_this_thread() const {
+    const auto owner = detail::thread_owner();
+    std::lock_guard g(s_->m);
+    auto it = s_->owners.find(owner);
+    if (it == s_->owners.end()) {
+      it = s_->owners.emplace(owner, rlock::quorum_lock(s_->async_nodes, s_->name, s_->options))
+               .first;
+    }
+    return it->second;
+  }
+
+ private:
+  struct shared {
+    std::mutex m;
+    std::map<std::uint64_t, rlock::quorum_lock> owners;  // threads that hold or ask
+    std::vector<std::reference_wrapper<rlock::client>> async_nodes;
+    client* first = nullptr;  // whose run() drives the calls (the lock runs on its executor)
+    std::string name;
+    quorum_options options;
+  };
+
+  bool take(std::optional<milliseconds> wait, std::optional<milliseconds> lease) {
+    auto q = for_this_thread();
+    std::exception_ptr failed;
+    bool took = false;
+    try {
+      took = s_->first->run_acquisition(
+          [](rlock::quorum_lock mine, std::optional<milliseconds> within,
+             std::optional<milliseconds> lease_of) -> boost::asio::awaitable<bool> {
+            if (!within) {
+              co_await mine.lock(lease_of);
+              co_return true;
+            }
+            co_return co_await mine.try_lock(*within, lease_of);
+          }(q, wait, lease),
+          [q]() {
+            return [](rlock::quorum_lock h) -> boost::asio::awaitable<void> {
+              co_await h.unlock();
+            }(q);
+          });
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    if (!took) let_go_if_free(q);
+    if (failed) std::rethrow_exception(failed);
+    return took;
+  }
+  /// A thread that holds nothing is forgotten: the map keeps only threads that hold or ask.
+  void let_go_if_free(const rlock::quorum_lock& q) {
+    if (q.is_held()) return;
+    std::lock_guard g(s_->m);
+    s_->owners.erase(detail::thread_owner());
+  }
+
+  std::shared_ptr<shared> s_;
+};
+
+}  // namespace blocking
 
 }  // namespace rlock

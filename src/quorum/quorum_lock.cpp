@@ -17,6 +17,7 @@
 #include "engine/spawn.hpp"
 #include "kinds/names.hpp"
 #include "quorum/node_listener.hpp"
+#include "quorum/node_refusals.hpp"
 #include "quorum/quorum_hold.hpp"
 #include "quorum/quorum_readiness.hpp"
 #include "quorum/quorum_round.hpp"
@@ -191,10 +192,11 @@ struct quorum_core : std::enable_shared_from_this<quorum_core> {
 /// answers and the listeners. Executor only.
 struct quorum_wait {
   quorum_wait(const asio::any_io_executor& ex, std::size_t nodes)
-      : readiness(nodes), bell(ex, clock_type::time_point::max()), why(nodes) {}
+      : readiness(nodes), bell(ex, clock_type::time_point::max()), why(nodes), refusals(nodes) {}
   quorum_readiness readiness;
   asio::steady_timer bell;
   std::vector<std::string> why;  // per node: why it is unreachable
+  node_refusals refusals;        // per node: its latest answer, if a refusal no retry changes
   std::vector<std::shared_ptr<node_listener>> listeners;
 
   void ring() { bell.cancel(); }
@@ -310,6 +312,7 @@ struct round_run : std::enable_shared_from_this<round_run> {
     if (f && f.code != asio::error::operation_aborted) {
       if (wait) wait->why[i] = fmt::format("{}: {}", core->nodes[i].label, f.text());
     }
+    if (wait && f.code != asio::error::operation_aborted) wait->refusals.on_answer(i, f);
     if (fsm.over() && won && got) {
       // Late: a grant after the round was won joins the hold, if it is still believed.
       (void)fsm.on_answer(i, v, now);
@@ -545,15 +548,24 @@ void leave_all(quorum_wait& w) {
 /// The counter a fenced quorum lock raises on each node: `rlock_quorum_token:{<key>}`.
 constexpr std::string_view quorum_token_prefix = "rlock_quorum_token:";
 
+/// The nodes' labels, in order, for errors that name them.
+std::vector<std::string> labels_of(const quorum_core& core) {
+  std::vector<std::string> out;
+  for (const auto& n : core.nodes) out.push_back(n.label);
+  return out;
+}
+
 /// A fenced hold's token (token_raise): proposals raised on every node at once until a majority
-/// wrote one within the hold's validity (the answer), or that became impossible (0).
-asio::awaitable<std::int64_t> raise_token(std::shared_ptr<quorum_core> core,
-                                          std::shared_ptr<quorum_holding> h) {
+/// wrote one within the hold's validity (the answer), or that became impossible (0, with the
+/// refusal that made it so if the nodes refused it: an ACL without the counter's key or HSET).
+asio::awaitable<std::pair<std::int64_t, failure>> raise_token(std::shared_ptr<quorum_core> core,
+                                                              std::shared_ptr<quorum_holding> h) {
   struct raising {
     raising(const asio::any_io_executor& ex, std::size_t nodes, std::int64_t proposal)
-        : bell(ex, clock_type::time_point::max()), tally(nodes, proposal) {}
+        : bell(ex, clock_type::time_point::max()), tally(nodes, proposal), refusals(nodes) {}
     asio::steady_timer bell;
     token_raise tally;
+    node_refusals refusals;
   };
   // Unique per raise: a retried run of this raise answers "written", another raise's does not.
   const std::string marker = fmt::format("{}:{}", core->owner, ++core->raises);
@@ -582,7 +594,8 @@ asio::awaitable<std::int64_t> raise_token(std::shared_ptr<quorum_core> core,
         if (!wrote || !before) return std::nullopt;
         return answer{*wrote == 1, *before};
       };
-      auto done = [r](const failure& f, answer a) {
+      auto done = [r, i](const failure& f, answer a) {
+        r->refusals.on_answer(i, f);
         if (f) {
           r->tally.on_failed();
         } else {
@@ -596,15 +609,23 @@ asio::awaitable<std::int64_t> raise_token(std::shared_ptr<quorum_core> core,
     }
     const auto deadline = h->hold.deadline();
     for (int i = 0; i < 10'000 && !r->tally.confirmed() && !r->tally.hopeless(); ++i) {
-      if (clock_type::now() >= deadline) co_return 0;
+      if (clock_type::now() >= deadline) co_return std::pair{std::int64_t{0}, failure()};
       r->bell.expires_at(deadline);
       (void)co_await r->bell.async_wait(asio::as_tuple(asio::use_awaitable));
     }
     core->highest_token = std::max(core->highest_token, r->tally.next_proposal() - 1);
-    if (r->tally.confirmed() && clock_type::now() < deadline) co_return proposal;
+    if (r->tally.confirmed() && clock_type::now() < deadline)
+      co_return std::pair{proposal, failure()};
+    if (auto refused = r->refusals.hopeless(
+            core->quorum, labels_of(*core),
+            fmt::format("quorum lock '{}': its fencing token's counter ({}{{<key>}}) was refused "
+                        "by too many nodes for a majority:",
+                        core->name, quorum_token_prefix))) {
+      co_return std::pair{std::int64_t{0}, std::move(refused)};
+    }
     if (r->tally.all_answered() || r->tally.hopeless()) proposal = r->tally.next_proposal();
   }
-  co_return 0;
+  co_return std::pair{std::int64_t{0}, failure()};
 }
 
 /// Rounds until one is won, the wait is over or the caller cancels; waiting between them for
@@ -624,7 +645,7 @@ asio::awaitable<std::pair<failure, bool>> take(std::shared_ptr<quorum_core> core
     if (round->won) {
       auto h = round->hold;
       if (core->options.fenced && !was_cancelled) {
-        const auto token = co_await raise_token(core, h);
+        auto [token, refused] = co_await raise_token(core, h);
         if (token != 0) {
           h->token = token;
           core->publish_validity();
@@ -638,6 +659,12 @@ asio::awaitable<std::pair<failure, bool>> take(std::shared_ptr<quorum_core> core
                           core->name));
           h->released = true;
           core->give_back(h);
+          if (refused) {
+            // No retry changes a refusal: the caller hears it, as a single lock's would.
+            core->set_error(std::string(refused.text()));
+            leave_all(*w);
+            co_return std::pair{std::move(refused), false};
+          }
           for (std::size_t i = 0; i < core->nodes.size(); ++i) {
             w->readiness.after_round(i, vote::failed, {});
           }
@@ -659,6 +686,17 @@ asio::awaitable<std::pair<failure, bool>> take(std::shared_ptr<quorum_core> core
     } else if (const auto failing = failing_nodes(*core, *w, round->fsm); !failing.empty()) {
       core->set_error(fmt::format("quorum lock '{}': not taken; nodes that could not vote:{}",
                                   core->name, failing));
+    }
+    if (auto refused = w->refusals.hopeless(
+            core->quorum, labels_of(*core),
+            fmt::format("quorum lock '{}': refused by too many of its nodes for a majority:",
+                        core->name))) {
+      // No retry changes a refusal (an ACL right missing): the caller hears it now instead of
+      // waiting for a majority that cannot come. What the round took went back with it.
+      core->set_error(std::string(refused.text()));
+      if (wait && wait->count() == 0) co_await settled(round);
+      leave_all(*w);
+      co_return std::pair{std::move(refused), false};
     }
     auto give_up = [&]() -> std::pair<failure, bool> {
       leave_all(*w);

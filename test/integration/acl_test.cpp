@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -295,6 +296,89 @@ TEST(acl, clocked_fenced_tokens_need_time_and_nothing_else) {
   });
   admin.command({"ACL", "DELUSER", "svc-fenced-notime"});
   admin.command({"ACL", "DELUSER", "svc-fenced"});
+}
+
+/// Three servers of its own, each with a user who has the line and the fenced quorum lock's
+/// counter (`svc-q`) and one who has the line alone (`svc-q-plain`).
+TEST(acl, quorum_locks_refused_by_a_majority_fail_at_once_and_fenced_ones_need_their_counter) {
+  const std::string prefix = "acl-quorum-" + rlock::test::unique_prefix();
+  std::vector<std::unique_ptr<rlock::test::redis_server>> servers;
+  for (int i = 0; i < 3; ++i) {
+    servers.push_back(std::make_unique<rlock::test::redis_server>());
+    rlock::test::raw_client admin(servers.back()->port());
+    set_user(admin, "svc-q",
+             least_privilege_rules(prefix) + " " + rlock::test::quorum_token_rules(prefix));
+    set_user(admin, "svc-q-plain", least_privilege_rules(prefix));
+  }
+  asio::io_context io;
+  std::vector<std::unique_ptr<rlock::client>> full, plain, outside;
+  auto make = [&](std::vector<std::unique_ptr<rlock::client>>& to, const std::string& user,
+                  const std::string& key_prefix) {
+    std::vector<std::reference_wrapper<rlock::client>> refs;
+    for (const auto& s : servers) {
+      auto cfg = as_user(user, key_prefix);
+      cfg.port = s->port();
+      to.push_back(std::make_unique<rlock::client>(io.get_executor(), cfg));
+      refs.emplace_back(*to.back());
+    }
+    return refs;
+  };
+  const auto full_nodes = make(full, "svc-q", prefix);
+  const auto plain_nodes = make(plain, "svc-q-plain", prefix);
+  const auto outside_nodes = make(outside, "svc-q", "elsewhere:");  // keys outside its patterns
+  rlock::quorum_options fenced;
+  fenced.fenced = true;
+  // Given back, not left to expire: gone well within the 900 ms lease.
+  auto nothing_left = [&](const std::string& name) -> asio::awaitable<void> {
+    const bool gone = co_await rlock::test::poll_until(
+        [&] {
+          for (const auto& s : servers) {
+            rlock::test::raw_client raw(s->port());
+            if (raw.command_int({"EXISTS", prefix + name}) != 0) return false;
+          }
+          return true;
+        },
+        400ms);
+    EXPECT_TRUE(gone) << name;
+  };
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    for (auto* group : {&full, &plain, &outside}) {
+      for (auto& c : *group) co_await c->connect();
+    }
+    // Unfenced, the line is all it needs.
+    rlock::quorum_lock unfenced(plain_nodes, "orders:1");
+    co_await unfenced.lock();
+    co_await unfenced.unlock();
+    // Fenced without the counter's key: lock() fails at once in Redis's words (no retry makes a
+    // majority), and the hold it took went back.
+    rlock::quorum_lock no_counter(plain_nodes, "orders:2", fenced);
+    try {
+      co_await no_counter.lock();
+      ADD_FAILURE() << "a fenced quorum lock without its counter's rights";
+    } catch (const boost::system::system_error& e) {
+      EXPECT_EQ(e.code(), rlock::errc::key_not_permitted) << e.what();
+      EXPECT_NE(std::string(e.what()).find("rlock_quorum_token:"), std::string::npos) << e.what();
+    }
+    co_await nothing_left("orders:2");
+    // With it, the token is raised on every node.
+    rlock::quorum_lock with_counter(full_nodes, "orders:2", fenced);
+    co_await with_counter.lock();
+    EXPECT_GT(with_counter.token(), 0);
+    co_await with_counter.unlock();
+    co_await nothing_left("orders:2");
+    // A name outside the user's keys: refused on every node, so lock() fails at once too.
+    rlock::quorum_lock refused(outside_nodes, "orders:3");
+    try {
+      co_await refused.lock();
+      ADD_FAILURE() << "a quorum lock on keys outside the user's patterns";
+    } catch (const boost::system::system_error& e) {
+      EXPECT_EQ(e.code(), rlock::errc::key_not_permitted) << e.what();
+      EXPECT_NE(std::string(e.what()).find("NOPERM"), std::string::npos) << e.what();
+    }
+    for (auto* group : {&full, &plain, &outside}) {
+      for (auto& c : *group) co_await c->close();
+    }
+  });
 }
 
 TEST(acl, each_missing_right_has_its_own_error) {

@@ -443,6 +443,55 @@ TEST_P(quorum_lock, a_handoff_to_a_sleeping_waiter_costs_at_most_three_commands_
   });
 }
 
+/// S4's method: W waiters of one process (owners over the same clients) behind one holder; each
+/// takes the lock in turn and lets it go. Every handoff is woken by the unlock pushes (the 60 s
+/// leases never run out) and costs at most 3 × N commands, however many wait.
+TEST_P(quorum_lock, local_waiters_hand_over_by_push_at_three_commands_per_node_each) {
+  quorum_env env(GetParam());
+  constexpr int waiters = 6;
+  rlock::test::run(
+      env.io,
+      [&]() -> asio::awaitable<void> {
+        co_await env.connect();
+        rlock::quorum_lock holder(quorum_env::refs(env.a), "queue");
+        EXPECT_TRUE(co_await holder.try_lock(0ms, 60s));
+        std::vector<rlock::quorum_lock> locks;
+        for (int w = 0; w < waiters; ++w) locks.emplace_back(quorum_env::refs(env.b), "queue");
+        auto taken = std::make_shared<int>(0);
+        std::vector<std::shared_ptr<beside>> done;
+        for (auto& l : locks) {
+          done.push_back(spawn_beside(
+              env.io,
+              [](rlock::quorum_lock mine, std::shared_ptr<int> count) -> asio::awaitable<void> {
+                co_await mine.lock(60s);
+                ++*count;
+                co_await mine.unlock();
+              }(l, taken)));
+        }
+        const auto asleep = [&] {
+          return env.listening_everywhere("queue") &&
+                 env.attempts(env.b) >= static_cast<std::uint64_t>(2 * waiters) * GetParam();
+        };
+        RLOCK_CO_ASSERT(co_await rlock::test::poll_until(asleep, 10s));
+        for (auto& c : env.b) (void)co_await c->get_lock("queue").is_locked();
+        std::int64_t before = 0;
+        for (auto& r : env.raw) before += commands_sent(*r);
+        co_await holder.unlock();
+        for (auto& d : done) EXPECT_TRUE(co_await completed(d, 20s));
+        EXPECT_EQ(*taken, waiters);
+        std::int64_t after = 0;
+        for (auto& r : env.raw) after += commands_sent(*r);
+        // Each waiter's winning round and release, the holder's release, and the waiters'
+        // unsubscribes (N at the end) are the floor; every other command is a wasted round.
+        const auto per_handoff = static_cast<double>(after - before) / static_cast<double>(waiters);
+        std::printf("quorum lock, N = %zu, %d local waiters: %.1f commands per handoff\n",
+                    GetParam(), waiters, per_handoff);
+        EXPECT_LE(per_handoff, 3.0 * static_cast<double>(GetParam()) + 1.0);
+        co_await env.close();
+      },
+      60s);
+}
+
 TEST_P(quorum_lock, contenders_on_their_own_clients_never_hold_at_once_and_all_finish) {
   quorum_env env(GetParam());
   constexpr int contenders = 3;

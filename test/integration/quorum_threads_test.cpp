@@ -14,11 +14,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -114,6 +116,84 @@ TEST(quorum_threads, owners_whose_nodes_run_on_their_own_threads_exclude_each_ot
   }
   a.close();
   b.close();
+}
+
+/// The blocking form: threads are owners (std::unique_lock with a timeout, re-entry, unlock by a
+/// thread that holds nothing), over one blocking client per node.
+TEST(quorum_threads, the_blocking_form_makes_each_thread_an_owner_on_every_node) {
+  std::vector<std::unique_ptr<rlock::test::redis_server>> servers;
+  std::vector<std::unique_ptr<rlock::blocking::client>> clients;
+  std::vector<std::reference_wrapper<rlock::blocking::client>> nodes;
+  const std::string prefix = rlock::test::unique_prefix();
+  for (int i = 0; i < 3; ++i) {
+    servers.push_back(std::make_unique<rlock::test::redis_server>());
+    auto cfg = rlock::test::make_config();
+    cfg.port = servers.back()->port();
+    cfg.key_prefix = prefix;
+    clients.push_back(std::make_unique<rlock::blocking::client>(cfg));
+    nodes.emplace_back(*clients.back());
+  }
+  rlock::quorum_options fenced;
+  fenced.fenced = true;
+  rlock::blocking::quorum_lock q(nodes, "blocking", fenced);
+  static_assert(std::is_same_v<decltype(q.try_lock_for(1ms)), bool>);
+  EXPECT_THROW(rlock::blocking::quorum_lock({}, "none"), boost::system::system_error);
+
+  // Re-entry by the holding thread; a second thread is another owner and times out.
+  q.lock();
+  EXPECT_TRUE(q.try_lock());  // re-entered
+  const auto token = q.token();
+  EXPECT_GT(token, 0);
+  std::thread other([&] {
+    EXPECT_FALSE(q.try_lock_for(50ms));
+    EXPECT_FALSE(q.is_held());
+    try {
+      q.unlock();
+      ADD_FAILURE() << "unlock by a thread that holds nothing";
+    } catch (const boost::system::system_error& e) {
+      EXPECT_EQ(e.code(), rlock::errc::not_owner);
+    }
+  });
+  other.join();
+  q.unlock();
+  EXPECT_TRUE(q.is_held());  // one hold left
+  q.unlock();
+  EXPECT_FALSE(q.is_held());
+  for (const auto& s : servers) {
+    rlock::test::raw_client raw(s->port());
+    EXPECT_EQ(raw.command_int({"EXISTS", prefix + "blocking"}), 0);
+  }
+
+  // Threads under std::unique_lock exclude each other, and each hold's token is the largest yet.
+  std::atomic<int> inside{0};
+  std::atomic<int> overlaps{0};
+  std::mutex tokens_mutex;
+  std::vector<std::int64_t> tokens;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&] {
+      for (int r = 0; r < 5; ++r) {
+        std::unique_lock<rlock::blocking::quorum_lock> hold(q, 20s);
+        if (!hold.owns_lock()) {
+          ADD_FAILURE() << "not acquired within 20 s";
+          return;
+        }
+        if (inside.fetch_add(1) != 0) overlaps.fetch_add(1);
+        {
+          std::lock_guard g(tokens_mutex);
+          tokens.push_back(q.token());
+        }
+        std::this_thread::sleep_for(1ms);
+        inside.fetch_sub(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(overlaps.load(), 0);
+  ASSERT_EQ(tokens.size(), 15u);
+  EXPECT_TRUE(std::is_sorted(tokens.begin(), tokens.end()));
+  EXPECT_EQ(std::adjacent_find(tokens.begin(), tokens.end()), tokens.end());  // strictly
+  EXPECT_GT(tokens.front(), token);
 }
 
 }  // namespace quorum_threads_test

@@ -56,6 +56,12 @@ inline std::string semaphore_rules(const std::string& prefix) {
          "*} +time +incrby +decrby +zadd +zrem +zscore +zrange +zrangebyscore +hset +hdel";
 }
 
+/// What a fenced quorum lock needs beyond the least-privilege line on each node
+/// (docs/guide/tls-acl.md): its token counter, a hash its script writes.
+inline std::string quorum_token_rules(const std::string& prefix) {
+  return "~rlock_quorum_token:{" + prefix + "*} +hset";
+}
+
 /// What Cluster mode sends beyond that line (docs/guide/cluster.md: TLS and ACL).
 inline constexpr std::string_view cluster_rules =
     " +cluster|shards +cluster|slots +asking +ssubscribe +sunsubscribe +spublish";
