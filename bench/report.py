@@ -1257,13 +1257,16 @@ class Report:
         """S1 and S3 of the quorum lock at N = 3 and 5 (issue 52), each S1 row beside the one-node
         lock and the floors run right before it, and S3 against the Redlock peers (default and
         tuned retry settings) at the same N and P."""
-        s1 = {}
+        s1, floors = {}, {}  # floors: N -> the s3-quorum-floor run's metrics
         for run in self.runs["Q1"]:
             e = run["entry"]
             prm = e.get("params", {})
             out = run["output"]
             m = out["metrics"] if out and not run["failure"] else None
             n = prm.get("quorum_of", prm.get("nodes"))
+            if e.get("mode") == "s3-quorum-floor":
+                floors[n] = m
+                continue
             if e.get("mode") == "s1-floor":
                 label = "floor: 1 script" if prm.get("nodes") == 1 else "floor: %s parallel scripts" % n
             elif e.get("library") == "rlock":
@@ -1271,7 +1274,7 @@ class Report:
             else:
                 label = e.get("library") + (" (tuned)" if prm.get("tuned") == 1 else "")
             s1[(n, label)] = m
-        ns = sorted({n for (n, _) in s1 if n is not None})
+        ns = sorted({n for (n, _) in s1 if n is not None} | {n for n in floors if n is not None})
         if not ns:
             return "", {}
         rows, data = [], {"S1": {}, "S3": {}}
@@ -1326,6 +1329,19 @@ class Report:
                     "best peer gap p50 µs (%s)" % best[1], best[0], "<=", Q1_S3_GOAL))
                 self.goals.append(goal("Q1", "N=%d P=%d: zero overlaps" % (n, p), "rlock-quorum overlaps",
                                        mine.get("overlaps"), None, None, "==", 0))
+                floor = floors.get(n) or {}
+                if p == min(ps) and floor.get("p50_us") is not None:
+                    self.goals.append(reported(
+                        "Q1", "N=%d: the floor's quorum handoff (minimal clients, a holder and one "
+                        "waiter) against the best peer's at P=%d: the least the goal above can be" % (n, p),
+                        "floor p50 µs", floor["p50_us"], "best peer gap p50 µs (%s)" % best[1], best[0]))
+                    self.goals.append(reported(
+                        "Q1", "N=%d P=%d: rlock-quorum's handoff against its floor" % (n, p),
+                        "rlock-quorum gap p50 µs", mine.get("gap_p50_us"), "floor p50 µs", floor["p50_us"]))
+            if floors.get(n):
+                data["S3"].setdefault(str(n), {})["floor"] = floors[n]
+                s3_rows.append([n, "—", "floor (`s3-quorum-floor`)", "—", num(floors[n].get("handoffs")),
+                                num(floors[n].get("p50_us")), num(floors[n].get("p99_us")), "—", "ok"])
         if s3_rows:
             md += "\n" + table(["N", "P", "library", "acquisitions", "handoffs", "gap p50 µs", "gap p99 µs",
                                 "overlaps", "status"], s3_rows)

@@ -1507,6 +1507,133 @@ void run_s3_floor(const options& o, bool acquire) {
       s.max, idle.p50, idle.p99, lost_rounds);
 }
 
+// --- s3-quorum-floor: a quorum handoff with the least possible client work (Q1) ---------------
+
+/// The floor under Q1's S3 at P = 2: a holder and one waiter, minimal blocking clients, one
+/// connection per server each (and the waiter's subscription on each). Each round the holder,
+/// after 1 ms, runs rlock's unlock script on every server at once (each publishes); the waiter,
+/// once a majority of the servers' unlock messages has arrived, runs the acquire script on every
+/// server at once and reads the answers until a majority granted: from the holder's first
+/// write to that grant is one handoff. The waiter then gives its holds back and the holder takes
+/// them again (not timed). What N servers on their CPU and the network make of a quorum handoff
+/// with no client work beyond reading sockets.
+void run_s3_quorum_floor(const options& o) {
+  namespace rd = rlock::detail;
+  if (o.ports.size() < 2) usage("s3-quorum-floor needs --ports with two servers or more");
+  const std::string key = o.prefix + "s3-quorum-floor";
+  const std::string channel = rd::unlock_channel(key);
+  const std::size_t n = o.ports.size();
+  const std::size_t quorum = n / 2 + 1;
+  const auto acquire = std::string(rd::script_source(rd::script::acquire));
+  const auto release = std::string(rd::script_source(rd::script::release));
+  asio::io_context io;
+  std::vector<std::unique_ptr<tight_client>> holder, waiter, sub;
+  std::string acquire_sha, release_sha;
+  for (const auto port : o.ports) {
+    holder.push_back(std::make_unique<tight_client>(io, port));
+    waiter.push_back(std::make_unique<tight_client>(io, port));
+    sub.push_back(std::make_unique<tight_client>(io, port));
+    acquire_sha = holder.back()->command({"SCRIPT", "LOAD", acquire}).str;
+    release_sha = holder.back()->command({"SCRIPT", "LOAD", release}).str;
+    (void)holder.back()->command({"DEL", key});
+    sub.back()->send({"SUBSCRIBE", channel});
+    (void)sub.back()->read();
+  }
+  // Every node's answer to one pipeline per node, read as they come; `enough(i, v)` counts the
+  // ones that matter, and the read stops once `want` of them did (the rest are read after).
+  const auto each = [&](std::vector<std::unique_ptr<tight_client>>& conns,
+                        const std::vector<std::string_view>& words, std::size_t want, auto counts) {
+    std::string wire;
+    rd::resp3::append_command(wire, std::span<const std::string_view>(words));
+    for (auto& c : conns) c->send_raw(wire);
+    std::vector<bool> answered(conns.size(), false);
+    std::size_t counted = 0, left = conns.size();
+    std::int64_t reached = 0;
+    for (int polls = 0; left > 0 && polls < 100'000; ++polls) {
+      std::vector<pollfd> fds;
+      std::vector<std::size_t> which;
+      for (std::size_t i = 0; i < conns.size(); ++i) {
+        if (answered[i]) continue;
+        if (auto v = conns[i]->next_read()) {
+          answered[i] = true;
+          --left;
+          if (counts(*v) && ++counted == want) reached = nanos_now();
+          continue;
+        }
+        fds.push_back({conns[i]->native_handle(), POLLIN, 0});
+        which.push_back(i);
+      }
+      if (fds.empty()) break;
+      if (::poll(fds.data(), fds.size(), 1000) <= 0) usage("s3-quorum-floor: no answer within 1 s");
+      for (std::size_t f = 0; f < fds.size(); ++f) {
+        if (fds[f].revents != 0) conns[which[f]]->read_some();
+      }
+    }
+    return reached;
+  };
+  const std::vector<std::string_view> take_as_holder{"EVALSHA", acquire_sha, "1",
+                                                     key,       "10000",     "floor:0"};
+  const std::vector<std::string_view> take_as_waiter{"EVALSHA", acquire_sha, "1",
+                                                     key,       "10000",     "floor:1"};
+  const auto granted = [](const rd::resp3::value& v) { return v.is_null(); };
+  const auto any = [](const rd::resp3::value&) { return true; };
+  (void)each(holder, take_as_holder, n, granted);
+  std::vector<double> us;
+  const auto end = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
+                                           std::chrono::duration<double>(o.seconds));
+  for (std::int64_t round = 1; round < 100'000 && clock_type::now() < end; ++round) {
+    std::this_thread::sleep_for(1ms);
+    const std::int64_t released = nanos_now();
+    const auto latch = rd::unlock_latch(key, std::to_string(round));
+    std::string wire;
+    const std::vector<std::string_view> unlock{"EVALSHA", release_sha, "3",   key,
+                                               channel,   latch,       "0",   "10000",
+                                               "floor:0", "publish",   "1000"};
+    rd::resp3::append_command(wire, std::span<const std::string_view>(unlock));
+    for (auto& c : holder) c->send_raw(wire);
+    // The waiter: a majority of unlock messages, then the attempt on every node.
+    std::size_t heard = 0;
+    std::vector<bool> got(n, false);
+    for (int polls = 0; heard < quorum && polls < 100'000; ++polls) {
+      std::vector<pollfd> fds;
+      std::vector<std::size_t> which;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (got[i]) continue;
+        if (auto v = sub[i]->next_read()) {
+          got[i] = true;
+          ++heard;
+          continue;
+        }
+        fds.push_back({sub[i]->native_handle(), POLLIN, 0});
+        which.push_back(i);
+      }
+      if (heard >= quorum || fds.empty()) break;
+      if (::poll(fds.data(), fds.size(), 1000) <= 0) usage("s3-quorum-floor: no unlock heard");
+      for (std::size_t f = 0; f < fds.size(); ++f) {
+        if (fds[f].revents != 0) sub[which[f]]->read_some();
+      }
+    }
+    const auto acquired = each(waiter, take_as_waiter, quorum, granted);
+    if (acquired == 0) usage("s3-quorum-floor: the waiter did not get a majority");
+    us.push_back(static_cast<double>(acquired - released) / 1000.0);
+    // Not timed: the holder's answers and the messages not yet read, then the hold back.
+    for (std::size_t i = 0; i < n; ++i) {
+      (void)holder[i]->read();
+      if (!got[i]) (void)sub[i]->read();
+    }
+    (void)each(waiter, {"DEL", key}, n, any);
+    (void)each(holder, take_as_holder, n, granted);
+  }
+  (void)each(holder, {"DEL", key}, n, any);
+  const auto s = summarize(std::move(us));
+  fmt::print(
+      R"({{"library": "tight-client", "mode": "s3-quorum-floor", "params": {{"seconds": {}, )"
+      R"("nodes": {}}}, "metrics": {{"handoffs": {}, "p50_us": {:.2f}, "p90_us": {:.2f}, )"
+      R"("p99_us": {:.2f}, "max_us": {:.2f}}}}})"
+      "\n",
+      o.seconds, n, s.count, s.p50, s.p90, s.p99, s.max);
+}
+
 // --- s1-floor: a lock + unlock pair of N locks with the least possible client work -------------
 
 /// S1's pair over N reentrant locks named as --kind multi names them (the key `s1`, then `s1:2` …
@@ -2234,8 +2361,10 @@ int main(int argc, char** argv) {
       run_quorum_s1(o);
     else if (!o.ports.empty() && o.mode == "s3-worker")
       run_quorum_s3_worker(o);
+    else if (o.mode == "s3-quorum-floor")
+      run_s3_quorum_floor(o);
     else if (!o.ports.empty() && o.mode != "s1-floor")
-      usage("--ports is for s1, s3-worker and s1-floor");
+      usage("--ports is for s1, s3-worker, s1-floor and s3-quorum-floor");
     else if (o.mode == "s1")
       run_s1(o);
     else if (o.mode == "s2")
