@@ -687,6 +687,15 @@ asio::awaitable<std::pair<failure, bool>> take(std::shared_ptr<quorum_core> core
       core->set_error(fmt::format("quorum lock '{}': not taken; nodes that could not vote:{}",
                                   core->name, failing));
     }
+    auto give_up = [&]() -> std::pair<failure, bool> {
+      leave_all(*w);
+      if (!missing.empty()) return {failure(errc::quorum_unavailable, missing), false};
+      return {failure(), false};
+    };
+    if (was_cancelled) {
+      leave_all(*w);
+      co_return std::pair{cancelled(), false};
+    }
     if (auto refused = w->refusals.hopeless(
             core->quorum, labels_of(*core),
             fmt::format("quorum lock '{}': refused by too many of its nodes for a majority:",
@@ -697,15 +706,6 @@ asio::awaitable<std::pair<failure, bool>> take(std::shared_ptr<quorum_core> core
       if (wait && wait->count() == 0) co_await settled(round);
       leave_all(*w);
       co_return std::pair{std::move(refused), false};
-    }
-    auto give_up = [&]() -> std::pair<failure, bool> {
-      leave_all(*w);
-      if (!missing.empty()) return {failure(errc::quorum_unavailable, missing), false};
-      return {failure(), false};
-    };
-    if (was_cancelled) {
-      leave_all(*w);
-      co_return std::pair{cancelled(), false};
     }
     if (wait && wait->count() == 0) {
       // One round, a single round trip per node: its caller is told when nothing of it is left
