@@ -238,7 +238,9 @@ namespace blocking {
 /// boost::system::system_error with the words of quorum_lock's.
 class quorum_lock {
  public:
+  /// Leases and waits, in whole milliseconds.
   using milliseconds = std::chrono::milliseconds;
+  /// Validity, on the steady clock.
   using time_point = std::chrono::steady_clock::time_point;
 
   /// Over `nodes` (each another deployment; see rlock::quorum_lock) and `name`. Throws as
