@@ -45,7 +45,7 @@
 // S1 only, readers never exclude each other; multi: a multi-lock over the key and `<key>:2`;
 // semaphore: a semaphore of one permit).
 // Results: one JSON line on stdout; progress on stderr. Only 127.0.0.1 is contacted.
-#include "kinds/names.hpp"
+#include "names/names.hpp"
 #include "resp3/parser.hpp"
 #include "resp3/request.hpp"
 #include "rlock/rlock.hpp"

@@ -5,7 +5,7 @@
 #include "engine/lock_state.hpp"
 #include "engine/operations.hpp"
 #include "engine/round_trip.hpp"
-#include "kinds/names.hpp"
+#include "names/names.hpp"
 #include "resp3/request.hpp"
 #include "rlock/error.hpp"
 

@@ -7,10 +7,13 @@
 #include "engine/engine_context.hpp"
 #include "engine/lock_kind.hpp"
 #include "engine/lock_state.hpp"
-#include "rlock/client.hpp"
 
 #include <memory>
 #include <string_view>
+
+namespace rlock {
+class client;  // the engine does not include the client: src/api defines these
+}  // namespace rlock
 
 namespace rlock::detail {
 

@@ -1,7 +1,7 @@
 #include "engine/lock_state.hpp"
 
 #include "engine/engine_context.hpp"
-#include "kinds/permit_id.hpp"
+#include "names/permit_id.hpp"
 #include "rlock/error.hpp"
 #include "session/redis_error.hpp"
 

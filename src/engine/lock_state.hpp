@@ -1,10 +1,10 @@
 #pragma once
 
 #include "engine/lock_kind.hpp"
-#include "kinds/names.hpp"
+#include "names/names.hpp"
 #include "resp3/value.hpp"
 #include "rlock/detail/failure.hpp"
-#include "rlock/reentrant_lock.hpp"
+#include "rlock/wake_reason.hpp"
 #include "watchdog/watchdog.hpp"
 
 #include <boost/asio/awaitable.hpp>

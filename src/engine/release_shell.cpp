@@ -14,7 +14,7 @@
 #include "engine/operations.hpp"
 #include "engine/release_fsm.hpp"
 #include "engine/round_trip.hpp"
-#include "kinds/names.hpp"
+#include "names/names.hpp"
 
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>

@@ -20,9 +20,6 @@
 
 namespace rlock::detail {
 
-/// What an exception that escaped one of those coroutines anyway (out of memory) becomes.
-failure failure_of_exception(const std::exception_ptr& e);
-
 /// What co_spawn completes: `h`, converted by `f`, with `h`'s executor (default `ex`) and
 /// cancellation slot, so that it completes there and connects the coroutine's cancellation to
 /// that slot, as it would for `h` itself.

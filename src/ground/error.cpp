@@ -1,6 +1,5 @@
 #include "rlock/error.hpp"
 
-#include "engine/spawn.hpp"
 #include "rlock/detail/completion.hpp"
 #include "rlock/detail/failure.hpp"
 

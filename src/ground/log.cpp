@@ -1,7 +1,7 @@
 #include "rlock/log.hpp"
 
 #include "rlock/connection_state.hpp"
-#include "rlock/reentrant_lock.hpp"
+#include "rlock/wake_reason.hpp"
 
 #include <cstdio>
 #include <string>

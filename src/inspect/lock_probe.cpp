@@ -1,7 +1,7 @@
 #include "inspect/lock_probe.hpp"
 
-#include "kinds/names.hpp"
-#include "kinds/permit_id.hpp"
+#include "names/names.hpp"
+#include "names/permit_id.hpp"
 #include "session/redis_error.hpp"
 
 #include <fmt/format.h>

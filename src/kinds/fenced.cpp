@@ -4,7 +4,7 @@
 #include "engine/operations.hpp"
 #include "engine/round_trip.hpp"
 #include "kinds/hash_lock.hpp"
-#include "kinds/names.hpp"
+#include "names/names.hpp"
 #include "rlock/fenced_lock.hpp"
 
 namespace rlock::detail {

@@ -5,7 +5,7 @@
 // reentrant, non-reentrant, fenced, fair, spin and read-write kinds take their pieces from here.
 // Inline: each kind's descriptor points at them.
 #include "engine/lock_kind.hpp"
-#include "kinds/names.hpp"
+#include "names/names.hpp"
 #include "resp3/request.hpp"
 
 #include <charconv>

@@ -9,8 +9,8 @@
 #include "engine/lock_state.hpp"
 #include "engine/round_trip.hpp"
 #include "kinds/hash_lock.hpp"
-#include "kinds/names.hpp"
-#include "kinds/permit_id.hpp"
+#include "names/names.hpp"
+#include "names/permit_id.hpp"
 #include "rlock/error.hpp"
 
 #include <fmt/format.h>

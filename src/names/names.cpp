@@ -1,4 +1,4 @@
-#include "kinds/names.hpp"
+#include "names/names.hpp"
 
 namespace rlock::detail {
 

@@ -5,6 +5,7 @@
 
 #include <boost/system/error_code.hpp>
 
+#include <exception>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -62,5 +63,8 @@ class failure {
 /// An operation ended before its result: Asio's operation_aborted, from every form; `why` says
 /// what ended it.
 failure cancelled(std::string_view why = "cancelled by the caller");
+/// What an exception that escaped one of the library's own coroutines anyway (out of memory)
+/// becomes: its code and words.
+failure failure_of_exception(const std::exception_ptr& e);
 
 }  // namespace rlock::detail
