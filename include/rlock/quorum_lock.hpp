@@ -313,6 +313,9 @@ class quorum_lock {
   }
 
  private:
+  /// @cond
+  // (A private nested type is left out of the reference: Doxygen would link to a section of it
+  // that it does not write.)
   struct shared {
     std::mutex m;
     std::map<std::uint64_t, rlock::quorum_lock> owners;  // threads that hold or ask
@@ -321,6 +324,7 @@ class quorum_lock {
     std::string name;
     quorum_options options;
   };
+  /// @endcond
 
   bool take(std::optional<milliseconds> wait, std::optional<milliseconds> lease) {
     auto q = for_this_thread();
