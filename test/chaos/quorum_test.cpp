@@ -9,6 +9,7 @@
 #include "chaos/checker.hpp"
 #include "chaos/fault_proxy.hpp"
 #include "chaos/history.hpp"
+#include "chaos/recorded_steps.hpp"
 #include "chaos/scenario.hpp"
 #include "chaos/workload.hpp"
 #include "rlock/rlock.hpp"
@@ -79,22 +80,6 @@ struct group_state {
   bool drain_expired = false;
 };
 
-std::string describe(const std::exception& e) {
-  if (const auto* se = dynamic_cast<const boost::system::system_error*>(&e)) {
-    return se->code() == rlock::errc::not_owner ? "not_owner" : se->code().message();
-  }
-  return e.what();
-}
-
-/// Ends acquisition `a` when the hold is lost; an error (released first) is no loss.
-asio::awaitable<void> watch_lost(rlock::quorum_lock l, recorder* rec, recorder::id a) {
-  try {
-    co_await l.lost();
-    rec->end(a, end_kind::lost);
-  } catch (const std::exception&) {
-  }
-}
-
 /// One round of a worker: try_lock(wait) three times in four, lock() otherwise; a random hold;
 /// unlock, called again while its outcome is unknown (a timeout, a lost connection: fewer than a
 /// majority confirmed), as a careful caller would.
@@ -133,21 +118,13 @@ asio::awaitable<void> round(group_state& st, int index, const std::string& name,
   asio::co_spawn(ex, watch_lost(l, &rec, a), asio::detached);
   nap.expires_after(std::chrono::milliseconds(rng() % (o.max_hold.count() + 1)));
   co_await nap.async_wait(asio::use_awaitable);
-  const nanos invoked = now_ns();
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    const auto uop = rec.started(op_kind::unlock, name, owner, st.unlock_bound);
-    std::string outcome = "released";
-    try {
-      co_await l.unlock();
-    } catch (const std::exception& e) {
-      outcome = describe(e);
-    }
-    rec.finished(uop, outcome);
-    rec.end_at(a, outcome == "not_owner" ? end_kind::not_owner : end_kind::released, invoked);
-    if (outcome == "released" || outcome == "not_owner") break;
-    nap.expires_after(50ms);
-    co_await nap.async_wait(asio::use_awaitable);
-  }
+  // Any outcome but a release or not_owner is unknown here (fewer than a majority confirmed):
+  // called again 50 ms later, while the fault lasts.
+  const auto unknown = [](const std::string& outcome) {
+    return outcome != "released" && outcome != "not_owner";
+  };
+  co_await unlock_until_known(rec, name, owner, a, l, st.unlock_bound,
+                              retry_while(unknown, 20, 50ms));
 }
 
 asio::awaitable<void> worker(group_state& st, int index,

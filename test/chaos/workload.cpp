@@ -1,5 +1,6 @@
 #include "chaos/workload.hpp"
 
+#include "chaos/recorded_steps.hpp"
 #include "support/raw_client.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -43,23 +44,6 @@ nanos to_ns(std::chrono::milliseconds d) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
 }
 
-std::string describe(const std::exception& e) {
-  if (const auto* se = dynamic_cast<const boost::system::system_error*>(&e))
-    return se->code().message();
-  return e.what();
-}
-
-/// Ends acquisition `a` when `l`'s lost() fires. lost() throws not_owner when the lock was
-/// released already, and operation_aborted when it is released while waiting: neither is a loss.
-template <typename Lock>
-asio::awaitable<void> watch_lost(Lock l, recorder* rec, recorder::id a) {
-  try {
-    co_await l.lost();
-    rec->end(a, end_kind::lost);
-  } catch (const std::exception&) {
-  }
-}
-
 struct shared_state {
   const workload_options* opts = nullptr;
   recorder* rec = nullptr;
@@ -72,20 +56,6 @@ struct shared_state {
   std::atomic<bool> drain_expired{false};
 };
 
-/// Records the unlock of acquisition `a` begun at `invoked` with its outcome.
-void record_unlock(recorder& rec, recorder::id a, recorder::id op, nanos invoked,
-                   const std::string& outcome) {
-  rec.finished(op, outcome);
-  // The owner stopped believing when it called unlock; a not_owner answer marks a loss it was
-  // not told of (the report counts them).
-  rec.end_at(a, outcome == "not_owner" ? end_kind::not_owner : end_kind::released, invoked);
-}
-
-std::string outcome_of(const boost::system::system_error& e) {
-  if (e.code() == rlock::errc::not_owner) return "not_owner";
-  return e.code().message();
-}
-
 /// An unlock whose outcome is unknown (timed out, connection lost) is called again; a second call
 /// after a release that did happen answers not_owner, which ends the retries. Bounded: a fault
 /// lasts seconds, each call up to command_timeout.
@@ -95,25 +65,13 @@ bool worth_retrying(const std::string& outcome) {
          outcome == make_error_code(rlock::errc::connection_lost).message();
 }
 
-/// Unlocks `l` (any handle: a lock, a permit) for acquisition `a` of `owner`: the belief ends at
-/// the first call; an unlock that timed out or lost its connection is called again, as a careful
-/// caller would (one that was never sent leaves the hold in place).
+/// Unlocks `l` (any handle: a lock, a permit) for acquisition `a` of `owner`: an unlock that
+/// timed out or lost its connection is called again at once (recorded_steps.hpp).
 template <typename Handle>
 asio::awaitable<void> unlock_until_known(shared_state& st, const std::string& name,
                                          const std::string& owner, recorder::id a, Handle& l) {
-  auto& rec = *st.rec;
-  const nanos invoked = now_ns();
-  for (int attempt = 0; attempt < max_unlock_attempts; ++attempt) {
-    const auto uop = rec.started(op_kind::unlock, name, owner, st.unlock_bound);
-    std::string outcome = "released";
-    try {
-      co_await l.unlock();
-    } catch (const boost::system::system_error& e) {
-      outcome = outcome_of(e);
-    }
-    record_unlock(rec, a, uop, invoked, outcome);
-    if (!worth_retrying(outcome)) break;
-  }
+  return rlock::chaos::unlock_until_known(*st.rec, name, owner, a, l, st.unlock_bound,
+                                          retry_while(worth_retrying, max_unlock_attempts));
 }
 
 /// One round of a coroutine worker on lock `name`: acquire (lock() or try_lock(wait)), hold a
