@@ -364,11 +364,19 @@ latency_summary time_threads(const options& o, int threads, Setup setup) {
   return summarize_all(std::move(per_thread));
 }
 
-/// Runs `body` on a fresh io_context with a connected client, then closes it.
+/// Runs `body(io, clients)` on a fresh io_context with one connected client per port in `ports`
+/// (`cfg` for each, its port replaced), then closes them: one thread, as a service runs them.
 template <typename Body>
-void with_client(const options& o, Body body, rlock::config cfg) {
+void with_clients(const options& o, rlock::config cfg, const std::vector<std::uint16_t>& ports,
+                  Body body) {
   asio::io_context io(1);
-  rlock::client redis(io.get_executor(), cfg);
+  std::vector<std::unique_ptr<rlock::client>> clients;
+  std::vector<std::reference_wrapper<rlock::client>> nodes;
+  for (const auto port : ports) {
+    cfg.port = port;
+    clients.push_back(std::make_unique<rlock::client>(io.get_executor(), cfg));
+    nodes.emplace_back(*clients.back());
+  }
   // run(), not run_for(): run_for reads the clock around every handler (thousands of
   // instructions per lock+unlock pair in callgrind that are the harness's, not the client's).
   // The guard stops a run that hangs; the body cancels it when it ends.
@@ -384,9 +392,9 @@ void with_client(const options& o, Body body, rlock::config cfg) {
           asio::steady_timer& t;
           ~disarm() { t.cancel(); }
         } disarm_guard{guard};
-        co_await redis.connect();
-        co_await body(io, redis);
-        co_await redis.close();
+        for (auto& c : clients) co_await c->connect();
+        co_await body(io, nodes);
+        for (auto& c : clients) co_await c->close();
       },
       asio::use_future);
   io.run();
@@ -394,6 +402,17 @@ void with_client(const options& o, Body body, rlock::config cfg) {
     usage("the run did not finish within its time plus 120 s");
   }
   done.get();
+}
+
+/// Runs `body(io, client)` on a fresh io_context with a connected client, then closes it.
+template <typename Body>
+void with_client(const options& o, Body body, rlock::config cfg) {
+  const std::vector<std::uint16_t> ports{cfg.port};
+  with_clients(
+      o, std::move(cfg), ports,
+      [&body](asio::io_context& io, std::vector<std::reference_wrapper<rlock::client>>& nodes) {
+        return body(io, nodes.front().get());
+      });
 }
 
 asio::awaitable<void> sleep_for(clock_type::duration d) {
@@ -2258,43 +2277,6 @@ void run_s8(const options& o) {
 
 // --- Q1: the quorum lock (issue 52) ------------------------------------------------------------
 
-/// `body` with one connected client per --ports entry on one io_context (one thread, as a
-/// service runs them), closed afterwards; bounded like with_client.
-void with_quorum_clients(
-    const options& o, rlock::config cfg,
-    std::function<asio::awaitable<void>(std::vector<std::reference_wrapper<rlock::client>>)> body) {
-  asio::io_context io(1);
-  std::vector<std::unique_ptr<rlock::client>> clients;
-  std::vector<std::reference_wrapper<rlock::client>> nodes;
-  for (const auto port : o.ports) {
-    cfg.port = port;
-    clients.push_back(std::make_unique<rlock::client>(io.get_executor(), cfg));
-    nodes.emplace_back(*clients.back());
-  }
-  asio::steady_timer guard(io, std::chrono::duration_cast<clock_type::duration>(
-                                   std::chrono::duration<double>(o.seconds + 120)));
-  guard.async_wait([&](boost::system::error_code ec) {
-    if (!ec) io.stop();
-  });
-  auto done = asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        struct disarm {
-          asio::steady_timer& t;
-          ~disarm() { t.cancel(); }
-        } disarm_guard{guard};
-        for (auto& c : clients) co_await c->connect();
-        co_await body(nodes);
-        for (auto& c : clients) co_await c->close();
-      },
-      asio::use_future);
-  io.run();
-  if (done.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-    usage("the run did not finish within its time plus 120 s");
-  }
-  done.get();
-}
-
 std::string quorum_params(const options& o) {
   return fmt::format(R"("kind": "quorum", "nodes": {}, )", o.ports.size());
 }
@@ -2302,9 +2284,10 @@ std::string quorum_params(const options& o) {
 /// S1 of the quorum lock: lock() + unlock() of one quorum lock, one task, back to back.
 void run_quorum_s1(const options& o) {
   std::vector<double> us;
-  with_quorum_clients(
-      o, config_for(o),
-      [&](std::vector<std::reference_wrapper<rlock::client>> nodes) -> asio::awaitable<void> {
+  with_clients(
+      o, config_for(o), o.ports,
+      [&](asio::io_context&,
+          std::vector<std::reference_wrapper<rlock::client>> nodes) -> asio::awaitable<void> {
         rlock::quorum_lock lock(std::move(nodes), "s1");
         const auto warm_end = clock_type::now() + warmup;
         const auto end = warm_end + std::chrono::duration_cast<clock_type::duration>(
@@ -2328,9 +2311,10 @@ void run_quorum_s3_worker(const options& o) {
   std::vector<std::pair<std::int64_t, std::int64_t>> events;
   auto cfg = config_for(o);
   cfg.key_prefix.clear();  // --key is the full key, shared with the other processes
-  with_quorum_clients(
-      o, cfg,
-      [&](std::vector<std::reference_wrapper<rlock::client>> nodes) -> asio::awaitable<void> {
+  with_clients(
+      o, cfg, o.ports,
+      [&](asio::io_context&,
+          std::vector<std::reference_wrapper<rlock::client>> nodes) -> asio::awaitable<void> {
         rlock::quorum_lock lock(std::move(nodes), o.key);
         const auto end = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
                                                  std::chrono::duration<double>(o.seconds));
