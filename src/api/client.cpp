@@ -203,8 +203,9 @@ void client_impl::on_state(connection_state state, std::error_code reason,
           // old master acknowledged may be missing, so it may count holds of our owners that no
           // caller has; renewing them would keep a lock for nobody. Until every hold from before
           // the move has expired, a release that leaves such holds gives them back.
-          ctx_.counts_uncertain_until = std::chrono::steady_clock::now() +
-                                        std::max(ctx_.longest_lease, cfg_.watchdog_timeout);
+          ctx_.counts_uncertain_until =
+              std::chrono::steady_clock::now() +
+              std::max(ctx_.metrics.longest_lease(), cfg_.watchdog_timeout);
         }
       } else {
         ctx_.log(log_level::debug, "connected to {}{}", node, cfg_.tls.enabled ? " over TLS" : "");
@@ -284,20 +285,24 @@ const std::string& client::id() const noexcept { return impl_->ctx_.uuid; }
 
 client_stats client::stats() const noexcept {
   client_stats s;
-  s.acquire_attempts = impl_->ctx_.counters.acquire_attempts.load(std::memory_order_relaxed);
-  s.notified_wakeups = impl_->ctx_.counters.notified_wakeups.load(std::memory_order_relaxed);
-  s.expiry_wakeups = impl_->ctx_.counters.expiry_wakeups.load(std::memory_order_relaxed);
+  s.acquire_attempts =
+      impl_->ctx_.metrics.counters.acquire_attempts.load(std::memory_order_relaxed);
+  s.notified_wakeups =
+      impl_->ctx_.metrics.counters.notified_wakeups.load(std::memory_order_relaxed);
+  s.expiry_wakeups = impl_->ctx_.metrics.counters.expiry_wakeups.load(std::memory_order_relaxed);
   s.renewal_calls = impl_->dog_.renew_calls();
-  s.lost_locks = impl_->ctx_.counters.lost_locks.load(std::memory_order_relaxed);
+  s.lost_locks = impl_->ctx_.metrics.counters.lost_locks.load(std::memory_order_relaxed);
   const auto link = impl_->session_->stats();
   s.reconnects = link.reconnects;
   s.health_check_failures = link.health_check_failures;
   s.retried_commands = link.retried_commands;
   s.writes = link.writes;
-  s.reconciled_acquires = impl_->ctx_.counters.reconciled_acquires.load(std::memory_order_relaxed);
-  s.given_back = impl_->ctx_.counters.given_back.load(std::memory_order_relaxed);
-  s.local_handoffs = impl_->ctx_.counters.local_handoffs.load(std::memory_order_relaxed);
-  s.handoffs_given_back = impl_->ctx_.counters.handoffs_given_back.load(std::memory_order_relaxed);
+  s.reconciled_acquires =
+      impl_->ctx_.metrics.counters.reconciled_acquires.load(std::memory_order_relaxed);
+  s.given_back = impl_->ctx_.metrics.counters.given_back.load(std::memory_order_relaxed);
+  s.local_handoffs = impl_->ctx_.metrics.counters.local_handoffs.load(std::memory_order_relaxed);
+  s.handoffs_given_back =
+      impl_->ctx_.metrics.counters.handoffs_given_back.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -317,19 +322,21 @@ client_activity client::activity() const noexcept {
 
 client_metrics detail::client_impl::metrics() const {
   client_metrics m;
-  m.acquisitions_immediate = ctx_.counters.acquired_immediate.load(std::memory_order_relaxed);
-  m.acquisitions_notification = ctx_.counters.acquired_notification.load(std::memory_order_relaxed);
-  m.acquisitions_expiry = ctx_.counters.acquired_expiry.load(std::memory_order_relaxed);
-  m.acquisitions_handoff = ctx_.counters.acquired_handoff.load(std::memory_order_relaxed);
-  m.acquire_attempts = ctx_.counters.acquire_attempts.load(std::memory_order_relaxed);
-  m.acquire_wait = ctx_.wait_times.snapshot();
-  m.hold = ctx_.hold_times.snapshot();
+  m.acquisitions_immediate =
+      ctx_.metrics.counters.acquired_immediate.load(std::memory_order_relaxed);
+  m.acquisitions_notification =
+      ctx_.metrics.counters.acquired_notification.load(std::memory_order_relaxed);
+  m.acquisitions_expiry = ctx_.metrics.counters.acquired_expiry.load(std::memory_order_relaxed);
+  m.acquisitions_handoff = ctx_.metrics.counters.acquired_handoff.load(std::memory_order_relaxed);
+  m.acquire_attempts = ctx_.metrics.counters.acquire_attempts.load(std::memory_order_relaxed);
+  m.acquire_wait = ctx_.metrics.wait_times.snapshot();
+  m.hold = ctx_.metrics.hold_times.snapshot();
   m.renewal_calls = dog_.renew_calls();
   m.renewal_failures = dog_.renew_failures();
-  m.lost_locks = ctx_.counters.lost_locks.load(std::memory_order_relaxed);
+  m.lost_locks = ctx_.metrics.counters.lost_locks.load(std::memory_order_relaxed);
   m.reconnects = session_->stats().reconnects;
-  m.reconciled_acquires = ctx_.counters.reconciled_acquires.load(std::memory_order_relaxed);
-  m.given_back = ctx_.counters.given_back.load(std::memory_order_relaxed);
+  m.reconciled_acquires = ctx_.metrics.counters.reconciled_acquires.load(std::memory_order_relaxed);
+  m.given_back = ctx_.metrics.counters.given_back.load(std::memory_order_relaxed);
   m.requests_in_flight = session_->outstanding();
   m.subscriptions = session_->subscriptions();
   m.renewed_locks = dog_.size();

@@ -177,7 +177,7 @@ struct acquire_operation : attempt_gate::entry {
 
   static void send_attempt(owner op) {
     engine_context& c = op->ctx();
-    ++c.counters.acquire_attempts;
+    c.metrics.attempt_sent();
     op->written = {};
     request_options opts;  // an acquire: never written twice, reconciled instead
     opts.deadline = op->fsm.request_deadline();
@@ -188,17 +188,13 @@ struct acquire_operation : attempt_gate::entry {
     opts.written_at = &op->written;
     // Built for this attempt only: a waiter keeps no bytes of its call while it sleeps.
     decimal own_lease;
+    attempt_room room;
     acquire_inputs in;
-    in.lease_ms = c.lease_arg(op->lease.value_or(c.cfg.watchdog_timeout), own_lease);
-    in.publish = c.session.publish_command();
-    in.token_ttl_ms = c.token_ttl_arg.view();
-    const bool waits = !op->wait || op->wait->count() != 0;  // not a single attempt
-    if (waits) in.mark_ms = c.writer_mark_arg.view();
+    op->prepare(own_lease, room, in);
     // From its first waiting attempt on, what the kind leaves on the server while it waits (a
     // place in a fair queue, a writer's mark) may be there: undone if it gives up.
+    const bool waits = !op->wait || op->wait->count() != 0;  // not a single attempt
     if (waits && op->s->kind.leave_call != nullptr) op->left_a_trace = true;
-    fair_inputs fair;
-    if (op->s->kind.waiting == wait_mode::queue) fair.fill(*op, in);
     if (op->s->kind.waiting == wait_mode::queue && op->left_a_trace &&
         op->waiter.channel == nullptr && c.session.ordered_pushes()) {
       // A fair waiter listens on its own channel before its attempt can queue it: the
@@ -220,43 +216,18 @@ struct acquire_operation : attempt_gate::entry {
                                                 std::move(answered));
   }
 
-  /// A fair waiter's allowance for its queue deadline (Redisson's threadWaitTime):
-  /// config::fair_lock::wait_timeout, the same for every waiter whatever its caller's wait (which
-  /// bounds the caller, not the queue). The queue's arithmetic needs one allowance: each waiter's
-  /// deadline is the one ahead of it plus its allowance, and a take moves every deadline back by
-  /// the taker's. With the caller's waits as allowances (before F1 found it), a take by a waiter
-  /// that asked to wait longer moved the deadlines behind it into the past: a live waiter asleep
-  /// until its push was dropped from the queue as stale and came back at its end, 2 s later.
-  std::string_view fair_allowance() const noexcept { return ctx().fair_wait_arg.view(); }
-
-  /// A fair kind's attempt arguments: the queue allowance, the ticket (none for a single
-  /// attempt, which is never queued) and the registration for a handoff by push.
-  struct fair_inputs {
-    decimal ticket;
-    decimal nap_base;
-    std::string handoff;
-
-    void fill(acquire_operation& op, acquire_inputs& in) {
-      const engine_context& c = op.ctx();
-      in.wait_ms = op.fair_allowance();
-      // Its naps: halves of its own wait (at most longest_server_wait), not of the allowance.
-      if (op.wait && op.wait->count() > 0) {
-        nap_base.assign(std::min(op.wait->count(), longest_server_wait.count()));
-        in.nap_base_ms = nap_base.view();
-      } else {
-        in.nap_base_ms = in.wait_ms;
-      }
-      if (op.wait && op.wait->count() == 0) return;  // a single attempt
-      ticket.assign(op.waiter.ticket);
-      in.ticket = ticket.view();
-      if (c.cfg.fair_lock.handoff_by_push && c.cfg.sync_replicas.replicas == 0) {
-        // Renewed by the watchdog, it is granted the claim only (push_claim()).
-        handoff.append(op.lease ? in.lease_ms : c.handoff_claim_arg.view()).push_back(':');
-        handoff.append(in.wait_ms);
-        in.handoff = handoff;
-      }
+  /// An attempt's inputs: the lease and the publish command, and the kind's own arguments
+  /// (lock_kind::prepare_attempt: a fair queue's allowance and ticket, a writer's mark, ...).
+  void prepare(decimal& own_lease, attempt_room& room, acquire_inputs& in) const {
+    const engine_context& c = ctx();
+    in.lease_ms = c.lease_arg(lease.value_or(c.cfg.watchdog_timeout), own_lease);
+    in.publish = c.session.publish_command();
+    if (const auto kind_own = s->kind.prepare_attempt) {
+      kind_own({c.cfg, lease ? std::optional(*lease) : std::nullopt,
+                wait ? std::optional(*wait) : std::nullopt, waiter.ticket},
+               room, in);
     }
-  };
+  }
 
   /// A waiter that gives up (out of time, cancelled, failed) undoes what its waiting left on the
   /// server (lock_kind::leave_call). A fair waiter leaves the queue: Redisson's acquireFailed,
@@ -271,26 +242,20 @@ struct acquire_operation : attempt_gate::entry {
     struct leaving {
       std::shared_ptr<lock_state> s;  // the call views its key and field
       std::string channel;
-      decimal ticket;
+      decimal lease;
+      attempt_room room;
+      acquire_inputs attempt;
       release_script_call call;
     };
     auto l = std::make_unique<leaving>();
     l->s = op.s;
     op.s->kind.channel(op.s->key(), l->channel);
-    leave_inputs in;
-    in.channel = l->channel;
-    in.wait_ms = op.fair_allowance();  // what its attempts gave, to give back
-    l->ticket.assign(op.waiter.ticket);
-    in.ticket = l->ticket.view();
-    in.publish = c.session.publish_command();
-    op.s->kind.leave_call(op.s->identity(), in, l->call);
+    op.prepare(l->lease, l->room, l->attempt);  // what its attempts gave, to give back
+    op.s->kind.leave_call(op.s->identity(), {l->channel, l->attempt}, l->call);
     request_options opts;
     // Useful while what it removes could still be there: a queue entry until the fair lock's
     // wait_timeout, a writer's mark until its lease.
-    const auto lasts = op.s->kind.waiting == wait_mode::queue
-                           ? c.cfg.fair_lock.wait_timeout
-                           : c.cfg.read_write_lock.writer_mark_lease;
-    opts.deadline = clock_type::now() + std::max(c.cfg.command_timeout, lasts);
+    opts.deadline = clock_type::now() + std::max(c.cfg.command_timeout, l->attempt.trace_lasts);
     auto& call = l->call;
     // client::close() waits for it: counted from the caller's answer on (owes), or from now.
     if (!std::exchange(op.owes, false)) c.owed.begin();
@@ -359,7 +324,7 @@ struct acquire_operation : attempt_gate::entry {
     } else if (op->written != clock_type::time_point{}) {
       // Written, and no answer: the server may have run it. Ask it (counted once).
       if (ec == errc::connection_lost || ec == errc::timeout) {
-        ++op->ctx().counters.reconciled_acquires;
+        op->ctx().metrics.attempt_reconciled();
         a = attempt_answer::unknown;
       } else {
         op->error = op->failure_from(ec, reply);
@@ -407,12 +372,10 @@ struct acquire_operation : attempt_gate::entry {
     } else {
       const auto known = op->s->server_holds;
       const auto judged = op->s->kind.judge(known, reply);
-      engine_context& c = op->ctx();
-      c.log(log_level::debug,
-            "lock '{}' (owner {}): an attempt's answer was lost; asked, the server says {} ({} "
-            "known): {}",
-            op->s->name(), c.short_owner(op->s->owner), resp3::brief(reply), known,
-            judged.what == reconcile_result::outcome::not_run ? "it did not run" : "it ran");
+      op->s->log(log_level::debug,
+                 ": an attempt's answer was lost; asked, the server says {} ({} known): {}",
+                 resp3::brief(reply), known,
+                 judged.what == reconcile_result::outcome::not_run ? "it did not run" : "it ran");
       switch (judged.what) {
         case reconcile_result::outcome::ran:
           // The hold found may be a handoff by push to a waiting attempt that ran (its
@@ -479,7 +442,7 @@ struct acquire_operation : attempt_gate::entry {
   /// the hub is never re-entered, and owns the operation until it runs.
   static void on_unparked(notify_hub::waiter& w) {
     owner op(static_cast<acquire_operation*>(w.owner));
-    const auto& ex = op->ctx().executor;
+    const auto& ex = op->s->executor();
     asio::post(ex, [op = std::move(op)]() mutable { woken(std::move(op)); });
   }
 
@@ -521,8 +484,7 @@ struct acquire_operation : attempt_gate::entry {
       op->reason = why == acquire_fsm::wake::timer     ? wake_reason::expiry
                    : why == acquire_fsm::wake::message ? wake_reason::notification
                                                        : wake_reason::immediate;
-      if (op->reason == wake_reason::expiry) ++c.counters.expiry_wakeups;
-      if (op->reason == wake_reason::notification) ++c.counters.notified_wakeups;
+      c.metrics.woke(op->reason);
       op->wake_by_message = w.by_message;
       w.woken = false;
     }
@@ -545,7 +507,7 @@ struct acquire_operation : attempt_gate::entry {
     if (c.session.ordered_pushes() && pushed_after != clock_type::time_point::max()) {
       since = std::max(since, pushed_after);
     }
-    const auto held_for = lease.value_or(c.handoff_claim);
+    const auto held_for = lease.value_or(push_claim());
     if (since == clock_type::time_point{} || clock_type::now() - since > held_for / 4) return false;
     record_hold(0, since, push_claim());
     return true;
@@ -556,10 +518,8 @@ struct acquire_operation : attempt_gate::entry {
   /// at the head of the queue holds the lock no longer; the watchdog renews such a hold at once
   /// and believes it only that long until the renewal is answered. Zero: no claim.
   milliseconds push_claim() const noexcept {
-    const auto& c = ctx().cfg;
-    const bool by_push = s->kind.waiting == wait_mode::queue && c.fair_lock.handoff_by_push &&
-                         c.sync_replicas.replicas == 0;
-    return by_push && !lease ? ctx().handoff_claim : milliseconds{};
+    const auto claim = s->kind.push_claim;
+    return claim != nullptr && !lease ? claim(ctx().cfg) : milliseconds{};
   }
 
   /// Where a hold a reconciliation found began at the latest: the lost attempt's write, or,
@@ -603,10 +563,8 @@ struct acquire_operation : attempt_gate::entry {
       const auto next = op->fsm.on_given_back(false);
       return run(std::move(op), next);
     }
-    ++op->ctx().counters.given_back;
-    op->ctx().log(log_level::debug,
-                  "lock '{}' (owner {}): giving back a hold its caller was not given",
-                  op->s->name(), op->ctx().short_owner(op->s->owner));
+    op->ctx().metrics.given_back();
+    op->s->log(log_level::debug, ": giving back a hold its caller was not given");
     auto s = op->s;
     async_release(std::move(s), [op = std::move(op)](failure e) mutable {
       if (e) op->error = std::move(e);
@@ -663,7 +621,7 @@ struct acquire_operation : attempt_gate::entry {
       account();
     }
     auto e = verdict_error();
-    const auto& ex = ctx().executor;
+    const auto& ex = s->executor();
     std::visit(
         [&](auto& waiting) {
           using handler_type = std::decay_t<decltype(waiting)>;
@@ -690,17 +648,11 @@ struct acquire_operation : attempt_gate::entry {
   void account() const {
     engine_context& c = ctx();
     const auto waited = clock_type::now() - started;
-    c.wait_times.observe(waited);
-    auto& by_reason = reason == wake_reason::immediate      ? c.counters.acquired_immediate
-                      : reason == wake_reason::notification ? c.counters.acquired_notification
-                      : reason == wake_reason::handoff      ? c.counters.acquired_handoff
-                                                            : c.counters.acquired_expiry;
-    by_reason.fetch_add(1, std::memory_order_relaxed);
+    c.metrics.acquired(reason, waited);
     const auto threshold = c.cfg.slow_acquire_threshold;
     if (threshold.count() > 0 && waited >= threshold) {
-      c.log(log_level::warning, "lock '{}' (owner {}) acquired after {} ms (threshold {} ms)",
-            s->name(), c.short_owner(s->owner),
-            std::chrono::duration_cast<milliseconds>(waited).count(), threshold.count());
+      s->log(log_level::warning, " acquired after {} ms (threshold {} ms)",
+             std::chrono::duration_cast<milliseconds>(waited).count(), threshold.count());
     }
   }
 
@@ -773,18 +725,16 @@ std::shared_ptr<handoff_ticket> reserve_handoff(lock_state& releasing, std::stri
 void finish_handoff(const std::shared_ptr<handoff_ticket>& t, bool handed_over,
                     clock_type::time_point sent) {
   engine_context& c = *t->to->ctx;
-  if (handed_over) ++c.counters.local_handoffs;
+  if (handed_over) c.metrics.handed_over();
   auto* op = static_cast<acquire_operation*>(t->waiter_op);
   if (op == nullptr) {
     // The waiter left (cancelled, out of time) while the handoff was in flight: the hold it
     // was given belongs to nobody, so it goes back at once.
     if (!handed_over) return;
-    c.log(log_level::debug,
-          "lock '{}' (owner {}): a handoff reached an acquisition that had ended; giving it back",
-          t->to->name(), c.short_owner(t->to->owner));
+    t->to->log(log_level::debug,
+               ": a handoff reached an acquisition that had ended; giving it back");
     t->to->on_acquired(t->lease, t->watchdog, sent);
-    ++c.counters.given_back;
-    ++c.counters.handoffs_given_back;
+    c.metrics.given_back(true);
     async_release(t->to, [](const failure&) {});
     return;
   }
@@ -813,7 +763,7 @@ void fail_waiting_attempts(engine_context& c, std::error_code reason) {
 namespace {
 
 void start_acquire(std::unique_ptr<acquire_operation> op) {
-  const auto ex = op->s->ctx->executor;
+  const auto ex = op->s->executor();
   auto slot = std::visit([](const auto& h) { return asio::get_associated_cancellation_slot(h); },
                          op->caller);
   if (op->error) {  // invalid arguments

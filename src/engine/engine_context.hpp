@@ -5,9 +5,10 @@
 // the client's internals; a unit test can build a context over its own parts.
 #include "engine/attempt_gate.hpp"
 #include "engine/decimal.hpp"
+#include "engine/engine_config.hpp"
+#include "engine/engine_metrics.hpp"
 #include "engine/latch_sweeper.hpp"
 #include "engine/owner_table.hpp"
-#include "metrics/log_histogram.hpp"
 #include "notify/notify_hub.hpp"
 #include "rlock/config.hpp"
 #include "rlock/log.hpp"
@@ -28,42 +29,6 @@
 #include <utility>
 
 namespace rlock::detail {
-
-/// The settings the engine reads, copied once from the client's validated config.
-struct engine_config {
-  std::chrono::milliseconds command_timeout{};
-  std::chrono::milliseconds watchdog_timeout{};
-  std::chrono::milliseconds slow_acquire_threshold{};
-  config::replica_sync sync_replicas;
-  config::handoff_bound local_handoff;
-  config::fair_lock_policy fair_lock;
-  config::spin_backoff spin_lock;
-  config::read_write_lock_policy read_write_lock;
-  config::fenced_lock_policy fenced_lock;
-  std::string key_prefix;
-  /// Which deployment the client talks to ("host:port", "sentinel <master>", "cluster <seed>"):
-  /// a multi-lock orders its members within one.
-  std::string deployment;
-
-  static engine_config from(const config& c);
-};
-
-/// Counters behind client::stats() and client::metrics(); atomics because those may be read
-/// from any thread.
-struct engine_counters {
-  std::atomic<std::uint64_t> acquire_attempts{0};
-  std::atomic<std::uint64_t> notified_wakeups{0};
-  std::atomic<std::uint64_t> expiry_wakeups{0};
-  std::atomic<std::uint64_t> lost_locks{0};
-  std::atomic<std::uint64_t> reconciled_acquires{0};
-  std::atomic<std::uint64_t> given_back{0};
-  std::atomic<std::uint64_t> acquired_immediate{0};
-  std::atomic<std::uint64_t> acquired_notification{0};
-  std::atomic<std::uint64_t> acquired_expiry{0};
-  std::atomic<std::uint64_t> acquired_handoff{0};
-  std::atomic<std::uint64_t> local_handoffs{0};
-  std::atomic<std::uint64_t> handoffs_given_back{0};
-};
 
 /// Requests a client owes the server so that it leaves nothing behind (a fair waiter's leave, a
 /// writer taking back its mark): nobody waits for them, but client::close() does, bounded by
@@ -112,18 +77,10 @@ class engine_context {
   const std::string uuid;
   /// Script arguments every lock command repeats, formatted once: the watchdog's lease, and
   /// how long an unlock latch keeps its answer (2 × command_timeout: a retry may come until the
-  /// release's bound and one reconnect later).
+  /// release's bound and one reconnect later). A kind's own settings are formatted by the kind
+  /// (lock_kind::prepare_attempt).
   const decimal watchdog_lease_arg;
   const decimal latch_ttl_arg;
-  const decimal fair_wait_arg;    // config::fair_lock::wait_timeout
-  const decimal writer_mark_arg;  // config::read_write_lock::writer_mark_lease
-  const decimal token_ttl_arg;    // config::fenced_lock::token_idle_ttl; empty: kept forever
-  /// config::fair_lock::handoff_claim, at most the watchdog's lease and at least four times
-  /// its margin (watchdog::margin: a claim shorter than that is lost before its renewal can
-  /// answer): what a waiter renewed by the watchdog registers as its lease for a push.
-  const std::chrono::milliseconds handoff_claim;
-  const decimal handoff_claim_arg;
-
   /// `lease` as a script argument: the watchdog's, formatted once, or formatted into `own`.
   std::string_view lease_arg(std::chrono::milliseconds lease, decimal& own) const noexcept {
     if (lease == cfg.watchdog_timeout) return watchdog_lease_arg.view();
@@ -144,11 +101,7 @@ class engine_context {
   owed_requests owed;  // leaves in flight: close() waits for them
 
   // --- metrics ----------------------------------------------------------------------------------
-  engine_counters counters;
-  log_histogram wait_times;
-  log_histogram hold_times;
-  /// The longest lease any acquisition was given (executor only).
-  std::chrono::milliseconds longest_lease{0};
+  engine_metrics metrics;
   /// Until then, a release answered "still held" with no caller holding is taken for holds a
   /// failover left behind (lock_state::maybe_orphaned): set by the client on moving to another
   /// node, for the longest lease, after which every hold from before the move has expired unless
@@ -166,6 +119,8 @@ class engine_context {
     } catch (...) {
     }
   }
+  /// Whether config::log is set: a caller need format nothing otherwise.
+  bool logging() const noexcept { return static_cast<bool>(log_); }
   /// The owner in log lines: its id and the client's UUID cut to 8 digits.
   std::string short_owner(std::uint64_t owner) const {
     return fmt::format("{}:{}", std::string_view(uuid).substr(0, 8), owner);

@@ -7,6 +7,7 @@
 // engine branches on nothing else, so a new kind is a new descriptor, its scripts and its API
 // header (docs/design/adding-a-kind.md).
 #include "engine/acquire_reply.hpp"
+#include "engine/decimal.hpp"
 #include "notify/wake_policy.hpp"
 #include "resp3/value.hpp"
 #include "script/scripts.hpp"
@@ -15,6 +16,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -57,9 +59,12 @@ using acquire_script_call = basic_script_call<5, 7>;
 /// unlock's 3; up to 7 arguments. Also a fair waiter's leave and a force unlock.
 using release_script_call = basic_script_call<6, 7>;
 
-/// What an acquire attempt needs beyond the state.
+/// What an acquire attempt needs beyond the state. The engine sets the lease and the publish
+/// command; the rest are a kind's own arguments, set by its prepare_attempt (empty otherwise).
 struct acquire_inputs {
   std::string_view lease_ms;
+  /// `publish` or `spublish` (a semaphore's attempt tells waiters of the permits it gives back).
+  std::string_view publish;
   /// Fair kinds: the allowance for the waiter's queue deadline (Redisson's threadWaitTime), the
   /// same for every waiter (config::fair_lock::wait_timeout).
   std::string_view wait_ms;
@@ -71,8 +76,6 @@ struct acquire_inputs {
   std::string_view ticket;
   /// Fair kinds: `<lease>:<wait>` to register for a handoff by push; empty: Redisson's protocol.
   std::string_view handoff;
-  /// `publish` or `spublish` (a semaphore's attempt tells waiters of the permits it gives back).
-  std::string_view publish;
   /// How long a waiting acquisition's mark on the lock lives (config::read_write_lock's
   /// writer_mark_lease), for a kind whose waiters mark it (a writer under rw_priority::writers);
   /// empty for a single attempt, which waits for nothing and so marks nothing.
@@ -81,6 +84,27 @@ struct acquire_inputs {
   /// (config::fenced_lock's token_idle_ttl, for the fenced kind's clock-bounded tokens); empty:
   /// forever (Redisson's counter).
   std::string_view token_ttl_ms;
+  /// How long what a waiting attempt leaves on the server lasts (a fair queue entry, a writer's
+  /// mark): the bound of the leave that undoes it (lock_kind::leave_call).
+  std::chrono::milliseconds trace_lasts{};
+};
+
+/// An acquisition as a kind's prepare_attempt sees it.
+struct attempt_facts {
+  /// The client's settings: a kind reads its own section (config::fair_lock, ...).
+  const engine_config& settings;
+  std::optional<std::chrono::milliseconds> lease;  // none: the watchdog's, renewed
+  std::optional<std::chrono::milliseconds> wait;   // none: no bound; zero: a single attempt
+  std::uint32_t ticket = 0;                        // the acquisition's (engine_context)
+  /// Not a single attempt: it may wait, so it may leave a trace (a place in a queue, a mark).
+  bool waits() const noexcept { return !wait || wait->count() != 0; }
+};
+
+/// Where a kind formats the arguments it adds to one attempt (acquire_inputs views them): kept
+/// until the call is written, never while a waiter sleeps.
+struct attempt_room {
+  decimal numbers[3];
+  std::string text;
 };
 
 /// What a release script call needs beyond the state: views the release operation owns.
@@ -98,9 +122,8 @@ struct release_inputs {
 /// What a waiter that gives up needs to leave a fair queue, or to take back its mark.
 struct leave_inputs {
   std::string_view channel;  // the lock's unlock channel (the next waiter's is derived)
-  std::string_view wait_ms;  // the allowance its attempts gave
-  std::string_view ticket;   // the acquisition's
-  std::string_view publish;
+  /// What its attempts were given (prepared again: the allowance to give back, its ticket).
+  const acquire_inputs& attempt;
 };
 
 /// What the answer to a reconcile question says about a lost attempt.
@@ -140,54 +163,61 @@ struct backoff_state {
   std::uint32_t next_ms = 0;  // the next sleep; 0: none yet
 };
 
+/// A kind's descriptor. Every field has a default, so a kind sets what it has; the rules that
+/// tie the fields together are checked when it is defined (define_kind.hpp).
 struct lock_kind {
   /// For logs and the owner table ("reentrant", "fenced", "fair", ...).
-  std::string_view name;
+  std::string_view name = {};
 
   /// The acquire attempt: KEYS and ARGV of the kind's acquire script.
-  void (*acquire_call)(const lock_identity& s, const acquire_inputs& in, acquire_script_call& call);
+  void (*acquire_call)(const lock_identity& s, const acquire_inputs& in,
+                       acquire_script_call& call) = nullptr;
   /// Its reply: acquired (with a token, if the kind has them) or busy (with the holder's TTL, or
   /// how long to sleep without a message), malformed otherwise. An error reply (a refusal such
   /// as NON_REENTRANT_REACQUIRE) never reaches it: `refusals` name it.
-  acquire_reply (*decode)(const resp3::value& reply) noexcept;
+  acquire_reply (*decode)(const resp3::value& reply) noexcept = nullptr;
 
   /// After an attempt's answer was lost: one round trip whose answer, judged against the holds
   /// the server counted for this owner as answers in order tell it (lock_state::server_holds),
   /// says whether the attempt ran. Queries only: they may be asked again after a reconnect.
-  command (*reconcile_question)(const lock_identity& s);
-  reconcile_result (*judge)(std::uint64_t server_holds, const resp3::value& answer) noexcept;
+  command (*reconcile_question)(const lock_identity& s) = nullptr;
+  reconcile_result (*judge)(std::uint64_t server_holds,
+                            const resp3::value& answer) noexcept = nullptr;
 
   /// The release of one hold (Redisson's latched unlock): KEYS and ARGV of its script; the reply
   /// is nil (not the owner), 0 (still held) or 1 (released and published).
-  void (*release_call)(const lock_identity& s, const release_inputs& in, release_script_call& call);
+  void (*release_call)(const lock_identity& s, const release_inputs& in,
+                       release_script_call& call) = nullptr;
   /// A final release that hands the lock to another owner of this client in the same script
   /// (config::local_handoff): the release's KEYS and ARGV plus `in.to_field` and
   /// `in.to_lease_ms`; the reply is nil, 0, or 2 (handed over: the new owner holds it once).
   /// Null: the kind does not hand off locally (a fenced acquisition must take a new token; a
   /// fair lock hands over to the head of its queue only).
   void (*transfer_call)(const lock_identity& s, const release_inputs& in,
-                        release_script_call& call);
+                        release_script_call& call) = nullptr;
   /// force_unlock: deletes the lock whoever holds it and tells its waiters; 1 if it was locked.
   /// Latched as a release is (`in.latch`, `in.latch_ttl`; `in.channel`, `in.publish`; the rest
   /// unused): written again after a lost answer, its retry answers the first run's answer and
   /// deletes nothing, not even a lock another owner took since.
-  void (*force_call)(const lock_identity& s, const release_inputs& in, release_script_call& call);
+  void (*force_call)(const lock_identity& s, const release_inputs& in,
+                     release_script_call& call) = nullptr;
 
   /// The script a waiter that gives up (out of time, cancelled, failed) runs to undo what its
   /// waiting attempts left on the server: a fair waiter leaves the queue (wait_mode::queue), a
   /// writer takes back its mark (rw_priority::writers). Idempotent (a release-kind command,
   /// written again after a reconnect). Null: a waiter leaves nothing.
-  void (*leave_call)(const lock_identity& s, const leave_inputs& in, release_script_call& call);
+  void (*leave_call)(const lock_identity& s, const leave_inputs& in,
+                     release_script_call& call) = nullptr;
 
   /// The watchdog's batched renewal: KEYS = lock keys, ARGV[1] = lease ms, ARGV[i + 1] = the
   /// owner field of KEYS[i]; one 1 (renewed) or 0 (no longer ours) per key.
-  script renew;
+  script renew = script::renew;
 
   /// The channel its unlocks publish on (appended to `out`), and whom a message there wakes.
-  void (*channel)(std::string_view key, std::string& out);
+  void (*channel)(std::string_view key, std::string& out) = nullptr;
   /// How its waiters wait for their turn (the shell's only question about waiting).
-  wait_mode waiting;
-  message_policy on_message;
+  wait_mode waiting = wait_mode::lock_channel;
+  message_policy on_message = nullptr;
   /// This owner's hold count in one round trip (is_held(), hold_count()), for a kind whose
   /// holds are not counts in the lock's hash (a semaphore's are in its holds zset); null: `HGET
   /// <key> <field>`.
@@ -202,6 +232,13 @@ struct lock_kind {
   /// The refusals its acquire script makes (a re-acquire of a non-reentrant lock by its holder,
   /// a write by an owner that reads, more permits than a semaphore has): what they mean.
   std::span<const refusal> refusals = {};
+  /// A kind's own attempt arguments (acquire_inputs' fair, mark and token fields) from its own
+  /// settings and the acquisition's facts, formatted into `room`; null: none.
+  void (*prepare_attempt)(const attempt_facts& f, attempt_room& room, acquire_inputs& in) = nullptr;
+  /// A kind whose releases grant the lock by push (the fair kinds with handoff_by_push): what
+  /// the server gives a waiter renewed by the watchdog, until its renewal runs
+  /// (config::fair_lock::handoff_claim). Null, or zero: no grant by push.
+  std::chrono::milliseconds (*push_claim)(const engine_config& c) = nullptr;
   /// wait_mode::poll: how long a waiter sleeps before its next attempt (at most until its next
   /// look at the lock anyway), advancing `state`; null for the other modes.
   std::chrono::milliseconds (*backoff)(const engine_config& c, backoff_state& state) = nullptr;

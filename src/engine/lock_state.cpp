@@ -73,15 +73,23 @@ std::string_view lock_state::name() const noexcept {
   return key().substr(ctx->cfg.key_prefix.size());
 }
 
+const boost::asio::any_io_executor& lock_state::executor() const noexcept { return ctx->executor; }
+
+bool lock_state::logging() const noexcept { return ctx->logging(); }
+
+void lock_state::log_line(log_level level, std::string_view text) const {
+  ctx->log(level, "lock '{}' (owner {}){}", name(), ctx->short_owner(owner), text);
+}
+
 lock_state::~lock_state() {
   ctx->owners.set_last_error(this, {});
   if (registered) ctx->owners.forget(*this);
 }
 
 void lock_state::on_lease_lost(std::string_view why) {
-  ++ctx->counters.lost_locks;
-  ctx->log(log_level::error, "lock '{}' (owner {}) lost: {}", name(), ctx->short_owner(owner), why);
-  if (local_holds > 0) ctx->hold_times.observe(std::chrono::steady_clock::now() - granted_at);
+  ctx->metrics.lock_lost();
+  log(log_level::error, " lost: {}", why);
+  if (local_holds > 0) ctx->metrics.hold_ended(std::chrono::steady_clock::now() - granted_at);
   server_holds = 0;
   reset(true);
 }
@@ -98,7 +106,7 @@ void lock_state::on_acquired(std::chrono::milliseconds lease_ms, bool renew,
   ++grants;
   orphan_releases = 0;
   lease = lease_ms;
-  ctx->longest_lease = std::max(ctx->longest_lease, lease_ms);
+  ctx->metrics.hold_granted(lease_ms);
   watched = renew;
   // The watchdog holds the state: a held lock stays renewed even if every handle is gone.
   if (renew) ctx->dog.add(*this, shared_from_this(), sent, claim);
@@ -114,7 +122,7 @@ lock_state::release_undo lock_state::before_release() {
     maybe_orphaned = true;
   }
   release_undo undo{local_holds, renewing(), ctx->dog.confirmed(*this), ctx->dog.claim(*this)};
-  if (local_holds == 1) ctx->hold_times.observe(std::chrono::steady_clock::now() - granted_at);
+  if (local_holds == 1) ctx->metrics.hold_ended(std::chrono::steady_clock::now() - granted_at);
   if (local_holds <= 1) reset(false);
   return undo;
 }
@@ -137,10 +145,10 @@ lock_state::release_outcome lock_state::on_released(const resp3::value& reply,
     // has, and its lease would run out with the caller still believing: ask instead. On one
     // connection answers come in order, so this needs an answer that overtakes: a grant by push
     // (fair kinds) before a retried unlock's answer.
-    ctx->log(log_level::debug,
-             "lock '{}' (owner {}): an unlock begun before this owner's latest acquisition "
-             "was answered {}; asking whether that acquisition still holds",
-             name(), ctx->short_owner(owner), released ? "released" : "not held");
+    log(log_level::debug,
+        ": an unlock begun before this owner's latest acquisition was answered {}; asking "
+        "whether that acquisition still holds",
+        released ? "released" : "not held");
     return {released ? failure()
                      : failure(errc::not_owner,
                                fmt::format("lock '{}' was not held by {}", name(), shown_field())),
@@ -174,10 +182,9 @@ lock_state::release_outcome lock_state::on_released(const resp3::value& reply,
     // (a blocking lock's state is looked up per call), or a re-acquisition since this release
     // was sent. The owner holds on; the script set the TTL to the lease again when it was sent.
     if (local_holds == 0) {
-      ctx->log(log_level::debug,
-               "lock '{}' (owner {}): its final unlock was answered 'still held'; the owner "
-               "holds on (another handle of it holds the lock)",
-               name(), ctx->short_owner(owner));
+      log(log_level::debug,
+          ": its final unlock was answered 'still held'; the owner holds on (another handle of "
+          "it holds the lock)");
     }
     local_holds = 1;
     if (watched) ctx->dog.add(*this, shared_from_this(), sent);

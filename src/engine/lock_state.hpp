@@ -4,11 +4,15 @@
 #include "names/names.hpp"
 #include "resp3/value.hpp"
 #include "rlock/detail/failure.hpp"
+#include "rlock/log.hpp"
 #include "rlock/wake_reason.hpp"
 #include "watchdog/watchdog.hpp"
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
+
+#include <fmt/format.h>
 
 #include <atomic>
 #include <chrono>
@@ -18,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace rlock::detail {
 
@@ -74,6 +79,14 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   void reset(bool lost);
 
   std::string_view name() const noexcept;
+  /// The client's executor: every mutable member is touched on it.
+  const boost::asio::any_io_executor& executor() const noexcept;
+  /// Logs `lock '<name>' (owner <client>:<owner>)` and then `text` through config::log; formats
+  /// nothing without a logger.
+  template <typename... Args>
+  void log(log_level level, fmt::format_string<Args...> text, Args&&... args) const {
+    if (logging()) log_line(level, fmt::format(text, std::forward<Args>(args)...));
+  }
   /// Where this owner's waiters listen: the lock's channel, or (fair kinds) their own.
   std::string channel() const {
     std::string c;
@@ -148,6 +161,9 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   std::string last_error() const;
 
  private:
+  bool logging() const noexcept;
+  void log_line(log_level level, std::string_view text) const;
+
   // The key, then the field: one string and one heap block for both.
   const std::uint32_t key_size_;
   const std::string names_;

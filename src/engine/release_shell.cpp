@@ -115,10 +115,8 @@ struct release_operation {
                                         reply.integer, written);
     if (plan.late) {
       // Its caller was told the outcome is unknown (its bound passed): what the server did.
-      c.log(log_level::debug,
-            "lock '{}' (owner {}): an unlock told to its caller as unknown was {}", op->s->name(),
-            c.short_owner(op->s->owner),
-            ec ? "not answered: " + ec.message() : "answered " + resp3::brief(reply));
+      op->s->log(log_level::debug, ": an unlock told to its caller as unknown was {}",
+                 ec ? "not answered: " + ec.message() : "answered " + resp3::brief(reply));
     }
     // The issue 24 soak: a waiter let go to retry re-entered the hold handed to it, and nobody
     // knew of the second count. So a transfer whose answer says nothing certain is asked about.
@@ -192,12 +190,11 @@ struct release_operation {
   /// (each release takes one); bounded, in case something else keeps adding them.
   static void give_back_orphans(const std::shared_ptr<lock_state>& s) {
     if (++s->orphan_releases > max_orphan_releases) return;
-    ++s->ctx->counters.given_back;
-    s->ctx->log(log_level::debug,
-                "lock '{}' (owner {}): its final unlock was answered 'still held' after an "
-                "acquire of it may have run late; giving back a hold nobody has ({} of at most "
-                "{})",
-                s->name(), s->ctx->short_owner(s->owner), s->orphan_releases, max_orphan_releases);
+    s->ctx->metrics.given_back();
+    s->log(log_level::debug,
+           ": its final unlock was answered 'still held' after an acquire of it may have run "
+           "late; giving back a hold nobody has ({} of at most {})",
+           s->orphan_releases, max_orphan_releases);
     async_release(s, [](const failure&) {});
   }
 
@@ -238,7 +235,7 @@ struct release_operation {
     s->set_last_error(e);
     void_handler h(std::move(handler));
     // unlock() ignores cancellation: no slot handler was installed, none is cleared.
-    deliver(s->ctx->executor, std::move(h), asio::cancellation_slot(), from_hook, std::move(e));
+    deliver(s->executor(), std::move(h), asio::cancellation_slot(), from_hook, std::move(e));
   }
 
   std::shared_ptr<lock_state> s;
@@ -284,8 +281,8 @@ struct lost_operation {
       return finish(std::move(op), std::move(e), true);
     }
     if (!s.lost_signal) {
-      s.lost_signal = std::make_unique<asio::steady_timer>(s.ctx->executor,
-                                                           asio::steady_timer::time_point::max());
+      s.lost_signal =
+          std::make_unique<asio::steady_timer>(s.executor(), asio::steady_timer::time_point::max());
     }
     auto* p = op.get();
     s.lost_signal->async_wait(asio::bind_cancellation_slot(
@@ -310,7 +307,7 @@ struct lost_operation {
 
   static void finish(owner op, failure e, bool inside_initiation) {
     void_handler h(std::move(op->handler));
-    const auto ex = op->s->ctx->executor;
+    const auto ex = op->s->executor();
     const auto slot = op->slot;
     op.reset();  // unlinked before the caller runs
     deliver(ex, std::move(h), slot, inside_initiation, std::move(e));
@@ -327,7 +324,7 @@ struct lost_operation {
 
 void async_lost(std::shared_ptr<lock_state> s, void_handler handler) {
   auto op = std::make_unique<lost_operation>(std::move(s), std::move(handler));
-  const auto ex = op->s->ctx->executor;
+  const auto ex = op->s->executor();
   op->slot = asio::get_associated_cancellation_slot(op->handler);
   if (op->slot.is_connected()) {
     op->link = std::make_shared<cancel_link<lost_operation>>();
@@ -339,7 +336,7 @@ void async_lost(std::shared_ptr<lock_state> s, void_handler handler) {
 void async_release(std::shared_ptr<lock_state> s, void_handler handler, bool batched) {
   auto op = std::make_unique<release_operation>(std::move(s), std::move(handler));
   op->batched = batched;
-  const auto ex = op->s->ctx->executor;
+  const auto ex = op->s->executor();
   on_client(ex, [op = std::move(op)]() mutable { release_operation::start(std::move(op)); });
 }
 

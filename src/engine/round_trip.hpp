@@ -85,7 +85,7 @@ auto answer_to(std::shared_ptr<lock_state> s, std::string what, handler<T> h, Re
                   fmt::format("{}: unexpected reply {}", what, resp3::brief(reply)));
     }
     if (f) s->set_last_error(f);
-    const auto ex = s->ctx->executor;
+    const auto ex = s->executor();
     // These operations ignore cancellation: no slot handler was installed, none is cleared.
     ops::deliver(ex, std::move(h), boost::asio::cancellation_slot(), false, std::move(f),
                  std::move(result));
@@ -97,7 +97,7 @@ auto answer_to(std::shared_ptr<lock_state> s, std::string what, handler<T> h, Re
 template <typename T, typename Read>
 void run_command(std::shared_ptr<lock_state> s, command c, std::string what, handler<T> h,
                  Read read) {
-  const auto ex = s->ctx->executor;
+  const auto ex = s->executor();
   boost::asio::post(ex, [s = std::move(s), c = std::move(c), what = std::move(what),
                          h = std::move(h), read]() mutable {
     auto& session = s->ctx->session;
@@ -119,12 +119,12 @@ void run_script(std::shared_ptr<lock_state> s, Make make, std::string what, hand
     release_script_call call;
   };
   auto p = std::make_unique<prepared>(prepared{std::move(make), {}});
-  const auto ex = s->ctx->executor;
+  const auto ex = s->executor();
   boost::asio::post(ex, [s = std::move(s), p = std::move(p), what = std::move(what),
                          h = std::move(h), read]() mutable {
     if (auto f = p->make(*s, p->call)) {
       s->set_last_error(f);
-      const auto client_ex = s->ctx->executor;
+      const auto client_ex = s->executor();
       ops::deliver(client_ex, std::move(h), boost::asio::cancellation_slot(), false, std::move(f),
                    T{});
       return;

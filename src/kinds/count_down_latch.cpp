@@ -3,6 +3,7 @@
 // latch_* rows of scripts.hpp.
 #include "rlock/count_down_latch.hpp"
 
+#include "engine/define_kind.hpp"
 #include "engine/engine_context.hpp"
 #include "engine/kind_access.hpp"
 #include "engine/lock_kind.hpp"
@@ -45,7 +46,7 @@ reconcile_result count_judge(std::uint64_t, const resp3::value& answer) noexcept
 /// "0" (zero reached) and "1" (a new count, or deleted): every waiter looks again.
 wake_policy on_latch_message(std::string_view, std::uint32_t&) noexcept { return wake_policy::all; }
 
-const lock_kind count_down_latch_kind{
+constinit const lock_kind count_down_latch_kind = define_kind({
     .name = "count-down-latch",
     .acquire_call = &latch_wait_call,
     .decode = &hash_lock::reentrant_decode,  // nil: open; a number: wait for a message
@@ -60,7 +61,7 @@ const lock_kind count_down_latch_kind{
     .waiting = wait_mode::lock_channel,
     .on_message = &on_latch_message,
     .takes_hold = false,
-};
+});
 
 /// One latched change (latch_try_set, latch_count_down, latch_delete): KEYS = key, channel,
 /// request latch; ARGV = [count,] publish command, latch TTL. Its answer, an integer.
@@ -102,13 +103,13 @@ std::string_view count_down_latch::name() const noexcept { return state_->name()
 std::string_view count_down_latch::key() const noexcept { return state_->key(); }
 std::string count_down_latch::channel() const { return std::string(state_->channel()); }
 count_down_latch::executor_type count_down_latch::get_executor() const noexcept {
-  return state_->ctx->executor;
+  return state_->executor();
 }
 std::string count_down_latch::last_error() const { return state_->last_error(); }
 
 void count_down_latch::start_try_set(const count_down_latch& l, std::uint64_t count,
                                      detail::handler<bool> h) {
-  const auto ex = l.state_->ctx->executor;
+  const auto ex = l.state_->executor();
   if (count > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
     failure f(errc::invalid_argument,
               fmt::format("count-down latch '{}': a count of {} (at most 2^63 - 1)",
@@ -123,13 +124,13 @@ void count_down_latch::start_try_set(const count_down_latch& l, std::uint64_t co
 }
 
 void count_down_latch::start_count_down(const count_down_latch& l, detail::handler<> h) {
-  const auto ex = l.state_->ctx->executor;
+  const auto ex = l.state_->executor();
   detail::run_change(l.state_, detail::script::latch_count_down, {}, "count_down",
                      detail::ops::mapped<std::int64_t>(std::move(h), ex, [](std::int64_t) {}));
 }
 
 void count_down_latch::start_remove(const count_down_latch& l, detail::handler<bool> h) {
-  const auto ex = l.state_->ctx->executor;
+  const auto ex = l.state_->executor();
   detail::run_change(
       l.state_, detail::script::latch_delete, {}, "remove",
       detail::ops::mapped<std::int64_t>(std::move(h), ex, [](std::int64_t r) { return r == 1; }));

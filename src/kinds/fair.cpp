@@ -1,7 +1,10 @@
 // Redisson's RFairLock and RNonReentrantFairLock: a queue on the server, a channel per waiter,
 // and rlock's handoff by push (scripts.hpp, RLOCK_FAIR_LUA).
+#include "engine/define_kind.hpp"
+#include "engine/engine_config.hpp"
 #include "kinds/hash_lock.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace rlock::detail {
@@ -36,6 +39,51 @@ void fair_acquire_with(const lock_identity& s, const acquire_inputs& in, std::st
   fair_keys(s.key, call);
   call.args = {in.lease_ms, s.field, in.wait_ms, in.ticket, in.handoff, refusal, in.nap_base_ms};
   call.arg_count = 7;
+}
+
+/// What a release that grants the lock by push gives a waiter renewed by the watchdog:
+/// config::fair_lock::handoff_claim, at most the watchdog's lease and at least four times its
+/// margin (watchdog::margin: a shorter claim is lost before its renewal can answer). Zero
+/// without handoff_by_push, and with sync_replicas (a grant would skip the replicas).
+std::chrono::milliseconds fair_push_claim(const engine_config& c) {
+  if (!c.fair_lock.handoff_by_push || c.sync_replicas.replicas > 0) return {};
+  const auto margin = c.watchdog_timeout / 100 + std::chrono::milliseconds(5);
+  return std::clamp(c.fair_lock.handoff_claim, 4 * margin, c.watchdog_timeout);
+}
+
+/// A fair attempt's arguments. The queue allowance is config::fair_lock::wait_timeout, the same
+/// for every waiter whatever its caller's wait (which bounds the caller, not the queue): each
+/// waiter's deadline is the one ahead of it plus its allowance, and a take moves every deadline
+/// back by the taker's. With the callers' waits as allowances (before F1 found it), a take by a
+/// waiter that asked to wait longer moved the deadlines behind it into the past: a live waiter
+/// asleep until its push was dropped from the queue as stale and came back at its end, 2 s
+/// later. Its naps are halves of its own wait (at most longest_server_wait); a single attempt
+/// is never queued (no ticket); a waiter registers for a handoff by push with its lease (the
+/// claim, renewed by the watchdog) and its allowance.
+void fair_prepare(const attempt_facts& f, attempt_room& room, acquire_inputs& in) {
+  const auto allowance = f.settings.fair_lock.wait_timeout;
+  room.numbers[0].assign(allowance.count());
+  in.wait_ms = room.numbers[0].view();
+  in.trace_lasts = allowance;
+  if (f.wait && f.wait->count() > 0) {
+    room.numbers[1].assign(std::min(f.wait->count(), longest_server_wait.count()));
+    in.nap_base_ms = room.numbers[1].view();
+  } else {
+    in.nap_base_ms = in.wait_ms;
+  }
+  if (!f.waits()) return;
+  room.numbers[2].assign(f.ticket);
+  in.ticket = room.numbers[2].view();
+  if (const auto claim = fair_push_claim(f.settings); claim.count() > 0) {
+    if (f.lease) {
+      room.text.append(in.lease_ms);
+    } else {
+      room.text.append(decimal(claim.count()).view());
+    }
+    room.text.push_back(':');
+    room.text.append(in.wait_ms);
+    in.handoff = room.text;
+  }
 }
 
 void fair_acquire(const lock_identity& s, const acquire_inputs& in, acquire_script_call& call) {
@@ -86,7 +134,7 @@ void fair_leave(const lock_identity& s, const leave_inputs& in, release_script_c
   fair_keys(s.key, call);
   call.keys[4] = in.channel;
   call.key_count = 5;
-  call.args = {s.field, in.wait_ms, in.ticket, in.publish};
+  call.args = {s.field, in.attempt.wait_ms, in.attempt.ticket, in.attempt.publish};
   call.arg_count = 4;
 }
 
@@ -103,7 +151,7 @@ wake_policy on_fair_message(std::string_view payload, std::uint32_t& ticket) noe
 
 }  // namespace
 
-const lock_kind fair_kind{
+constinit const lock_kind fair_kind = define_kind({
     .name = "fair",
     .acquire_call = &fair_acquire,
     .decode = &fair_decode,
@@ -117,9 +165,11 @@ const lock_kind fair_kind{
     .channel = &append_unlock_channel,
     .waiting = wait_mode::queue,
     .on_message = &on_fair_message,
-};
+    .prepare_attempt = &fair_prepare,
+    .push_claim = &fair_push_claim,
+});
 
-const lock_kind non_reentrant_fair_kind{
+constinit const lock_kind non_reentrant_fair_kind = define_kind({
     .name = "non-reentrant-fair",
     .acquire_call = &non_reentrant_fair_acquire,
     .decode = &fair_decode,
@@ -134,6 +184,8 @@ const lock_kind non_reentrant_fair_kind{
     .waiting = wait_mode::queue,
     .on_message = &on_fair_message,
     .refusals = reentry_refusals,
-};
+    .prepare_attempt = &fair_prepare,
+    .push_claim = &fair_push_claim,
+});
 
 }  // namespace rlock::detail

@@ -1,6 +1,8 @@
 // Redisson's RFencedLock: RLock plus a token counter `redisson_lock_token:{<key>}` every
 // acquisition increments (kept forever, as Redisson's, or clock-bounded and expiring:
 // config::fenced_lock); the descriptor, then fenced_lock's own forms.
+#include "engine/define_kind.hpp"
+#include "engine/engine_config.hpp"
 #include "engine/operations.hpp"
 #include "engine/round_trip.hpp"
 #include "kinds/hash_lock.hpp"
@@ -12,6 +14,14 @@ namespace rlock::detail {
 namespace {
 
 using namespace hash_lock;
+
+/// config::fenced_lock's token_idle_ttl, if set: the clock-bounded tokens' counter lifetime.
+void fenced_prepare(const attempt_facts& f, attempt_room& room, acquire_inputs& in) {
+  const auto ttl = f.settings.fenced_lock.token_idle_ttl;
+  if (ttl.count() <= 0) return;
+  room.numbers[0].assign(ttl.count());
+  in.token_ttl_ms = room.numbers[0].view();
+}
 
 /// Redisson's acquire, or with config::fenced_lock's token_idle_ttl the clock-bounded one, whose
 /// counter expires that long after the latest acquisition.
@@ -68,7 +78,7 @@ reconcile_result fenced_judge(std::uint64_t holds, const resp3::value& answer) n
 
 }  // namespace
 
-const lock_kind fenced_kind{
+constinit const lock_kind fenced_kind = define_kind({
     .name = "fenced",
     .acquire_call = &fenced_acquire,
     .decode = &fenced_decode,
@@ -82,7 +92,8 @@ const lock_kind fenced_kind{
     .channel = &append_unlock_channel,
     .waiting = wait_mode::lock_channel,
     .on_message = &on_unlock_message,
-};
+    .prepare_attempt = &fenced_prepare,
+});
 
 }  // namespace rlock::detail
 

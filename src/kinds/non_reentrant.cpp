@@ -1,4 +1,5 @@
 // Redisson's RNonReentrantLock: RLock, refusing a re-acquire by its holder.
+#include "engine/define_kind.hpp"
 #include "kinds/hash_lock.hpp"
 
 namespace rlock::detail {
@@ -17,7 +18,7 @@ void non_reentrant_acquire(const lock_identity& s, const acquire_inputs& in,
 
 }  // namespace
 
-const lock_kind non_reentrant_kind{
+constinit const lock_kind non_reentrant_kind = define_kind({
     .name = "non-reentrant",
     .acquire_call = &non_reentrant_acquire,
     .decode = &reentrant_decode,
@@ -32,6 +33,6 @@ const lock_kind non_reentrant_kind{
     .waiting = wait_mode::lock_channel,
     .on_message = &on_unlock_message,
     .refusals = reentry_refusals,
-};
+});
 
 }  // namespace rlock::detail

@@ -3,6 +3,8 @@
 // rlock's writers first (rw_priority): a waiting writer's mark in `{<key>}:rlock_writers` that
 // readers respect, and its place in `{<key>}:rlock_writer_queue` that orders the writers, both
 // taken back by the writer's leave when it gives up.
+#include "engine/define_kind.hpp"
+#include "engine/engine_config.hpp"
 #include "kinds/hash_lock.hpp"
 
 #include <string>
@@ -90,6 +92,16 @@ void write_acquire_writers_first(const lock_identity& s, const acquire_inputs& i
   call.arg_count = 5;
 }
 
+/// A waiting writer marks the lock for config::read_write_lock's writer_mark_lease; a single
+/// attempt waits for nothing and so marks nothing.
+void writer_prepare(const attempt_facts& f, attempt_room& room, acquire_inputs& in) {
+  if (!f.waits()) return;
+  const auto mark = f.settings.read_write_lock.writer_mark_lease;
+  room.numbers[0].assign(mark.count());
+  in.mark_ms = room.numbers[0].view();
+  in.trace_lasts = mark;
+}
+
 /// A waiting writer that gives up takes its mark and its place back (and tells those it held
 /// back).
 void write_leave(const lock_identity& s, const leave_inputs& in, release_script_call& call) {
@@ -97,7 +109,7 @@ void write_leave(const lock_identity& s, const leave_inputs& in, release_script_
   const auto [marks, queue] = marks_and_queue(s.key, call.scratch);
   call.keys = {s.key, marks, in.channel, queue};
   call.key_count = 4;
-  call.args = {s.field, in.publish};
+  call.args = {s.field, in.attempt.publish};
   call.arg_count = 2;
 }
 
@@ -180,23 +192,24 @@ constexpr lock_kind write_half{
 
 }  // namespace
 
-constinit const lock_kind read_kind = read_half;
-constinit const lock_kind write_kind = write_half;
+constinit const lock_kind read_kind = define_kind(read_half);
+constinit const lock_kind write_kind = define_kind(write_half);
 
-constinit const lock_kind read_kind_writers_first = [] {
+constinit const lock_kind read_kind_writers_first = define_kind([] {
   lock_kind k = read_half;
   k.name = "read (writers first)";
   k.acquire_call = &read_acquire_writers_first;
   return k;
-}();
+}());
 
-constinit const lock_kind write_kind_writers_first = [] {
+constinit const lock_kind write_kind_writers_first = define_kind([] {
   lock_kind k = write_half;
   k.name = "write (writers first)";
   k.acquire_call = &write_acquire_writers_first;
   k.leave_call = &write_leave;
+  k.prepare_attempt = &writer_prepare;
   k.woken_first = true;
   return k;
-}();
+}());
 
 }  // namespace rlock::detail

@@ -1,11 +1,12 @@
 // Redisson's RLock: the hash, its PTTL answer, the latched unlock, a local handoff.
+#include "engine/define_kind.hpp"
 #include "kinds/hash_lock.hpp"
 
 namespace rlock::detail {
 
 using namespace hash_lock;
 
-const lock_kind reentrant_kind{
+constinit const lock_kind reentrant_kind = define_kind({
     .name = "reentrant",
     .acquire_call = &reentrant_acquire,
     .decode = &reentrant_decode,
@@ -19,6 +20,6 @@ const lock_kind reentrant_kind{
     .channel = &append_unlock_channel,
     .waiting = wait_mode::lock_channel,
     .on_message = &on_unlock_message,
-};
+});
 
 }  // namespace rlock::detail

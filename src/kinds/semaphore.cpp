@@ -4,6 +4,7 @@
 // round trips of the semaphore_admin script.
 #include "rlock/semaphore.hpp"
 
+#include "engine/define_kind.hpp"
 #include "engine/engine_context.hpp"
 #include "engine/lock_kind.hpp"
 #include "engine/lock_state.hpp"
@@ -130,7 +131,7 @@ void semaphore_admin_call(const lock_identity& s, std::string_view what, std::st
   call.arg_count = 4;
 }
 
-const lock_kind semaphore_kind{
+constinit const lock_kind semaphore_kind = define_kind({
     .name = "semaphore",
     .acquire_call = &semaphore_acquire,
     .decode = &reentrant_decode,  // nil: taken; a number: how long to sleep at most
@@ -149,7 +150,7 @@ const lock_kind semaphore_kind{
     .field_suffix = {},
     .permit_id_field = true,
     .refusals = permits_refusals,
-};
+});
 
 }  // namespace rlock::detail
 
@@ -218,13 +219,13 @@ std::string permit::id() const { return state_of(*this)->shown_field(); }
 std::string_view semaphore::name() const noexcept { return state_->name(); }
 std::string semaphore::last_error() const { return state_->last_error(); }
 std::string_view semaphore::key() const noexcept { return state_->key(); }
-semaphore::executor_type semaphore::get_executor() const noexcept { return state_->ctx->executor; }
+semaphore::executor_type semaphore::get_executor() const noexcept { return state_->executor(); }
 
 void semaphore::start_take(const semaphore& sem, std::uint32_t permits,
                            std::optional<milliseconds> wait, std::optional<milliseconds> lease,
                            detail::handler<std::optional<permit>> h) {
   const auto& s = sem.state_;
-  const auto ex = s->ctx->executor;
+  const auto ex = s->executor();
   if (auto f = check_count(permits, "an acquisition")) {
     s->set_last_error(f);
     detail::ops::deliver(ex, std::move(h), asio::cancellation_slot(), true, std::move(f),
@@ -248,7 +249,7 @@ void semaphore::start_admin(const semaphore& sem, std::string what, std::int64_t
 }
 
 void semaphore::start_release(const semaphore& sem, std::uint32_t permits, detail::handler<> h) {
-  const auto ex = sem.state_->ctx->executor;
+  const auto ex = sem.state_->executor();
   if (auto f = check_count(permits, "a release")) {
     sem.state_->set_last_error(f);
     detail::ops::deliver(ex, std::move(h), asio::cancellation_slot(), true, std::move(f));
@@ -260,7 +261,7 @@ void semaphore::start_release(const semaphore& sem, std::uint32_t permits, detai
 
 void semaphore::start_try_set(const semaphore& sem, std::uint32_t permits,
                               detail::handler<bool> h) {
-  const auto ex = sem.state_->ctx->executor;
+  const auto ex = sem.state_->executor();
   run_admin(
       sem.state_, "set", permits,
       detail::ops::mapped<std::int64_t>(std::move(h), ex, [](std::int64_t n) { return n == 1; }));

@@ -1,5 +1,6 @@
 // Redisson's RSpinLock: RLock's hash and acquire; releases publish nothing and waiters poll
 // with config::spin_lock's backoff.
+#include "engine/define_kind.hpp"
 #include "engine/engine_context.hpp"
 #include "kinds/hash_lock.hpp"
 
@@ -50,7 +51,7 @@ std::chrono::milliseconds spin_backoff(const engine_config& c, backoff_state& st
 
 }  // namespace
 
-const lock_kind spin_kind{
+constinit const lock_kind spin_kind = define_kind({
     .name = "spin",
     .acquire_call = &reentrant_acquire,  // RSpinLock's acquire is RLock's
     .decode = &reentrant_decode,
@@ -65,6 +66,6 @@ const lock_kind spin_kind{
     .waiting = wait_mode::poll,
     .on_message = &on_unlock_message,
     .backoff = &spin_backoff,
-};
+});
 
 }  // namespace rlock::detail

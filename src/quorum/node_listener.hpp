@@ -28,7 +28,9 @@ class node_listener final : public notify_hub::waiter,
   node_listener(std::shared_ptr<engine_context> ctx, std::string key, std::string channel_name,
                 message_policy policy, std::size_t index, boost::asio::any_io_executor quorum_ex,
                 sink to)
-      : ctx_(std::move(ctx)),
+      : client_ex_(ctx->executor),
+        hub_(ctx->hub),
+        ctx_(std::move(ctx)),
         key_(std::move(key)),
         channel_(std::move(channel_name)),
         policy_(policy),
@@ -38,10 +40,10 @@ class node_listener final : public notify_hub::waiter,
 
   /// Joins the channel (subscribing if this client has no waiter on it yet). Any thread.
   void join() {
-    boost::asio::post(ctx_->executor, [self = shared_from_this()] {
+    boost::asio::post(client_ex_, [self = shared_from_this()] {
       if (self->left_) return;
       self->on_unpark = &node_listener::on_unparked;
-      self->ctx_->hub.add(self->key_, self->channel_, self->policy_, *self);
+      self->hub_.add(self->key_, self->channel_, self->policy_, *self);
       self->joined_ = true;
       self->settle();
     });
@@ -49,9 +51,9 @@ class node_listener final : public notify_hub::waiter,
   /// Leaves the channel (the client's last waiter on it unsubscribes); nothing more is heard.
   /// Any thread.
   void leave() {
-    boost::asio::post(ctx_->executor, [self = shared_from_this()] {
+    boost::asio::post(client_ex_, [self = shared_from_this()] {
       self->left_ = true;
-      if (self->joined_) self->ctx_->hub.remove(*self);
+      if (self->joined_) self->hub_.remove(*self);
       self->joined_ = false;
       self->to_ = nullptr;
     });
@@ -61,13 +63,13 @@ class node_listener final : public notify_hub::waiter,
   // From inside the hub: only schedules (the hub must not be re-entered).
   static void on_unparked(notify_hub::waiter& w) {
     auto self = static_cast<node_listener&>(w).shared_from_this();
-    boost::asio::post(self->ctx_->executor, [self] { self->settle(); });
+    boost::asio::post(self->client_ex_, [self] { self->settle(); });
   }
 
   /// Reads what woke it, passes it on, and sleeps again (until the next wake-up).
   void settle() {
     if (left_ || !joined_) return;
-    notify_hub& hub = ctx_->hub;
+    notify_hub& hub = hub_;
     if (failed) {
       std::string why = hub.refusal_of(*this);
       if (why.empty()) why = hub.failure_of(*this).message();
@@ -91,6 +93,9 @@ class node_listener final : public notify_hub::waiter,
                       [to = to_, i = index_, what, why = std::move(why)] { to(i, what, why); });
   }
 
+  // What it uses of its node's client: the executor and the hub; the context only stays alive.
+  boost::asio::any_io_executor client_ex_;
+  notify_hub& hub_;
   std::shared_ptr<engine_context> ctx_;
   std::string key_;
   std::string channel_;

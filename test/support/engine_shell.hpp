@@ -41,7 +41,7 @@ struct engine_shell {
   }
 
   fake_session& server() { return engine->session; }
-  detail::engine_counters& counters() { return engine->ctx.counters; }
+  detail::engine_counters& counters() { return engine->ctx.metrics.counters; }
 
   /// A new owner of `name`.
   std::shared_ptr<detail::lock_state> owner(

@@ -2,6 +2,7 @@
 // judgement of their reconcile answers.
 #include "engine/lock_kind.hpp"
 
+#include "engine/engine_config.hpp"
 #include "support/resp3_values.hpp"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,8 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <optional>
+#include <string>
 #include <utility>
 
 namespace {
@@ -261,9 +264,9 @@ TEST(lock_kind, writers_first_calls_add_the_marks_in_the_locks_slot_and_keep_red
   EXPECT_EQ(write.keys[1], "a{x}b:rlock_writers");
   EXPECT_EQ(write.keys[2], "a{x}b:rlock_writer_queue");
 
-  d::leave_inputs leave{};
-  leave.channel = "redisson_rwlock:{doc}";
-  leave.publish = "publish";
+  d::acquire_inputs attempt{};
+  attempt.publish = "publish";
+  const d::leave_inputs leave{"redisson_rwlock:{doc}", attempt};
   d::release_script_call call;
   d::write_kind_writers_first.leave_call(writer, leave, call);
   EXPECT_EQ(call.which, d::script::leave_write);
@@ -284,8 +287,13 @@ TEST(lock_kind, fair_calls_name_redissons_queue_and_rlocks_handoff_registrations
   using rlock::detail::non_reentrant_fair_kind;
   using rlock::detail::script;
   const rlock::detail::lock_identity id{"acct", "uuid:7"};
-  rlock::detail::acquire_inputs in{"30000",       "60000",   "2000", "12",
-                                   "30000:60000", "publish", {},     {}};
+  rlock::detail::acquire_inputs in{};
+  in.lease_ms = "30000";
+  in.publish = "publish";
+  in.wait_ms = "60000";
+  in.nap_base_ms = "2000";
+  in.ticket = "12";
+  in.handoff = "30000:60000";
   rlock::detail::acquire_script_call call;
   fair_kind.acquire_call(id, in, call);
   EXPECT_EQ(call.which, script::acquire_fair);
@@ -318,10 +326,12 @@ TEST(lock_kind, fair_calls_name_redissons_queue_and_rlocks_handoff_registrations
   EXPECT_EQ(release.keys[4], "redisson_lock__channel:{acct}");
   EXPECT_EQ(release.keys[5], "latch");
   rlock::detail::release_script_call leave;
-  fair_kind.leave_call(id, {"redisson_lock__channel:{acct}", "60000", "12", "publish"}, leave);
+  fair_kind.leave_call(id, {"redisson_lock__channel:{acct}", in}, leave);
   EXPECT_EQ(leave.which, script::leave_fair);
   ASSERT_EQ(leave.arg_span().size(), 4u);
+  EXPECT_EQ(leave.args[1], "60000");  // the allowance its attempts gave, given back
   EXPECT_EQ(leave.args[2], "12");
+  EXPECT_EQ(leave.args[3], "publish");
   EXPECT_EQ(fair_kind.transfer_call, nullptr);  // the queue's head is next, not a local waiter
   EXPECT_EQ(fair_kind.waiting, rlock::detail::wait_mode::queue);
   // Busy replies are how long to sleep; -3 is a handoff the attempt found.
@@ -330,6 +340,85 @@ TEST(lock_kind, fair_calls_name_redissons_queue_and_rlocks_handoff_registrations
   EXPECT_EQ(fair_kind.decode(number(250)).what, outcome::busy);
   EXPECT_EQ(fair_kind.decode(number(-1)).what, outcome::busy);
   EXPECT_EQ(fair_kind.decode(number(-7)).what, outcome::malformed);
+}
+
+// A kind's own settings become its attempt's arguments in its own file (prepare_attempt): the
+// engine passes the settings and the acquisition's facts, and knows none of these fields.
+TEST(lock_kind, fair_attempts_take_the_queue_allowance_their_ticket_and_a_claim_from_the_kind) {
+  namespace d = rlock::detail;
+  d::engine_config cfg;
+  cfg.watchdog_timeout = std::chrono::milliseconds(30000);
+  cfg.fair_lock.wait_timeout = std::chrono::milliseconds(60000);
+  cfg.fair_lock.handoff_claim = std::chrono::milliseconds(5000);
+  cfg.fair_lock.handoff_by_push = true;
+  const auto prepared = [&](std::optional<std::chrono::milliseconds> lease,
+                            std::optional<std::chrono::milliseconds> wait, auto&& check) {
+    d::attempt_room room;
+    d::acquire_inputs in{};
+    in.lease_ms = lease ? "7000" : "30000";
+    d::fair_kind.prepare_attempt({cfg, lease, wait, 12}, room, in);
+    check(in);
+  };
+  // Renewed by the watchdog, waiting 2 s: the allowance is wait_timeout whatever the wait, its
+  // naps halves of its own wait, and a grant by push gives it the claim only.
+  prepared(std::nullopt, std::chrono::milliseconds(2000), [](const d::acquire_inputs& in) {
+    EXPECT_EQ(in.wait_ms, "60000");
+    EXPECT_EQ(in.nap_base_ms, "2000");
+    EXPECT_EQ(in.ticket, "12");
+    EXPECT_EQ(in.handoff, "5000:60000");
+    EXPECT_EQ(in.trace_lasts, std::chrono::milliseconds(60000));
+  });
+  // With a lease of its own, a grant gives that lease; without a bound, it naps on the allowance.
+  prepared(std::chrono::milliseconds(7000), std::nullopt, [](const d::acquire_inputs& in) {
+    EXPECT_EQ(in.handoff, "7000:60000");
+    EXPECT_EQ(in.nap_base_ms, "60000");
+  });
+  // A single attempt is never queued: no ticket, no registration.
+  prepared(std::nullopt, std::chrono::milliseconds(0), [](const d::acquire_inputs& in) {
+    EXPECT_EQ(in.ticket, "");
+    EXPECT_EQ(in.handoff, "");
+  });
+  EXPECT_EQ(d::fair_kind.push_claim(cfg), std::chrono::milliseconds(5000));
+  // The claim stays within the watchdog's lease and above four margins (4 × 305 ms).
+  cfg.fair_lock.handoff_claim = std::chrono::milliseconds(1);
+  EXPECT_EQ(d::fair_kind.push_claim(cfg), std::chrono::milliseconds(1220));
+  cfg.fair_lock.handoff_claim = std::chrono::milliseconds(90000);
+  EXPECT_EQ(d::fair_kind.push_claim(cfg), std::chrono::milliseconds(30000));
+  // Redisson's protocol (no handoff by push), or sync_replicas (a grant would skip the
+  // replicas): no claim and no registration.
+  cfg.sync_replicas.replicas = 1;
+  EXPECT_EQ(d::non_reentrant_fair_kind.push_claim(cfg), std::chrono::milliseconds(0));
+  prepared(std::nullopt, std::nullopt, [](const d::acquire_inputs& in) {
+    EXPECT_EQ(in.ticket, "12");
+    EXPECT_EQ(in.handoff, "");
+  });
+}
+
+TEST(lock_kind, a_waiting_writer_marks_for_its_lease_and_a_fenced_counter_lives_its_idle_ttl) {
+  namespace d = rlock::detail;
+  d::engine_config cfg;
+  cfg.read_write_lock.writer_mark_lease = std::chrono::milliseconds(10000);
+  const auto mark = [&](std::optional<std::chrono::milliseconds> wait) {
+    d::attempt_room room;
+    d::acquire_inputs in{};
+    d::write_kind_writers_first.prepare_attempt({cfg, std::nullopt, wait, 1}, room, in);
+    return std::pair(std::string(in.mark_ms), in.trace_lasts);
+  };
+  EXPECT_EQ(mark(std::nullopt), std::pair(std::string("10000"), std::chrono::milliseconds(10000)));
+  EXPECT_EQ(mark(std::chrono::milliseconds(0)).first, "");  // a single attempt marks nothing
+  // Redisson's halves, and the reader, add nothing.
+  EXPECT_EQ(d::write_kind.prepare_attempt, nullptr);
+  EXPECT_EQ(d::read_kind_writers_first.prepare_attempt, nullptr);
+
+  const auto token_ttl = [&] {
+    d::attempt_room room;
+    d::acquire_inputs in{};
+    d::fenced_kind.prepare_attempt({cfg, std::nullopt, std::nullopt, 1}, room, in);
+    return std::string(in.token_ttl_ms);
+  };
+  EXPECT_EQ(token_ttl(), "");  // Redisson's counter, kept forever
+  cfg.fenced_lock.token_idle_ttl = std::chrono::milliseconds(3600000);
+  EXPECT_EQ(token_ttl(), "3600000");
 }
 
 TEST(lock_kind, fair_waiter_messages_are_redissons_zero_or_a_grant_to_a_ticket) {

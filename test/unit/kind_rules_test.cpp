@@ -1,0 +1,103 @@
+// The rules a lock kind's descriptor keeps (engine/define_kind.hpp): each is broken here once,
+// on a copy of a kind that keeps them all. A descriptor breaking one does not compile where it is
+// defined (define_kind is consteval); these say which rule each check is.
+#include "engine/define_kind.hpp"
+#include "engine/engine_config.hpp"
+#include "kinds/hash_lock.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string_view>
+
+namespace {
+
+namespace d = rlock::detail;
+using d::kind_rule;
+
+std::chrono::milliseconds no_backoff(const d::engine_config&, d::backoff_state&) { return {}; }
+std::chrono::milliseconds claim(const d::engine_config&) { return {}; }
+std::int64_t count_of(const rlock::detail::resp3::value&) noexcept { return 0; }
+
+// A kind that keeps every rule can be defined in a constant expression: RLock's hooks, and
+// nothing it need not set.
+constexpr d::lock_kind minimal = d::define_kind({
+    .name = "minimal",
+    .acquire_call = &d::hash_lock::reentrant_acquire,
+    .decode = &d::hash_lock::reentrant_decode,
+    .reconcile_question = &d::hash_lock::reentrant_question,
+    .judge = &d::hash_lock::reentrant_judge,
+    .release_call = &d::hash_lock::release_call,
+    .force_call = &d::hash_lock::force_call,
+    .channel = &d::append_unlock_channel,
+    .on_message = &d::hash_lock::on_unlock_message,
+});
+static_assert(d::broken_rule(minimal) == kind_rule::kept);
+// The defaults: Redisson's renewal, waiting on the lock's channel, a hold per acquisition.
+static_assert(minimal.renew == d::script::renew && minimal.waiting == d::wait_mode::lock_channel &&
+              minimal.takes_hold && minimal.transfer_call == nullptr &&
+              minimal.prepare_attempt == nullptr);
+
+template <typename Break>
+kind_rule broken(Break b) {
+  d::lock_kind k = minimal;
+  b(k);
+  return d::broken_rule(k);
+}
+
+TEST(kind_rules, each_rule_is_broken_by_the_descriptor_that_leaves_out_what_it_needs) {
+  EXPECT_EQ(broken([](d::lock_kind& k) { k.name = {}; }), kind_rule::named);
+  EXPECT_EQ(broken([](d::lock_kind& k) { k.acquire_call = nullptr; }), kind_rule::attempts);
+  EXPECT_EQ(broken([](d::lock_kind& k) { k.decode = nullptr; }), kind_rule::attempts);
+  EXPECT_EQ(broken([](d::lock_kind& k) { k.reconcile_question = nullptr; }), kind_rule::reconciles);
+  EXPECT_EQ(broken([](d::lock_kind& k) { k.judge = nullptr; }), kind_rule::reconciles);
+  EXPECT_EQ(broken([](d::lock_kind& k) { k.channel = nullptr; }), kind_rule::names_its_channel);
+  EXPECT_EQ(broken([](d::lock_kind& k) { k.release_call = nullptr; }),
+            kind_rule::releases_its_holds);
+  EXPECT_EQ(broken([](d::lock_kind& k) { k.force_call = nullptr; }), kind_rule::releases_its_holds);
+  // A latch takes no hold: a release of one would run on nothing.
+  EXPECT_EQ(broken([](d::lock_kind& k) { k.takes_hold = false; }),
+            kind_rule::holdless_releases_nothing);
+  EXPECT_EQ(broken([](d::lock_kind& k) {
+              k.takes_hold = false;
+              k.release_call = nullptr;
+              k.force_call = nullptr;
+            }),
+            kind_rule::kept);
+  EXPECT_EQ(broken([](d::lock_kind& k) { k.waiting = d::wait_mode::poll; }),
+            kind_rule::polling_backs_off);
+  EXPECT_EQ(broken([](d::lock_kind& k) { k.backoff = &no_backoff; }), kind_rule::polling_backs_off);
+  EXPECT_EQ(broken([](d::lock_kind& k) { k.on_message = nullptr; }),
+            kind_rule::listener_reads_messages);
+  // A polling kind listens on nothing: it may leave on_message out.
+  EXPECT_EQ(broken([](d::lock_kind& k) {
+              k.waiting = d::wait_mode::poll;
+              k.backoff = &no_backoff;
+              k.on_message = nullptr;
+            }),
+            kind_rule::kept);
+  EXPECT_EQ(broken([](d::lock_kind& k) { k.waiting = d::wait_mode::queue; }),
+            kind_rule::queue_is_left);
+  EXPECT_EQ(broken([](d::lock_kind& k) { k.count_question = &d::hash_lock::reentrant_question; }),
+            kind_rule::count_has_reader);
+  EXPECT_EQ(broken([](d::lock_kind& k) { k.count_of = &count_of; }), kind_rule::count_has_reader);
+  EXPECT_EQ(broken([](d::lock_kind& k) {
+              k.waiting = d::wait_mode::poll;
+              k.backoff = &no_backoff;
+              k.transfer_call = minimal.release_call;
+            }),
+            kind_rule::poll_hands_nothing_over);
+  EXPECT_EQ(broken([](d::lock_kind& k) { k.push_claim = &claim; }), kind_rule::push_needs_queue);
+}
+
+TEST(kind_rules, every_kind_rlock_ships_keeps_them) {
+  for (const d::lock_kind* k :
+       {&d::reentrant_kind, &d::fenced_kind, &d::non_reentrant_kind, &d::fair_kind,
+        &d::non_reentrant_fair_kind, &d::spin_kind, &d::read_kind, &d::write_kind,
+        &d::read_kind_writers_first, &d::write_kind_writers_first, &d::semaphore_kind}) {
+    EXPECT_EQ(d::broken_rule(*k), kind_rule::kept) << k->name;
+  }
+}
+
+}  // namespace
