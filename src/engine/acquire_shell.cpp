@@ -53,8 +53,15 @@ class optional_ms {
 /// The longest a waiter sleeps without a message, whatever the server answered: the longer of
 /// its own lease and the watchdog's (a short lease must not make a waiter poll a holder that
 /// renews for longer; a wait answered as years must still end in a look at the lock).
-milliseconds longest_nap(const engine_context& c, std::optional<milliseconds> lease) noexcept {
-  return std::max(lease.value_or(c.cfg.watchdog_timeout), c.cfg.watchdog_timeout);
+milliseconds longest_nap(const engine_config& cfg, std::optional<milliseconds> lease) noexcept {
+  return std::max(lease.value_or(cfg.watchdog_timeout), cfg.watchdog_timeout);
+}
+
+/// An acquisition's machine: its bounds are the caller's wait, command_timeout and the leases.
+acquire_fsm machine_for(const engine_config& cfg, clock_type::time_point started,
+                        const milliseconds* wait, std::optional<milliseconds> lease) noexcept {
+  return acquire_fsm(started, wait, cfg.command_timeout, cfg.watchdog_timeout,
+                     longest_nap(cfg, lease));
 }
 
 struct acquire_operation : attempt_gate::entry {
@@ -69,8 +76,7 @@ struct acquire_operation : attempt_gate::entry {
         lease(l),
         wait(w),
         started(clock_type::now()),
-        fsm(started, w ? &*w : nullptr, s->ctx->cfg.command_timeout, s->ctx->cfg.watchdog_timeout,
-            longest_nap(*s->ctx, l)),
+        fsm(machine_for(s->ctx->cfg, started, w ? &*w : nullptr, l)),
         caller(std::in_place_type<Handler>, std::move(h)),
         error(validate(w, l)) {}
 
@@ -220,7 +226,7 @@ struct acquire_operation : attempt_gate::entry {
   /// (lock_kind::prepare_attempt: a fair queue's allowance and ticket, a writer's mark, ...).
   void prepare(decimal& own_lease, attempt_room& room, acquire_inputs& in) const {
     const engine_context& c = ctx();
-    in.lease_ms = c.lease_arg(lease.value_or(c.cfg.watchdog_timeout), own_lease);
+    in.lease_ms = c.lease_arg(lease.value_or(milliseconds{0}), own_lease);
     in.publish = c.session.publish_command();
     if (const auto kind_own = s->kind.prepare_attempt) {
       kind_own({c.cfg, lease ? std::optional(*lease) : std::nullopt,
@@ -531,13 +537,16 @@ struct acquire_operation : attempt_gate::entry {
     return std::min(written, busy_written);
   }
 
+  /// The lease a hold of this acquisition gets: its own, or the watchdog's.
+  milliseconds held_lease() const noexcept { return lease.value_or(ctx().cfg.watchdog_timeout); }
+
   /// Bookkeeping of a hold an answer took for this operation (kept even if it is given back),
   /// its lease counted from `sent` (the attempt's, or a handoff's, write).
   void record_hold(std::int64_t t) { record_hold(t, written); }
   void record_hold(std::int64_t t, clock_type::time_point sent, milliseconds claim = {}) {
     if (!s->kind.takes_hold) return;  // the condition holds: nothing to keep
     took_hold = true;
-    s->on_acquired(lease.value_or(ctx().cfg.watchdog_timeout), !lease, sent, claim);
+    s->on_acquired(held_lease(), !lease, sent, claim);
     if (t > 0) {
       token = t;
       s->token.store(t, std::memory_order_relaxed);
@@ -715,7 +724,7 @@ std::shared_ptr<handoff_ticket> reserve_handoff(lock_state& releasing, std::stri
   t->streak_since = streak == 0 ? now : releasing.streak_since;
   t->to = op->s;
   t->waiter_op = op;
-  t->lease = op->lease.value_or(c.cfg.watchdog_timeout);
+  t->lease = op->held_lease();
   t->watchdog = !op->lease;
   t->lease_arg.assign(t->lease.count());
   op->ticket = t;

@@ -81,9 +81,10 @@ class engine_context {
   /// (lock_kind::prepare_attempt).
   const decimal watchdog_lease_arg;
   const decimal latch_ttl_arg;
-  /// `lease` as a script argument: the watchdog's, formatted once, or formatted into `own`.
+  /// `lease` as a script argument: the watchdog's (also for zero or less: none of its own),
+  /// formatted once, or formatted into `own`.
   std::string_view lease_arg(std::chrono::milliseconds lease, decimal& own) const noexcept {
-    if (lease == cfg.watchdog_timeout) return watchdog_lease_arg.view();
+    if (lease.count() <= 0 || lease == cfg.watchdog_timeout) return watchdog_lease_arg.view();
     own.assign(lease.count());
     return own.view();
   }

@@ -39,8 +39,7 @@ struct release_operation {
     engine_context& c = *s.ctx;
     op->undo = s.before_release();
     op->grants_at_start = s.grants;
-    const auto lease_ms =
-        c.lease_arg(s.lease.count() > 0 ? s.lease : c.cfg.watchdog_timeout, op->lease_arg);
+    const auto lease_ms = c.lease_arg(s.lease, op->lease_arg);
     // The channel and the latch key in one buffer: one allocation per unlock.
     op->names.reserve(64 + 2 * s.key().size() + 32);
     s.kind.channel(s.key(), op->names);

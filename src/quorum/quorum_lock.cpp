@@ -59,6 +59,8 @@ struct quorum_node {
   std::shared_ptr<engine_context> ctx;
   std::shared_ptr<lock_state> s;
   std::string label;  // the deployment, as errors name it
+  /// The node's client's config::watchdog_timeout: the lease of a hold without one of its own.
+  milliseconds watchdog_lease{};
 };
 
 /// A hold: the nodes that granted, what the holder believes (quorum_hold), and the signals of
@@ -149,7 +151,7 @@ struct quorum_core : std::enable_shared_from_this<quorum_core> {
   std::vector<milliseconds> leases(std::optional<milliseconds> lease) const {
     std::vector<milliseconds> out;
     out.reserve(nodes.size());
-    for (const auto& n : nodes) out.push_back(lease.value_or(n.ctx->cfg.watchdog_timeout));
+    for (const auto& n : nodes) out.push_back(lease.value_or(n.watchdog_lease));
     return out;
   }
   bool believed() const noexcept { return current && !current->lost && !current->released; }
@@ -322,7 +324,7 @@ struct round_run : std::enable_shared_from_this<round_run> {
     if (wait) {
       // Until when a busy node's holder keeps it, if nobody publishes: its TTL (none to go
       // by: the node's watchdog lease, the longest a renewed holder goes unrenewed).
-      const auto ttl_or_lease = ttl.count() >= 0 ? ttl : core->nodes[i].ctx->cfg.watchdog_timeout;
+      const auto ttl_or_lease = ttl.count() >= 0 ? ttl : core->nodes[i].watchdog_lease;
       wait->readiness.after_round(i, v, now + ttl_or_lease);
       wait->ring();
     }
@@ -945,12 +947,15 @@ quorum_lock::quorum_lock(std::vector<std::reference_wrapper<client>> nodes, std:
   milliseconds longest_timeout{1};
   milliseconds shortest_watchdog = milliseconds::max();
   for (auto& c : nodes) {
+    // The node's settings from its public config; the engine's context for its I/O only.
+    const auto& settings = c.get().get_config();
+    longest_timeout = std::max(longest_timeout, settings.command_timeout);
+    shortest_watchdog = std::min(shortest_watchdog, settings.watchdog_timeout);
     auto ctx = detail::kind_access::context(c.get());
-    longest_timeout = std::max(longest_timeout, ctx->cfg.command_timeout);
-    shortest_watchdog = std::min(shortest_watchdog, ctx->cfg.watchdog_timeout);
     auto s = detail::owner_table::new_owner(ctx, name, detail::reentrant_kind, core->owner);
     std::string label = ctx->cfg.deployment;
-    core->nodes.push_back({std::move(ctx), std::move(s), std::move(label)});
+    core->nodes.push_back(
+        {std::move(ctx), std::move(s), std::move(label), settings.watchdog_timeout});
   }
   core->round_timeout = options.round_timeout.value_or(longest_timeout);
   core->votes = std::vector<std::array<std::atomic<std::uint64_t>, 3>>(core->nodes.size());
