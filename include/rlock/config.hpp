@@ -114,7 +114,8 @@ struct RLOCK_EXPORT config {
   std::string client_name;
 
   /// Lease of locks taken without an explicit lease; the watchdog renews them every third of it.
-  /// Redisson's default is 30 s (lockWatchdogTimeout).
+  /// Redisson's default is 30 s (lockWatchdogTimeout). From 100 ms to 2^31 - 1 ms: a client
+  /// made with another value throws errc::invalid_argument.
   std::chrono::milliseconds watchdog_timeout{30'000};
 
   /// Prepended to every lock name to form its Redis key (and thus its channel). Off by default,

@@ -54,6 +54,14 @@ const config& validated(const config& cfg) {
                             "({} ms), got {} ms",
                             cfg.command_timeout.count(), sync.timeout.count()));
   }
+  if (cfg.watchdog_timeout < std::chrono::milliseconds(100) ||
+      cfg.watchdog_timeout > longest_server_wait) {
+    // Renewed every third of it and believed until a margin (1 % + 5 ms) before it ends: below
+    // 100 ms timer latency eats the margin; above 2^31 ms its deadlines are none a server keeps.
+    throw_error(errc::invalid_argument,
+                fmt::format("watchdog_timeout must be between 100 ms and {} ms, got {} ms",
+                            longest_server_wait.count(), cfg.watchdog_timeout.count()));
+  }
   const auto& spin = cfg.spin_lock;
   if (spin.initial.count() <= 0 || spin.cap < spin.initial || spin.multiplier == 0) {
     throw_error(errc::invalid_argument,

@@ -169,6 +169,28 @@ TEST(bad_input, zero_and_negative_lease_are_invalid_argument) {
   });
 }
 
+// A watchdog lease too short for its margin (or whose deadlines overflow) is refused when the
+// client is made, with the bounds in the text, instead of renewing in a tight loop.
+TEST(bad_input, a_watchdog_timeout_outside_100_ms_to_2_to_the_31_ms_is_invalid_argument) {
+  asio::io_context io;
+  auto cfg = make_config();
+  for (const auto bad : {std::chrono::milliseconds(0), std::chrono::milliseconds(-1),
+                         std::chrono::milliseconds(99), std::chrono::milliseconds(0x8000'0000)}) {
+    cfg.watchdog_timeout = bad;
+    try {
+      rlock::client redis(io.get_executor(), cfg);
+      ADD_FAILURE() << "accepted watchdog_timeout " << bad.count() << " ms";
+    } catch (const boost::system::system_error& e) {
+      EXPECT_EQ(e.code(), rlock::errc::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("watchdog_timeout must be between 100 ms"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  cfg.watchdog_timeout = std::chrono::milliseconds(100);
+  rlock::client fine(io.get_executor(), cfg);
+}
+
 TEST(bad_input, negative_wait_is_invalid_argument) {
   asio::io_context io;
   const auto cfg = make_config();
