@@ -66,50 +66,11 @@ RLOCK_EXPORT rlock::client& async_client_of(client_state& s) noexcept;
 /// the OS reuses thread ids.
 RLOCK_EXPORT std::uint64_t thread_owner() noexcept;
 
-/// The handle of `name` of kind Lock owned by `owner`, from the asynchronous client.
+/// The handle of `name` of kind Lock owned by `owner`, from the asynchronous client: the kind's
+/// own constructor (client::get).
 template <owned_lock Lock>
-Lock get_lock(rlock::client& c, std::string_view name, std::uint64_t owner);
-template <>
-inline rlock::reentrant_lock get_lock<rlock::reentrant_lock>(rlock::client& c,
-                                                             std::string_view name,
-                                                             std::uint64_t owner) {
-  return c.get_lock(name, owner);
-}
-template <>
-inline rlock::fenced_lock get_lock<rlock::fenced_lock>(rlock::client& c, std::string_view name,
-                                                       std::uint64_t owner) {
-  return c.get_fenced_lock(name, owner);
-}
-template <>
-inline rlock::non_reentrant_lock get_lock<rlock::non_reentrant_lock>(rlock::client& c,
-                                                                     std::string_view name,
-                                                                     std::uint64_t owner) {
-  return c.get_non_reentrant_lock(name, owner);
-}
-template <>
-inline rlock::fair_lock get_lock<rlock::fair_lock>(rlock::client& c, std::string_view name,
-                                                   std::uint64_t owner) {
-  return c.get_fair_lock(name, owner);
-}
-template <>
-inline rlock::spin_lock get_lock<rlock::spin_lock>(rlock::client& c, std::string_view name,
-                                                   std::uint64_t owner) {
-  return c.get_spin_lock(name, owner);
-}
-template <>
-inline rlock::non_reentrant_fair_lock get_lock<rlock::non_reentrant_fair_lock>(
-    rlock::client& c, std::string_view name, std::uint64_t owner) {
-  return c.get_non_reentrant_fair_lock(name, owner);
-}
-template <>
-inline rlock::read_lock get_lock<rlock::read_lock>(rlock::client& c, std::string_view name,
-                                                   std::uint64_t owner) {
-  return c.get_read_write_lock(name, owner).read_lock();
-}
-template <>
-inline rlock::write_lock get_lock<rlock::write_lock>(rlock::client& c, std::string_view name,
-                                                     std::uint64_t owner) {
-  return c.get_read_write_lock(name, owner).write_lock();
+Lock get_lock(rlock::client& c, std::string_view name, std::uint64_t owner) {
+  return c.get<Lock>(name, owner);
 }
 
 /// Whether an acquisition's result (nothing, a bool, a token or an optional token) took it.

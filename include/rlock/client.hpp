@@ -205,6 +205,24 @@ class RLOCK_EXPORT client {
   }
   ///@}
 
+  /// @name get
+  ///@{
+
+  /// A handle of kind `Kind` on `name`, with a new owner: `Kind(*this, name)`. Every kind is
+  /// made this way (reentrant_lock, fenced_lock, fair_lock, spin_lock, read_write_lock,
+  /// semaphore, count_down_latch, ...), by its own constructor from a client and a name, so a
+  /// kind adds nothing to this class; the get_* factories below are its named forms.
+  template <typename Kind>
+  Kind get(std::string_view name) {
+    return Kind(*this, name);
+  }
+  /// The same, owned by `owner_id` (a kind with owners): `Kind(*this, name, owner_id)`.
+  template <typename Kind>
+  Kind get(std::string_view name, std::uint64_t owner_id) {
+    return Kind(*this, name, owner_id);
+  }
+  ///@}
+
   /// @name get_lock
   ///@{
 

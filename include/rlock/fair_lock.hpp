@@ -3,7 +3,9 @@
 #include "rlock/basic_owned_lock.hpp"
 #include "rlock/export.hpp"
 
+#include <cstdint>
 #include <memory>
+#include <string_view>
 
 namespace rlock {
 
@@ -32,6 +34,13 @@ namespace rlock {
 /// try_lock() without a wait is one attempt that never joins the queue. Everything else is
 /// basic_owned_lock's and lock_handle's. Get one from client::get_fair_lock().
 class RLOCK_EXPORT fair_lock : public basic_owned_lock<fair_lock> {
+ public:
+  /// A new owner of `name` on `c`: client::get<fair_lock>(name).
+  fair_lock(client& c, std::string_view name);
+  /// The owner `owner_id` of `name` on `c` (handles of one owner share its holds):
+  /// client::get<fair_lock>(name, owner_id).
+  fair_lock(client& c, std::string_view name, std::uint64_t owner_id);
+
  private:
   friend class client;
   friend class basic_owned_lock<fair_lock>;
@@ -44,6 +53,13 @@ class RLOCK_EXPORT fair_lock : public basic_owned_lock<fair_lock> {
 /// owner that already holds it fails at once with errc::reentry_refused. Get one from
 /// client::get_non_reentrant_fair_lock().
 class RLOCK_EXPORT non_reentrant_fair_lock : public basic_owned_lock<non_reentrant_fair_lock> {
+ public:
+  /// A new owner of `name` on `c`: client::get<non_reentrant_fair_lock>(name).
+  non_reentrant_fair_lock(client& c, std::string_view name);
+  /// The owner `owner_id` of `name` on `c` (handles of one owner share its holds):
+  /// client::get<non_reentrant_fair_lock>(name, owner_id).
+  non_reentrant_fair_lock(client& c, std::string_view name, std::uint64_t owner_id);
+
  private:
   friend class client;
   friend class basic_owned_lock<non_reentrant_fair_lock>;

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace rlock {
@@ -158,6 +159,12 @@ class RLOCK_EXPORT fenced_lock : public lock_handle {
 
   /// The Redis key of the token counter: `redisson_lock_token:{<key>}`.
   std::string token_key() const;
+
+  /// A new owner of `name` on `c`: client::get<fenced_lock>(name).
+  fenced_lock(client& c, std::string_view name);
+  /// The owner `owner_id` of `name` on `c` (handles of one owner share its holds):
+  /// client::get<fenced_lock>(name, owner_id).
+  fenced_lock(client& c, std::string_view name, std::uint64_t owner_id);
 
  private:
   friend class client;

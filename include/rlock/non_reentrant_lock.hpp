@@ -3,7 +3,9 @@
 #include "rlock/basic_owned_lock.hpp"
 #include "rlock/export.hpp"
 
+#include <cstdint>
 #include <memory>
+#include <string_view>
 
 namespace rlock {
 
@@ -17,6 +19,13 @@ namespace rlock {
 /// Everything else is basic_owned_lock's and lock_handle's (forms, bounds, cancellation, holds,
 /// with_lock, the blocking facade). Get one from client::get_non_reentrant_lock().
 class RLOCK_EXPORT non_reentrant_lock : public basic_owned_lock<non_reentrant_lock> {
+ public:
+  /// A new owner of `name` on `c`: client::get<non_reentrant_lock>(name).
+  non_reentrant_lock(client& c, std::string_view name);
+  /// The owner `owner_id` of `name` on `c` (handles of one owner share its holds):
+  /// client::get<non_reentrant_lock>(name, owner_id).
+  non_reentrant_lock(client& c, std::string_view name, std::uint64_t owner_id);
+
  private:
   friend class client;
   friend class basic_owned_lock<non_reentrant_lock>;

@@ -2,7 +2,9 @@
 
 #include "rlock/basic_owned_lock.hpp"
 #include "rlock/export.hpp"
+#include "rlock/rw_priority.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <string_view>
 
@@ -15,6 +17,13 @@ namespace rlock {
 /// The writer of the lock may take it too (a downgrade: it then keeps reading after its write
 /// unlock). Get it from read_write_lock::read_lock().
 class RLOCK_EXPORT read_lock : public basic_owned_lock<read_lock> {
+ public:
+  /// A new owner of `name` on `c`: client::get<read_lock>(name).
+  read_lock(client& c, std::string_view name);
+  /// The owner `owner_id` of `name` on `c` (handles of one owner share its holds):
+  /// client::get<read_lock>(name, owner_id).
+  read_lock(client& c, std::string_view name, std::uint64_t owner_id);
+
  private:
   friend class read_write_lock;
   friend class basic_owned_lock<read_lock>;
@@ -28,6 +37,13 @@ class RLOCK_EXPORT read_lock : public basic_owned_lock<read_lock> {
 /// at once with errc::upgrade_refused: it would wait for its own reads (Redisson's client waits
 /// forever there). Get it from read_write_lock::write_lock().
 class RLOCK_EXPORT write_lock : public basic_owned_lock<write_lock> {
+ public:
+  /// A new owner of `name` on `c`: client::get<write_lock>(name).
+  write_lock(client& c, std::string_view name);
+  /// The owner `owner_id` of `name` on `c` (handles of one owner share its holds):
+  /// client::get<write_lock>(name, owner_id).
+  write_lock(client& c, std::string_view name, std::uint64_t owner_id);
+
  private:
   friend class read_write_lock;
   friend class basic_owned_lock<write_lock>;
@@ -52,6 +68,17 @@ class RLOCK_EXPORT read_write_lock {
   rlock::write_lock write_lock() const noexcept { return rlock::write_lock(write_); }
   /// The lock's name (without the client's key prefix).
   std::string_view name() const noexcept { return read_lock().name(); }
+
+  /// A new owner of `name` on `c`, with config::read_write_lock's priority:
+  /// client::get<read_write_lock>(name).
+  read_write_lock(client& c, std::string_view name);
+  /// A new owner of `name` on `c`, with `priority` (errc::invalid_argument if it is not one).
+  read_write_lock(client& c, std::string_view name, rw_priority priority);
+  /// The owner `owner_id` of `name` on `c`, with config::read_write_lock's priority:
+  /// client::get<read_write_lock>(name, owner_id).
+  read_write_lock(client& c, std::string_view name, std::uint64_t owner_id);
+  /// The owner `owner_id` of `name` on `c`, with `priority`.
+  read_write_lock(client& c, std::string_view name, std::uint64_t owner_id, rw_priority priority);
 
  private:
   friend class client;

@@ -3,7 +3,9 @@
 #include "rlock/basic_owned_lock.hpp"
 #include "rlock/export.hpp"
 
+#include <cstdint>
 #include <memory>
+#include <string_view>
 
 namespace rlock {
 
@@ -27,6 +29,13 @@ namespace rlock {
 /// are lock_handle's too; the acquisitions (lock, try_lock, scoped, try_scoped) are
 /// basic_owned_lock's, shared with the other exclusive kinds.
 class RLOCK_EXPORT reentrant_lock : public basic_owned_lock<reentrant_lock> {
+ public:
+  /// A new owner of `name` on `c`: client::get<reentrant_lock>(name).
+  reentrant_lock(client& c, std::string_view name);
+  /// The owner `owner_id` of `name` on `c` (handles of one owner share its holds):
+  /// client::get<reentrant_lock>(name, owner_id).
+  reentrant_lock(client& c, std::string_view name, std::uint64_t owner_id);
+
  private:
   friend class client;
   friend class basic_owned_lock<reentrant_lock>;

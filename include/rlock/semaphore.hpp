@@ -172,6 +172,9 @@ class RLOCK_EXPORT semaphore {
   /// thread.
   std::string last_error() const;
 
+  /// The semaphore `name` on `c`: client::get<semaphore>(name).
+  semaphore(client& c, std::string_view name);
+
  private:
   friend class client;
   friend class permit_expirable_semaphore;
@@ -235,6 +238,9 @@ class RLOCK_EXPORT permit_expirable_semaphore {
   std::string_view name() const noexcept { return semaphore_.name(); }
   /// Its Redis key: key prefix + name.
   std::string_view key() const noexcept { return semaphore_.key(); }
+
+  /// The semaphore `name` on `c`: client::get<permit_expirable_semaphore>(name).
+  permit_expirable_semaphore(client& c, std::string_view name);
 
  private:
   friend class client;

@@ -3,7 +3,9 @@
 #include "rlock/basic_owned_lock.hpp"
 #include "rlock/export.hpp"
 
+#include <cstdint>
 #include <memory>
+#include <string_view>
 
 namespace rlock {
 
@@ -19,6 +21,13 @@ namespace rlock {
 /// `cap` and then one per `cap`, and gets the lock up to `cap` after it was released. Everything
 /// else is basic_owned_lock's and lock_handle's. Get one from client::get_spin_lock().
 class RLOCK_EXPORT spin_lock : public basic_owned_lock<spin_lock> {
+ public:
+  /// A new owner of `name` on `c`: client::get<spin_lock>(name).
+  spin_lock(client& c, std::string_view name);
+  /// The owner `owner_id` of `name` on `c` (handles of one owner share its holds):
+  /// client::get<spin_lock>(name, owner_id).
+  spin_lock(client& c, std::string_view name, std::uint64_t owner_id);
+
  private:
   friend class client;
   friend class basic_owned_lock<spin_lock>;

@@ -400,90 +400,51 @@ asio::awaitable<void> client::connect() { return awaitable_of(impl_, &client::st
 
 asio::awaitable<void> client::close() { return awaitable_of(impl_, &client::start_close); }
 
-reentrant_lock client::get_lock(std::string_view name) {
-  return reentrant_lock(impl_->new_owner(name));
-}
-
+reentrant_lock client::get_lock(std::string_view name) { return get<reentrant_lock>(name); }
 reentrant_lock client::get_lock(std::string_view name, std::uint64_t owner_id) {
-  return reentrant_lock(impl_->state_for(name, owner_id));
+  return get<reentrant_lock>(name, owner_id);
 }
-
-fenced_lock client::get_fenced_lock(std::string_view name) {
-  return fenced_lock(impl_->new_owner(name, detail::fenced_kind));
-}
-
+fenced_lock client::get_fenced_lock(std::string_view name) { return get<fenced_lock>(name); }
 fenced_lock client::get_fenced_lock(std::string_view name, std::uint64_t owner_id) {
-  return fenced_lock(impl_->state_for(name, owner_id, detail::fenced_kind));
+  return get<fenced_lock>(name, owner_id);
 }
-
 non_reentrant_lock client::get_non_reentrant_lock(std::string_view name) {
-  return non_reentrant_lock(impl_->new_owner(name, detail::non_reentrant_kind));
+  return get<non_reentrant_lock>(name);
 }
 non_reentrant_lock client::get_non_reentrant_lock(std::string_view name, std::uint64_t owner_id) {
-  return non_reentrant_lock(impl_->state_for(name, owner_id, detail::non_reentrant_kind));
+  return get<non_reentrant_lock>(name, owner_id);
 }
-fair_lock client::get_fair_lock(std::string_view name) {
-  return fair_lock(impl_->new_owner(name, detail::fair_kind));
-}
+fair_lock client::get_fair_lock(std::string_view name) { return get<fair_lock>(name); }
 fair_lock client::get_fair_lock(std::string_view name, std::uint64_t owner_id) {
-  return fair_lock(impl_->state_for(name, owner_id, detail::fair_kind));
+  return get<fair_lock>(name, owner_id);
 }
 non_reentrant_fair_lock client::get_non_reentrant_fair_lock(std::string_view name) {
-  return non_reentrant_fair_lock(impl_->new_owner(name, detail::non_reentrant_fair_kind));
+  return get<non_reentrant_fair_lock>(name);
 }
 non_reentrant_fair_lock client::get_non_reentrant_fair_lock(std::string_view name,
                                                             std::uint64_t owner_id) {
-  return non_reentrant_fair_lock(impl_->state_for(name, owner_id, detail::non_reentrant_fair_kind));
+  return get<non_reentrant_fair_lock>(name, owner_id);
 }
-
-spin_lock client::get_spin_lock(std::string_view name) {
-  return spin_lock(impl_->new_owner(name, detail::spin_kind));
-}
+spin_lock client::get_spin_lock(std::string_view name) { return get<spin_lock>(name); }
 spin_lock client::get_spin_lock(std::string_view name, std::uint64_t owner_id) {
-  return spin_lock(impl_->state_for(name, owner_id, detail::spin_kind));
+  return get<spin_lock>(name, owner_id);
 }
-
-namespace {
-const detail::lock_kind& read_half(rw_priority p) {
-  return p == rw_priority::writers ? detail::read_kind_writers_first : detail::read_kind;
-}
-const detail::lock_kind& write_half(rw_priority p) {
-  return p == rw_priority::writers ? detail::write_kind_writers_first : detail::write_kind;
-}
-/// A caller's priority, or a clear error.
-rw_priority checked(rw_priority p) {
-  if (!detail::is_rw_priority(p)) {
-    throw_error(errc::invalid_argument,
-                fmt::format("get_read_write_lock: {} is not an rw_priority", static_cast<int>(p)));
-  }
-  return p;
-}
-}  // namespace
-
 read_write_lock client::get_read_write_lock(std::string_view name) {
-  return get_read_write_lock(name, get_config().read_write_lock.priority);
+  return get<read_write_lock>(name);
 }
 read_write_lock client::get_read_write_lock(std::string_view name, rw_priority priority) {
-  checked(priority);
-  auto read = impl_->new_owner(name, read_half(priority));
-  auto write = impl_->new_owner(name, write_half(priority), read->owner);
-  return read_write_lock(std::move(read), std::move(write));
+  return read_write_lock(*this, name, priority);
 }
 read_write_lock client::get_read_write_lock(std::string_view name, std::uint64_t owner_id) {
-  return get_read_write_lock(name, owner_id, get_config().read_write_lock.priority);
+  return get<read_write_lock>(name, owner_id);
 }
 read_write_lock client::get_read_write_lock(std::string_view name, std::uint64_t owner_id,
                                             rw_priority priority) {
-  checked(priority);
-  return read_write_lock(impl_->state_for(name, owner_id, read_half(priority)),
-                         impl_->state_for(name, owner_id, write_half(priority)));
+  return read_write_lock(*this, name, owner_id, priority);
 }
-
-semaphore client::get_semaphore(std::string_view name) {
-  return semaphore(impl_->new_owner(name, detail::semaphore_kind));
-}
+semaphore client::get_semaphore(std::string_view name) { return get<semaphore>(name); }
 permit_expirable_semaphore client::get_permit_expirable_semaphore(std::string_view name) {
-  return permit_expirable_semaphore(get_semaphore(name));
+  return get<permit_expirable_semaphore>(name);
 }
 }  // namespace rlock
 
@@ -493,6 +454,18 @@ std::shared_ptr<lock_state> kind_access::new_owner(client& c, std::string_view n
                                                    const lock_kind& kind) {
   return c.impl_->new_owner(name, kind);
 }
+
+std::shared_ptr<lock_state> kind_access::new_owner(client& c, std::string_view name,
+                                                   const lock_kind& kind, std::uint64_t owner) {
+  return c.impl_->new_owner(name, kind, owner);
+}
+
+std::shared_ptr<lock_state> kind_access::state_for(client& c, std::string_view name,
+                                                   std::uint64_t owner, const lock_kind& kind) {
+  return c.impl_->state_for(name, owner, kind);
+}
+
+const config& kind_access::settings(const client& c) noexcept { return c.get_config(); }
 
 std::shared_ptr<engine_context> kind_access::context(client& c) { return c.impl_->context(); }
 

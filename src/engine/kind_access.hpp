@@ -8,6 +8,7 @@
 #include "engine/lock_kind.hpp"
 #include "engine/lock_state.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <string_view>
 
@@ -22,6 +23,15 @@ struct kind_access {
   /// Thread-safe.
   static std::shared_ptr<lock_state> new_owner(client& c, std::string_view name,
                                                const lock_kind& kind);
+  /// The same with the id `owner` (a read-write lock's write half shares its read half's).
+  static std::shared_ptr<lock_state> new_owner(client& c, std::string_view name,
+                                               const lock_kind& kind, std::uint64_t owner);
+  /// The state of (name, owner) of `kind`, shared by every handle of that owner
+  /// (owner_table::state_for). Thread-safe.
+  static std::shared_ptr<lock_state> state_for(client& c, std::string_view name,
+                                               std::uint64_t owner, const lock_kind& kind);
+  /// The client's settings (its validated config). Thread-safe.
+  static const config& settings(const client& c) noexcept;
   /// The client's engine context, kept alive by the pointer. Thread-safe.
   static std::shared_ptr<engine_context> context(client& c);
 };

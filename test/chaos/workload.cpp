@@ -25,9 +25,11 @@
 #include <random>
 #include <rlock/blocking.hpp>
 #include <rlock/client.hpp>
+#include <rlock/detail/kind_list.hpp>
 #include <rlock/error.hpp>
 #include <rlock/log.hpp>
 #include <rlock/multi_lock.hpp>
+#include <rlock/rlock.hpp>
 #include <rlock/semaphore.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -382,10 +384,14 @@ constexpr workers workers_of() {
 }
 
 workers workers_for(const std::string& kind) {
-  if (kind == "reentrant") return workers_of<rlock::reentrant_lock>();
-  if (kind == "fair") return workers_of<rlock::fair_lock>();
-  if (kind == "non-reentrant") return workers_of<rlock::non_reentrant_lock>();
-  if (kind == "spin") return workers_of<rlock::spin_lock>();
+  // Every owned kind by its word (rlock/detail/kind_list.hpp): the checker's rule, exclusion.
+  // The read half alone is shared, which that rule would call a violation: read-write runs it.
+  if (kind == "read")
+    throw std::invalid_argument("workload: 'read' holds are shared; use read-write");
+#define WORKLOAD_KIND(type, word) \
+  if (kind == (word)) return workers_of<rlock::type>();
+  RLOCK_OWNED_LOCK_KINDS(WORKLOAD_KIND)
+#undef WORKLOAD_KIND
   if (kind == "read-write") return workers_of<rlock::write_lock, rlock::read_lock>();
   // Multi-locks over two reentrant locks (coroutines); the threads take plain locks beside them.
   if (kind == "multi")

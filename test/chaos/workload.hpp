@@ -24,9 +24,9 @@ struct workload_options {
   std::chrono::milliseconds max_hold{20};
   std::chrono::milliseconds try_wait{300};
   std::uint64_t seed = 1;
-  /// The lock kind every worker takes (issue 25's lock family): "reentrant", "fair",
-  /// "non-reentrant" or "spin" (the checker's rule: exclusion), or "read-write" (two rounds in
-  /// three take the read half; the rule: readers share, a writer excludes everyone), or "multi"
+  /// The lock kind every worker takes (issue 25's lock family): an owned kind's word in
+  /// RLOCK_OWNED_LOCK_KINDS but "read" (the checker's rule: exclusion), or "read-write" (two rounds
+  /// in three take the read half; the rule: readers share, a writer excludes everyone), or "multi"
   /// (coroutines take multi-locks over two names given in random order; exclusion per name).
   std::string kind = "reentrant";
   /// Upper bound on iterations per worker, so a loop ends even if time stood still.

@@ -49,7 +49,8 @@ struct hold_options {
   std::optional<std::chrono::milliseconds> wait;      // unset: wait as long as it takes
   std::optional<std::chrono::milliseconds> hold_for;  // unset: until Ctrl-C (or the lease ends)
   bool fenced = false;  // a fenced lock (RFencedLock): the acquisition's token is printed
-  /// Otherwise the exclusive kind: reentrant (RLock), fair (RFairLock), non-reentrant, spin.
+  /// Otherwise the owned lock kind, by its word in RLOCK_OWNED_LOCK_KINDS (reentrant, fair,
+  /// non-reentrant, non-reentrant-fair, spin, read, write).
   std::string kind = "reentrant";
 };
 int run_hold(const context& ctx, const hold_options& opts);

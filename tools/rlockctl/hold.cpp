@@ -17,9 +17,10 @@
 #include <memory>
 #include <optional>
 #include <rlock/client.hpp>
+#include <rlock/detail/kind_list.hpp>
 #include <rlock/error.hpp>
 #include <rlock/fenced_lock.hpp>
-#include <rlock/reentrant_lock.hpp>
+#include <rlock/rlock.hpp>
 #include <variant>
 
 namespace rlockctl {
@@ -60,18 +61,23 @@ std::int64_t since(steady_clock::time_point t) {
   return std::chrono::duration_cast<milliseconds>(steady_clock::now() - t).count();
 }
 
-/// The kinds `hold --kind` takes (a read-write lock's halves too): their acquisitions complete
-/// alike.
-using exclusive = std::variant<rlock::reentrant_lock, rlock::fair_lock, rlock::non_reentrant_lock,
-                               rlock::spin_lock, rlock::read_lock, rlock::write_lock>;
+/// The kinds `hold --kind` takes: every owned lock kind (rlock/detail/kind_list.hpp; a
+/// read-write lock's halves too), whose acquisitions complete alike. Index 0 is the reentrant
+/// lock, the default.
+template <typename Leading, typename... Kinds>
+struct variant_of_the_rest {
+  using type = std::variant<Kinds...>;
+};
+#define RLOCKCTL_TYPE(type, word) , rlock::type
+using exclusive = variant_of_the_rest<void RLOCK_OWNED_LOCK_KINDS(RLOCKCTL_TYPE)>::type;
+#undef RLOCKCTL_TYPE
 
 exclusive exclusive_of(rlock::client& c, const std::string& kind, const std::string& name) {
-  if (kind == "fair") return c.get_fair_lock(name);
-  if (kind == "non-reentrant") return c.get_non_reentrant_lock(name);
-  if (kind == "spin") return c.get_spin_lock(name);
-  if (kind == "read") return c.get_read_write_lock(name).read_lock();
-  if (kind == "write") return c.get_read_write_lock(name).write_lock();
-  return c.get_lock(name);
+#define RLOCKCTL_MAKE(type, word) \
+  if (kind == (word)) return c.get<rlock::type>(name);
+  RLOCK_OWNED_LOCK_KINDS(RLOCKCTL_MAKE)
+#undef RLOCKCTL_MAKE
+  return c.get<rlock::reentrant_lock>(name);  // main.cpp takes only the list's words
 }
 
 rlock::lock_handle handle_of(const exclusive& l) {

@@ -10,9 +10,11 @@
 #include <charconv>
 #include <cstdlib>
 #include <exception>
+#include <rlock/detail/kind_list.hpp>
 #include <rlock/version.hpp>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 namespace {
 
@@ -111,11 +113,14 @@ int main(int argc, char** argv) {
   auto* fenced_opt =
       hold->add_flag("--fenced", hold_opts.fenced,
                      "take it as a fenced lock (Redisson's RFencedLock) and print its token");
+#define RLOCKCTL_WORD(type, word) word,
+  const std::vector<std::string> owned_kinds{RLOCK_OWNED_LOCK_KINDS(RLOCKCTL_WORD)};
+#undef RLOCKCTL_WORD
   hold->add_option("--kind", hold_opts.kind,
                    "the lock's kind: reentrant (RLock, default), fair (RFairLock: waits its turn "
-                   "in the queue), non-reentrant, spin (RSpinLock: polls, no pub/sub), read or "
-                   "write (a half of RReadWriteLock)")
-      ->check(CLI::IsMember({"reentrant", "fair", "non-reentrant", "spin", "read", "write"}))
+                   "in the queue), non-reentrant, non-reentrant-fair, spin (RSpinLock: polls, no "
+                   "pub/sub), read or write (a half of RReadWriteLock)")
+      ->check(CLI::IsMember(owned_kinds))
       ->excludes(fenced_opt);
   auto* for_opt = hold->add_option("--for", hold_seconds, "seconds to hold (default: Ctrl-C)")
                       ->check(CLI::Range(0.0, 1e9));
