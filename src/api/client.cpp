@@ -6,6 +6,7 @@
 #include "engine/lock_state.hpp"
 #include "engine/operations.hpp"
 #include "engine/spawn.hpp"
+#include "kinds/registry.hpp"
 #include "rlock/error.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -36,11 +37,6 @@ namespace {
 std::string random_uuid() { return boost::uuids::to_string(boost::uuids::random_generator()()); }
 
 /// Settings that cannot work together are refused when the client is made, not at first use.
-/// One of rw_priority's values (a cast of any number compiles).
-bool is_rw_priority(rw_priority p) noexcept {
-  return p == rw_priority::writers || p == rw_priority::readers;
-}
-
 const config& validated(const config& cfg) {
   const auto& sync = cfg.sync_replicas;
   if (sync.replicas < 0) {
@@ -62,42 +58,12 @@ const config& validated(const config& cfg) {
                 fmt::format("watchdog_timeout must be between 100 ms and {} ms, got {} ms",
                             longest_server_wait.count(), cfg.watchdog_timeout.count()));
   }
-  const auto& spin = cfg.spin_lock;
-  if (spin.initial.count() <= 0 || spin.cap < spin.initial || spin.multiplier == 0) {
-    throw_error(errc::invalid_argument,
-                fmt::format("spin_lock backoff needs initial > 0, cap >= initial and multiplier "
-                            ">= 1, got {} ms, {} ms, {}",
-                            spin.initial.count(), spin.cap.count(), spin.multiplier));
-  }
-  if (cfg.fair_lock.wait_timeout.count() <= 0 || cfg.fair_lock.wait_timeout > longest_server_wait) {
-    // The scripts add it to the server's clock: a deadline past 2^31 ms is none a reader can use.
-    throw_error(errc::invalid_argument,
-                fmt::format("fair_lock.wait_timeout must be positive and at most {} ms, got {} ms",
-                            longest_server_wait.count(), cfg.fair_lock.wait_timeout.count()));
-  }
-  if (cfg.fair_lock.handoff_claim.count() <= 0) {
-    throw_error(errc::invalid_argument,
-                fmt::format("fair_lock.handoff_claim must be positive, got {} ms",
-                            cfg.fair_lock.handoff_claim.count()));
-  }
-  if (cfg.read_write_lock.writer_mark_lease.count() < 100) {
-    throw_error(errc::invalid_argument,
-                fmt::format("read_write_lock.writer_mark_lease must be at least 100 ms (a waiting "
-                            "writer comes back every half of it), got {} ms",
-                            cfg.read_write_lock.writer_mark_lease.count()));
-  }
-  const auto token_ttl = cfg.fenced_lock.token_idle_ttl;
-  if (token_ttl.count() != 0 && token_ttl.count() < 1000) {
-    throw_error(errc::invalid_argument,
-                fmt::format("fenced_lock.token_idle_ttl must be 0 (keep token counters forever, "
-                            "as Redisson) or at least 1000 ms (a server clock step back within "
-                            "it could repeat a token), got {} ms",
-                            token_ttl.count()));
-  }
-  if (!is_rw_priority(cfg.read_write_lock.priority)) {
-    throw_error(errc::invalid_argument,
-                fmt::format("read_write_lock.priority is not an rw_priority ({})",
-                            static_cast<int>(cfg.read_write_lock.priority)));
+  // Each kind's own settings, checked by the kind that reads them.
+  for (const lock_kind* kind : registered_kinds()) {
+    if (kind->settings_error == nullptr) continue;
+    if (auto why = kind->settings_error(cfg); !why.empty()) {
+      throw_error(errc::invalid_argument, why);
+    }
   }
   if (!cfg.cluster.nodes.empty() && !cfg.sentinel.nodes.empty()) {
     throw_error(

@@ -57,12 +57,11 @@ class client_impl final : public std::enable_shared_from_this<client_impl>,
 
   /// The state of (name, owner), shared by every handle of that owner. Thread-safe.
   std::shared_ptr<lock_state> state_for(std::string_view name, std::uint64_t owner,
-                                        const lock_kind& kind = reentrant_kind) {
+                                        const lock_kind& kind) {
     return ctx_.owners.state_for(context(), name, owner, kind);
   }
   /// The state of a new owner of `name` (owner_table::new_owner). Thread-safe.
-  std::shared_ptr<lock_state> new_owner(std::string_view name,
-                                        const lock_kind& kind = reentrant_kind,
+  std::shared_ptr<lock_state> new_owner(std::string_view name, const lock_kind& kind,
                                         std::optional<std::uint64_t> id = std::nullopt) {
     return owner_table::new_owner(context(), name, kind, id);
   }

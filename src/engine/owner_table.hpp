@@ -24,12 +24,11 @@ class owner_table {
   /// The state of (name, owner), shared by every handle of that owner.
   std::shared_ptr<lock_state> state_for(const std::shared_ptr<engine_context>& ctx,
                                         std::string_view name, std::uint64_t owner,
-                                        const lock_kind& kind = reentrant_kind);
+                                        const lock_kind& kind);
   /// The state of a new owner of `name`, with a fresh id (or `id`, one a new owner got from
   /// this call: a read-write lock's second half). Not listed: nobody else can name it.
   static std::shared_ptr<lock_state> new_owner(const std::shared_ptr<engine_context>& ctx,
-                                               std::string_view name,
-                                               const lock_kind& kind = reentrant_kind,
+                                               std::string_view name, const lock_kind& kind,
                                                std::optional<std::uint64_t> id = std::nullopt);
   /// Drops a listed state that is gone.
   void forget(const lock_state& s);

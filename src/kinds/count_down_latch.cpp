@@ -5,12 +5,12 @@
 
 #include "engine/define_kind.hpp"
 #include "engine/engine_context.hpp"
-#include "engine/kind_access.hpp"
 #include "engine/lock_kind.hpp"
 #include "engine/lock_state.hpp"
 #include "engine/operations.hpp"
 #include "engine/round_trip.hpp"
 #include "kinds/hash_lock.hpp"
+#include "kinds/registry.hpp"
 #include "names/names.hpp"
 #include "rlock/error.hpp"
 
@@ -46,22 +46,6 @@ reconcile_result count_judge(std::uint64_t, const resp3::value& answer) noexcept
 /// "0" (zero reached) and "1" (a new count, or deleted): every waiter looks again.
 wake_policy on_latch_message(std::string_view, std::uint32_t&) noexcept { return wake_policy::all; }
 
-constinit const lock_kind count_down_latch_kind = define_kind({
-    .name = "count-down-latch",
-    .acquire_call = &latch_wait_call,
-    .decode = &hash_lock::reentrant_decode,  // nil: open; a number: wait for a message
-    .reconcile_question = &count_question,
-    .judge = &count_judge,
-    .release_call = nullptr,  // no hold: nothing to release, hand over or renew
-    .transfer_call = nullptr,
-    .force_call = nullptr,
-    .leave_call = nullptr,
-    .renew = script::renew,
-    .channel = &append_latch_channel,
-    .waiting = wait_mode::lock_channel,
-    .on_message = &on_latch_message,
-    .takes_hold = false,
-});
 
 /// One latched change (latch_try_set, latch_count_down, latch_delete): KEYS = key, channel,
 /// request latch; ARGV = [count,] publish command, latch TTL. Its answer, an integer.
@@ -89,15 +73,29 @@ void run_change(const std::shared_ptr<lock_state>& s, script which, std::string 
 
 }  // namespace
 
+constinit const lock_kind count_down_latch_kind = define_kind({
+    .name = "count-down-latch",
+    .acquire_call = &latch_wait_call,
+    .decode = &hash_lock::reentrant_decode,  // nil: open; a number: wait for a message
+    .reconcile_question = &count_question,
+    .judge = &count_judge,
+    .release_call = nullptr,  // no hold: nothing to release, hand over or renew
+    .transfer_call = nullptr,
+    .force_call = nullptr,
+    .leave_call = nullptr,
+    .renew = script::renew,
+    .channel = &append_latch_channel,
+    .waiting = wait_mode::lock_channel,
+    .on_message = &on_latch_message,
+    .takes_hold = false,
+});
+
 }  // namespace rlock::detail
 
 namespace rlock {
 
 namespace asio = boost::asio;
 using detail::failure;
-
-count_down_latch::count_down_latch(client& c, std::string_view name)
-    : state_(detail::kind_access::new_owner(c, name, detail::count_down_latch_kind)) {}
 
 std::string_view count_down_latch::name() const noexcept { return state_->name(); }
 std::string_view count_down_latch::key() const noexcept { return state_->key(); }

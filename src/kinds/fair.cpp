@@ -3,6 +3,10 @@
 #include "engine/define_kind.hpp"
 #include "engine/engine_config.hpp"
 #include "kinds/hash_lock.hpp"
+#include "kinds/registry.hpp"
+#include "rlock/config.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <string>
@@ -86,6 +90,21 @@ void fair_prepare(const attempt_facts& f, attempt_room& room, acquire_inputs& in
   }
 }
 
+/// config::fair_lock: the queue allowance is added to the server's clock (a deadline past 2^31
+/// ms is none a reader can use), and a grant by push must hold for some time.
+std::string fair_settings_error(const config& c) {
+  const auto& f = c.fair_lock;
+  if (f.wait_timeout.count() <= 0 || f.wait_timeout > longest_server_wait) {
+    return fmt::format("fair_lock.wait_timeout must be positive and at most {} ms, got {} ms",
+                       longest_server_wait.count(), f.wait_timeout.count());
+  }
+  if (f.handoff_claim.count() <= 0) {
+    return fmt::format("fair_lock.handoff_claim must be positive, got {} ms",
+                       f.handoff_claim.count());
+  }
+  return {};
+}
+
 void fair_acquire(const lock_identity& s, const acquire_inputs& in, acquire_script_call& call) {
   fair_acquire_with(s, in, {}, call);
 }
@@ -165,6 +184,7 @@ constinit const lock_kind fair_kind = define_kind({
     .channel = &append_unlock_channel,
     .waiting = wait_mode::queue,
     .on_message = &on_fair_message,
+    .settings_error = &fair_settings_error,
     .prepare_attempt = &fair_prepare,
     .push_claim = &fair_push_claim,
 });
@@ -184,6 +204,7 @@ constinit const lock_kind non_reentrant_fair_kind = define_kind({
     .waiting = wait_mode::queue,
     .on_message = &on_fair_message,
     .refusals = reentry_refusals,
+    .settings_error = &fair_settings_error,
     .prepare_attempt = &fair_prepare,
     .push_claim = &fair_push_claim,
 });

@@ -6,8 +6,12 @@
 #include "engine/operations.hpp"
 #include "engine/round_trip.hpp"
 #include "kinds/hash_lock.hpp"
+#include "kinds/registry.hpp"
 #include "names/names.hpp"
+#include "rlock/config.hpp"
 #include "rlock/fenced_lock.hpp"
+
+#include <fmt/format.h>
 
 namespace rlock::detail {
 
@@ -21,6 +25,18 @@ void fenced_prepare(const attempt_facts& f, attempt_room& room, acquire_inputs& 
   if (ttl.count() <= 0) return;
   room.numbers[0].assign(ttl.count());
   in.token_ttl_ms = room.numbers[0].view();
+}
+
+/// config::fenced_lock: clock-bounded tokens need a counter that outlives a server's clock step.
+std::string fenced_settings_error(const config& c) {
+  const auto ttl = c.fenced_lock.token_idle_ttl;
+  if (ttl.count() != 0 && ttl.count() < 1000) {
+    return fmt::format(
+        "fenced_lock.token_idle_ttl must be 0 (keep token counters forever, as Redisson) or at "
+        "least 1000 ms (a server clock step back within it could repeat a token), got {} ms",
+        ttl.count());
+  }
+  return {};
 }
 
 /// Redisson's acquire, or with config::fenced_lock's token_idle_ttl the clock-bounded one, whose
@@ -92,6 +108,7 @@ constinit const lock_kind fenced_kind = define_kind({
     .channel = &append_unlock_channel,
     .waiting = wait_mode::lock_channel,
     .on_message = &on_unlock_message,
+    .settings_error = &fenced_settings_error,
     .prepare_attempt = &fenced_prepare,
 });
 

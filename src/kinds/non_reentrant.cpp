@@ -1,6 +1,7 @@
 // Redisson's RNonReentrantLock: RLock, refusing a re-acquire by its holder.
 #include "engine/define_kind.hpp"
 #include "kinds/hash_lock.hpp"
+#include "kinds/registry.hpp"
 
 namespace rlock::detail {
 

@@ -1,7 +1,7 @@
 // The non-reentrant lock's public constructors: a client's state of a new owner, or of the owner
 // the caller names (an I/O source: it reaches the client through kind_access).
 #include "engine/kind_access.hpp"
-#include "engine/lock_kind.hpp"
+#include "kinds/registry.hpp"
 #include "rlock/non_reentrant_lock.hpp"
 
 namespace rlock {

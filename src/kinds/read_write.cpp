@@ -6,6 +6,10 @@
 #include "engine/define_kind.hpp"
 #include "engine/engine_config.hpp"
 #include "kinds/hash_lock.hpp"
+#include "kinds/registry.hpp"
+#include "rlock/config.hpp"
+
+#include <fmt/format.h>
 
 #include <string>
 #include <string_view>
@@ -154,6 +158,23 @@ void write_force(const lock_identity& s, const release_inputs& in, release_scrip
   call.args[1] = "1";
 }
 
+/// config::read_write_lock: a waiting writer comes back every half of its mark's lease, and the
+/// priority is one of rw_priority's (a cast of any number compiles).
+std::string read_write_settings_error(const config& c) {
+  const auto& rw = c.read_write_lock;
+  if (rw.writer_mark_lease.count() < 100) {
+    return fmt::format(
+        "read_write_lock.writer_mark_lease must be at least 100 ms (a waiting writer comes back "
+        "every half of it), got {} ms",
+        rw.writer_mark_lease.count());
+  }
+  if (rw.priority != rw_priority::writers && rw.priority != rw_priority::readers) {
+    return fmt::format("read_write_lock.priority is not an rw_priority ({})",
+                       static_cast<int>(rw.priority));
+  }
+  return {};
+}
+
 /// Redisson's halves (reader-first).
 constexpr lock_kind read_half{
     .name = "read",
@@ -170,6 +191,7 @@ constexpr lock_kind read_half{
     .waiting = wait_mode::lock_channel,
     .on_message = &on_unlock_message,  // "0" after the last reader: one; "1" after a writer: all
     .field_suffix = {},
+    .settings_error = &read_write_settings_error,
 };
 
 constexpr lock_kind write_half{
@@ -188,6 +210,7 @@ constexpr lock_kind write_half{
     .on_message = &on_unlock_message,
     .field_suffix = write_field_suffix,
     .refusals = upgrade_refusals,
+    .settings_error = &read_write_settings_error,
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Redisson's RLock: the hash, its PTTL answer, the latched unlock, a local handoff.
 #include "engine/define_kind.hpp"
 #include "kinds/hash_lock.hpp"
+#include "kinds/registry.hpp"
 
 namespace rlock::detail {
 

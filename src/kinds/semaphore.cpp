@@ -10,6 +10,7 @@
 #include "engine/lock_state.hpp"
 #include "engine/round_trip.hpp"
 #include "kinds/hash_lock.hpp"
+#include "kinds/registry.hpp"
 #include "names/names.hpp"
 #include "names/permit_id.hpp"
 #include "rlock/error.hpp"

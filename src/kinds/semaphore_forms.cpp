@@ -1,7 +1,7 @@
 // The semaphore's public constructors (an I/O source: it reaches the client through
 // kind_access).
 #include "engine/kind_access.hpp"
-#include "engine/lock_kind.hpp"
+#include "kinds/registry.hpp"
 #include "rlock/semaphore.hpp"
 
 namespace rlock {

@@ -3,6 +3,10 @@
 #include "engine/define_kind.hpp"
 #include "engine/engine_context.hpp"
 #include "kinds/hash_lock.hpp"
+#include "kinds/registry.hpp"
+#include "rlock/config.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -49,6 +53,19 @@ std::chrono::milliseconds spin_backoff(const engine_config& c, backoff_state& st
   return nap;
 }
 
+/// config::spin_lock: Redisson's exponential backoff needs a first sleep, a cap at least that
+/// long, and a multiplier.
+std::string spin_settings_error(const config& c) {
+  const auto& spin = c.spin_lock;
+  if (spin.initial.count() <= 0 || spin.cap < spin.initial || spin.multiplier == 0) {
+    return fmt::format(
+        "spin_lock backoff needs initial > 0, cap >= initial and multiplier >= 1, got {} ms, "
+        "{} ms, {}",
+        spin.initial.count(), spin.cap.count(), spin.multiplier);
+  }
+  return {};
+}
+
 }  // namespace
 
 constinit const lock_kind spin_kind = define_kind({
@@ -65,6 +82,7 @@ constinit const lock_kind spin_kind = define_kind({
     .channel = &append_unlock_channel,  // names the latch's neighbour only: never subscribed
     .waiting = wait_mode::poll,
     .on_message = &on_unlock_message,
+    .settings_error = &spin_settings_error,
     .backoff = &spin_backoff,
 });
 

@@ -15,6 +15,7 @@
 #include "engine/owner_table.hpp"
 #include "engine/round_trip.hpp"
 #include "engine/spawn.hpp"
+#include "kinds/registry.hpp"
 #include "names/names.hpp"
 #include "quorum/node_listener.hpp"
 #include "quorum/node_refusals.hpp"

@@ -207,9 +207,10 @@ def check_site(driver, base, site, source, out, pages):
     print("checked %d internal links" % checked)
 
     # Every kind of src/kinds/ has its page, with its sections in order (<kind>_forms.cpp holds a
-    # kind's constructors: the kind is <kind>.cpp's).
+    # kind's constructors, the kind is <kind>.cpp's; registry.cpp lists the kinds).
     kinds = sorted(p.stem for p in (source / "src" / "kinds").glob("*.cpp")
-                   if p.stem != "names" and not p.stem.endswith("_forms")) + ["multi"]
+                   if p.stem not in ("names", "registry") and not p.stem.endswith("_forms"))
+    kinds += ["multi"]
     for kind in kinds:
         page = "guide/kinds/%s.html" % kind.replace("_", "-")
         if page not in seen:

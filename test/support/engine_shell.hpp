@@ -6,6 +6,7 @@
 // requests it made. The test plays the server: it answers each request when it chooses.
 #include "engine/lock_state.hpp"
 #include "engine/operations.hpp"
+#include "kinds/registry.hpp"
 #include "support/engine_fixture.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>

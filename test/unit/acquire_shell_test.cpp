@@ -1,6 +1,7 @@
 // The acquisition's I/O shell (acquire_shell.cpp) over an engine context without a client or a
 // server: the test answers each request the shell makes, as a server or a failing connection
 // would, and delivers the channel's messages itself.
+#include "kinds/registry.hpp"
 #include "rlock/error.hpp"
 #include "support/engine_shell.hpp"
 #include "support/resp3_values.hpp"

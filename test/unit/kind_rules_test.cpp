@@ -4,11 +4,15 @@
 #include "engine/define_kind.hpp"
 #include "engine/engine_config.hpp"
 #include "kinds/hash_lock.hpp"
+#include "kinds/registry.hpp"
+#include "rlock/config.hpp"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdint>
+#include <set>
+#include <string>
 #include <string_view>
 
 namespace {
@@ -91,13 +95,56 @@ TEST(kind_rules, each_rule_is_broken_by_the_descriptor_that_leaves_out_what_it_n
   EXPECT_EQ(broken([](d::lock_kind& k) { k.push_claim = &claim; }), kind_rule::push_needs_queue);
 }
 
-TEST(kind_rules, every_kind_rlock_ships_keeps_them) {
-  for (const d::lock_kind* k :
-       {&d::reentrant_kind, &d::fenced_kind, &d::non_reentrant_kind, &d::fair_kind,
-        &d::non_reentrant_fair_kind, &d::spin_kind, &d::read_kind, &d::write_kind,
-        &d::read_kind_writers_first, &d::write_kind_writers_first, &d::semaphore_kind}) {
+TEST(kind_rules, every_registered_kind_keeps_them_and_is_listed_once) {
+  std::set<const d::lock_kind*> seen;
+  std::set<std::string_view> names;
+  for (const d::lock_kind* k : d::registered_kinds()) {
     EXPECT_EQ(d::broken_rule(*k), kind_rule::kept) << k->name;
+    EXPECT_TRUE(seen.insert(k).second) << k->name;
+    EXPECT_TRUE(names.insert(k->name).second) << k->name;
   }
+  EXPECT_EQ(seen.size(), 12u);
+  EXPECT_EQ(seen.count(&d::count_down_latch_kind), 1u);
+}
+
+// Each kind checks its own section of the config (lock_kind::settings_error), and the client
+// asks every registered kind: a bad value is named by the kind that reads it, in words that say
+// what it must be.
+TEST(kind_rules, each_kind_names_what_is_wrong_with_its_own_settings) {
+  const auto first_error = [](const rlock::config& c) {
+    for (const d::lock_kind* k : d::registered_kinds()) {
+      if (k->settings_error == nullptr) continue;
+      if (auto why = k->settings_error(c); !why.empty()) return why;
+    }
+    return std::string();
+  };
+  EXPECT_EQ(first_error(rlock::config{}), "");
+  const auto error_of = [&](auto&& spoil) {
+    rlock::config c;
+    spoil(c);
+    return first_error(c);
+  };
+  using namespace std::chrono_literals;
+  EXPECT_EQ(error_of([](rlock::config& c) { c.fair_lock.wait_timeout = 0ms; }),
+            "fair_lock.wait_timeout must be positive and at most 2147483647 ms, got 0 ms");
+  EXPECT_EQ(error_of([](rlock::config& c) { c.fair_lock.handoff_claim = -5ms; }),
+            "fair_lock.handoff_claim must be positive, got -5 ms");
+  EXPECT_NE(error_of([](rlock::config& c) {
+              c.spin_lock.multiplier = 0;
+            }).find("spin_lock backoff needs initial > 0"),
+            std::string::npos);
+  EXPECT_NE(error_of([](rlock::config& c) {
+              c.read_write_lock.writer_mark_lease = 99ms;
+            }).find("read_write_lock.writer_mark_lease must be at least 100 ms"),
+            std::string::npos);
+  EXPECT_EQ(error_of([](rlock::config& c) {
+              c.read_write_lock.priority = static_cast<rlock::rw_priority>(7);
+            }),
+            "read_write_lock.priority is not an rw_priority (7)");
+  EXPECT_NE(error_of([](rlock::config& c) {
+              c.fenced_lock.token_idle_ttl = 999ms;
+            }).find("fenced_lock.token_idle_ttl must be 0"),
+            std::string::npos);
 }
 
 }  // namespace

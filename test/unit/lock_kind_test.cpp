@@ -3,6 +3,7 @@
 #include "engine/lock_kind.hpp"
 
 #include "engine/engine_config.hpp"
+#include "kinds/registry.hpp"
 #include "support/resp3_values.hpp"
 
 #include <gtest/gtest.h>

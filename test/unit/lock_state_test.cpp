@@ -3,6 +3,7 @@
 // I/O.
 #include "engine/lock_state.hpp"
 
+#include "kinds/registry.hpp"
 #include "support/engine_fixture.hpp"
 #include "support/resp3_values.hpp"
 
@@ -24,7 +25,8 @@ struct owner_fixture {
   boost::asio::io_context io;
   std::shared_ptr<rlock::test::engine_fixture> engine =
       rlock::test::engine_fixture::make(io.get_executor());
-  std::shared_ptr<lock_state> s = engine->ctx.owners.state_for(engine->context(), "L", 7);
+  std::shared_ptr<lock_state> s =
+      engine->ctx.owners.state_for(engine->context(), "L", 7, rlock::detail::reentrant_kind);
   std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now();
 
   // The watchdog keeps what it renews alive, and the owner keeps its engine: stopped, as
