@@ -46,7 +46,6 @@ reconcile_result count_judge(std::uint64_t, const resp3::value& answer) noexcept
 /// "0" (zero reached) and "1" (a new count, or deleted): every waiter looks again.
 wake_policy on_latch_message(std::string_view, std::uint32_t&) noexcept { return wake_policy::all; }
 
-
 /// One latched change (latch_try_set, latch_count_down, latch_delete): KEYS = key, channel,
 /// request latch; ARGV = [count,] publish command, latch TTL. Its answer, an integer.
 void run_change(const std::shared_ptr<lock_state>& s, script which, std::string count,
