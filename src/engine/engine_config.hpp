@@ -8,21 +8,22 @@
 
 namespace rlock::detail {
 
-/// The settings the engine reads, copied once from the client's validated config.
+/// The settings the engine reads, copied once from the client's validated config, and the
+/// config itself for the kinds.
 struct engine_config {
   std::chrono::milliseconds command_timeout{};
   std::chrono::milliseconds watchdog_timeout{};
   std::chrono::milliseconds slow_acquire_threshold{};
   config::replica_sync sync_replicas;
   config::handoff_bound local_handoff;
-  config::fair_lock_policy fair_lock;
-  config::spin_backoff spin_lock;
-  config::read_write_lock_policy read_write_lock;
-  config::fenced_lock_policy fenced_lock;
   std::string key_prefix;
   /// Which deployment the client talks to ("host:port", "sentinel <master>", "cluster <seed>"):
   /// a multi-lock orders its members within one.
   std::string deployment;
+  /// The client's validated config, whole: each kind reads its own section of it
+  /// (config::fair_lock, config::spin_lock, ...), so a kind's new setting is a member of config
+  /// and of nothing here.
+  config client;
 
   static engine_config from(const config& c);
 };

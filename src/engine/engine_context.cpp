@@ -38,12 +38,9 @@ engine_config engine_config::from(const config& c) {
   e.slow_acquire_threshold = c.slow_acquire_threshold;
   e.sync_replicas = c.sync_replicas;
   e.local_handoff = c.local_handoff;
-  e.fair_lock = c.fair_lock;
-  e.spin_lock = c.spin_lock;
-  e.read_write_lock = c.read_write_lock;
-  e.fenced_lock = c.fenced_lock;
   e.key_prefix = c.key_prefix;
   e.deployment = deployment_of(c);
+  e.client = c;
   return e;
 }
 

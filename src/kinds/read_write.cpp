@@ -100,7 +100,7 @@ void write_acquire_writers_first(const lock_identity& s, const acquire_inputs& i
 /// attempt waits for nothing and so marks nothing.
 void writer_prepare(const attempt_facts& f, attempt_room& room, acquire_inputs& in) {
   if (!f.waits()) return;
-  const auto mark = f.settings.read_write_lock.writer_mark_lease;
+  const auto mark = f.settings.client.read_write_lock.writer_mark_lease;
   room.numbers[0].assign(mark.count());
   in.mark_ms = room.numbers[0].view();
   in.trace_lasts = mark;
