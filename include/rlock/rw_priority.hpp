@@ -17,4 +17,11 @@ enum class rw_priority : std::uint8_t {
   readers,
 };
 
+namespace detail {
+/// One of rw_priority's values (a cast of any number compiles).
+constexpr bool is_rw_priority(rw_priority p) noexcept {
+  return p == rw_priority::writers || p == rw_priority::readers;
+}
+}  // namespace detail
+
 }  // namespace rlock

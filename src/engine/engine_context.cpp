@@ -33,14 +33,8 @@ std::string deployment_of(const config& c) {
 
 engine_config engine_config::from(const config& c) {
   engine_config e;
-  e.command_timeout = c.command_timeout;
-  e.watchdog_timeout = c.watchdog_timeout;
-  e.slow_acquire_threshold = c.slow_acquire_threshold;
-  e.sync_replicas = c.sync_replicas;
-  e.local_handoff = c.local_handoff;
-  e.key_prefix = c.key_prefix;
+  static_cast<config&>(e) = c;
   e.deployment = deployment_of(c);
-  e.client = c;
   return e;
 }
 

@@ -30,8 +30,6 @@ struct kind_access {
   /// (owner_table::state_for). Thread-safe.
   static std::shared_ptr<lock_state> state_for(client& c, std::string_view name,
                                                std::uint64_t owner, const lock_kind& kind);
-  /// The client's settings (its validated config). Thread-safe.
-  static const config& settings(const client& c) noexcept;
   /// The client's engine context, kept alive by the pointer. Thread-safe.
   static std::shared_ptr<engine_context> context(client& c);
 };

@@ -5,6 +5,7 @@
 #include "kinds/hash_lock.hpp"
 #include "kinds/registry.hpp"
 #include "rlock/config.hpp"
+#include "watchdog/watchdog.hpp"
 
 #include <fmt/format.h>
 
@@ -50,9 +51,9 @@ void fair_acquire_with(const lock_identity& s, const acquire_inputs& in, std::st
 /// margin (watchdog::margin: a shorter claim is lost before its renewal can answer). Zero
 /// without handoff_by_push, and with sync_replicas (a grant would skip the replicas).
 std::chrono::milliseconds fair_push_claim(const engine_config& c) {
-  if (!c.client.fair_lock.handoff_by_push || c.sync_replicas.replicas > 0) return {};
-  const auto margin = c.watchdog_timeout / 100 + std::chrono::milliseconds(5);
-  return std::clamp(c.client.fair_lock.handoff_claim, 4 * margin, c.watchdog_timeout);
+  if (!c.fair_lock.handoff_by_push || c.sync_replicas.replicas > 0) return {};
+  const auto margin = watchdog::margin_for(c.watchdog_timeout);
+  return std::clamp(c.fair_lock.handoff_claim, 4 * margin, c.watchdog_timeout);
 }
 
 /// A fair attempt's arguments. The queue allowance is config::fair_lock::wait_timeout, the same
@@ -65,7 +66,7 @@ std::chrono::milliseconds fair_push_claim(const engine_config& c) {
 /// is never queued (no ticket); a waiter registers for a handoff by push with its lease (the
 /// claim, renewed by the watchdog) and its allowance.
 void fair_prepare(const attempt_facts& f, attempt_room& room, acquire_inputs& in) {
-  const auto allowance = f.settings.client.fair_lock.wait_timeout;
+  const auto allowance = f.settings.fair_lock.wait_timeout;
   room.numbers[0].assign(allowance.count());
   in.wait_ms = room.numbers[0].view();
   in.trace_lasts = allowance;

@@ -21,7 +21,7 @@ using namespace hash_lock;
 
 /// config::fenced_lock's token_idle_ttl, if set: the clock-bounded tokens' counter lifetime.
 void fenced_prepare(const attempt_facts& f, attempt_room& room, acquire_inputs& in) {
-  const auto ttl = f.settings.client.fenced_lock.token_idle_ttl;
+  const auto ttl = f.settings.fenced_lock.token_idle_ttl;
   if (ttl.count() <= 0) return;
   room.numbers[0].assign(ttl.count());
   in.token_ttl_ms = room.numbers[0].view();

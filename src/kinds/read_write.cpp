@@ -100,7 +100,7 @@ void write_acquire_writers_first(const lock_identity& s, const acquire_inputs& i
 /// attempt waits for nothing and so marks nothing.
 void writer_prepare(const attempt_facts& f, attempt_room& room, acquire_inputs& in) {
   if (!f.waits()) return;
-  const auto mark = f.settings.client.read_write_lock.writer_mark_lease;
+  const auto mark = f.settings.read_write_lock.writer_mark_lease;
   room.numbers[0].assign(mark.count());
   in.mark_ms = room.numbers[0].view();
   in.trace_lasts = mark;
@@ -168,7 +168,7 @@ std::string read_write_settings_error(const config& c) {
         "every half of it), got {} ms",
         rw.writer_mark_lease.count());
   }
-  if (rw.priority != rw_priority::writers && rw.priority != rw_priority::readers) {
+  if (!is_rw_priority(rw.priority)) {
     return fmt::format("read_write_lock.priority is not an rw_priority ({})",
                        static_cast<int>(rw.priority));
   }

@@ -2,6 +2,7 @@
 // kind_access).
 #include "engine/kind_access.hpp"
 #include "kinds/registry.hpp"
+#include "rlock/client.hpp"
 #include "rlock/config.hpp"
 #include "rlock/error.hpp"
 #include "rlock/read_write_lock.hpp"
@@ -25,15 +26,13 @@ const detail::lock_kind& write_half(rw_priority p) {
 }
 /// A caller's priority, or a clear error.
 rw_priority checked(rw_priority p) {
-  if (p != rw_priority::writers && p != rw_priority::readers) {  // a cast of any number compiles
+  if (!detail::is_rw_priority(p)) {
     throw_error(errc::invalid_argument,
                 fmt::format("get_read_write_lock: {} is not an rw_priority", static_cast<int>(p)));
   }
   return p;
 }
-rw_priority configured(client& c) {
-  return detail::kind_access::settings(c).read_write_lock.priority;
-}
+rw_priority configured(client& c) { return c.get_config().read_write_lock.priority; }
 
 }  // namespace
 

@@ -40,7 +40,7 @@ void spin_force(const lock_identity& s, const release_inputs& in, release_script
 /// jitter that grows with the sleeps, at most `cap`.
 std::chrono::milliseconds spin_backoff(const engine_config& c, backoff_state& st) {
   thread_local std::minstd_rand jitter_source(std::random_device{}());
-  const auto& b = c.client.spin_lock;
+  const auto& b = c.spin_lock;
   const auto cap = static_cast<std::uint32_t>(b.cap.count());
   if (st.next_ms == 0) st.next_ms = static_cast<std::uint32_t>(b.initial.count());
   const auto nap = std::chrono::milliseconds(st.next_ms);

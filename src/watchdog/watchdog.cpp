@@ -29,7 +29,7 @@ watchdog::watchdog(asio::any_io_executor ex, script_registry& scripts,
     : executor_(std::move(ex)),
       scripts_(scripts),
       lease_(lease_ms),
-      margin_(std::min(lease_ms / 100 + std::chrono::milliseconds(5), lease_ms / 2)),
+      margin_(margin_for(lease_ms)),
       timer_(executor_) {}
 
 void watchdog::add(lease& l, std::shared_ptr<void> keep_alive, clock::time_point sent,

@@ -5,6 +5,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -133,6 +134,10 @@ class watchdog {
   std::chrono::milliseconds lease_length() const noexcept { return lease_; }
   /// How long before a lease can expire on the server its holder stops believing.
   std::chrono::milliseconds margin() const noexcept { return margin_; }
+  /// The margin of a watchdog whose lease is `lease`: lease / 100 + 5 ms, at most half of it.
+  static constexpr std::chrono::milliseconds margin_for(std::chrono::milliseconds lease) noexcept {
+    return std::min(lease / 100 + std::chrono::milliseconds(5), lease / 2);
+  }
 
   static constexpr std::size_t batch_size = 100;
 

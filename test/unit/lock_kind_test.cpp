@@ -349,9 +349,9 @@ TEST(lock_kind, fair_attempts_take_the_queue_allowance_their_ticket_and_a_claim_
   namespace d = rlock::detail;
   d::engine_config cfg;
   cfg.watchdog_timeout = std::chrono::milliseconds(30000);
-  cfg.client.fair_lock.wait_timeout = std::chrono::milliseconds(60000);
-  cfg.client.fair_lock.handoff_claim = std::chrono::milliseconds(5000);
-  cfg.client.fair_lock.handoff_by_push = true;
+  cfg.fair_lock.wait_timeout = std::chrono::milliseconds(60000);
+  cfg.fair_lock.handoff_claim = std::chrono::milliseconds(5000);
+  cfg.fair_lock.handoff_by_push = true;
   const auto prepared = [&](std::optional<std::chrono::milliseconds> lease,
                             std::optional<std::chrono::milliseconds> wait, auto&& check) {
     d::attempt_room room;
@@ -381,9 +381,9 @@ TEST(lock_kind, fair_attempts_take_the_queue_allowance_their_ticket_and_a_claim_
   });
   EXPECT_EQ(d::fair_kind.push_claim(cfg), std::chrono::milliseconds(5000));
   // The claim stays within the watchdog's lease and above four margins (4 × 305 ms).
-  cfg.client.fair_lock.handoff_claim = std::chrono::milliseconds(1);
+  cfg.fair_lock.handoff_claim = std::chrono::milliseconds(1);
   EXPECT_EQ(d::fair_kind.push_claim(cfg), std::chrono::milliseconds(1220));
-  cfg.client.fair_lock.handoff_claim = std::chrono::milliseconds(90000);
+  cfg.fair_lock.handoff_claim = std::chrono::milliseconds(90000);
   EXPECT_EQ(d::fair_kind.push_claim(cfg), std::chrono::milliseconds(30000));
   // Redisson's protocol (no handoff by push), or sync_replicas (a grant would skip the
   // replicas): no claim and no registration.
@@ -398,7 +398,7 @@ TEST(lock_kind, fair_attempts_take_the_queue_allowance_their_ticket_and_a_claim_
 TEST(lock_kind, a_waiting_writer_marks_for_its_lease_and_a_fenced_counter_lives_its_idle_ttl) {
   namespace d = rlock::detail;
   d::engine_config cfg;
-  cfg.client.read_write_lock.writer_mark_lease = std::chrono::milliseconds(10000);
+  cfg.read_write_lock.writer_mark_lease = std::chrono::milliseconds(10000);
   const auto mark = [&](std::optional<std::chrono::milliseconds> wait) {
     d::attempt_room room;
     d::acquire_inputs in{};
@@ -418,7 +418,7 @@ TEST(lock_kind, a_waiting_writer_marks_for_its_lease_and_a_fenced_counter_lives_
     return std::string(in.token_ttl_ms);
   };
   EXPECT_EQ(token_ttl(), "");  // Redisson's counter, kept forever
-  cfg.client.fenced_lock.token_idle_ttl = std::chrono::milliseconds(3600000);
+  cfg.fenced_lock.token_idle_ttl = std::chrono::milliseconds(3600000);
   EXPECT_EQ(token_ttl(), "3600000");
 }
 
