@@ -3,6 +3,7 @@
 #include "engine/deadline.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace rlock::detail {
 
@@ -48,9 +49,17 @@ action acquire_fsm::start(bool cancelled) noexcept {
 }
 
 action acquire_fsm::on_hold() noexcept {
+  const auto until = std::exchange(hold_until_, clock::time_point::max());
   if (cancelled_ || told_) {
     phase_ = phase::giving_back;
     pending_ = verdict::cancelled;
+    return action::give_back;
+  }
+  if (last_now_ >= until) {
+    // Its lease may have run out on the server before this answer: handing it out would make
+    // a believing holder the server no longer backs. Given back, then tried again.
+    phase_ = phase::giving_back;
+    late_hold_ = true;
     return action::give_back;
   }
   return tell(verdict::acquired);
@@ -214,12 +223,17 @@ action acquire_fsm::on_bound_passed() noexcept {
   return tell(answered_ ? verdict::not_acquired : verdict::timed_out, action::wait);
 }
 
-action acquire_fsm::on_given_back(bool failed) noexcept {
+action acquire_fsm::on_given_back(bool failed, clock::time_point now) noexcept {
+  last_now_ = now;
+  const bool again = std::exchange(late_hold_, false);
   if (failed) pending_ = verdict::failed;
   if (told_) {
     phase_ = phase::over;
     return action::done;
   }
+  // A late hold given back: the attempt is made again (it used up no wake-up) while the bound
+  // allows, as one that did not run.
+  if (again && !failed) return on_not_taken(now, true);
   return tell(pending_);
 }
 

@@ -12,6 +12,11 @@
 //   made is given back. Only the first attempt of try_lock() with no wait (one attempt) is
 //   bounded by config::command_timeout instead, as a single round trip.
 // - A hold taken for a caller who was told otherwise (cancelled, out of time) is given back.
+// - **A hold is never handed out after its holder must stop believing.** An answer that comes
+//   after the hold's lease, counted from the attempt's write, could have run out on the server
+//   (a reconciled attempt after a long outage, a server stalled past the lease) is given back and
+//   the attempt made again while the bound allows: the server may have given that hold to
+//   another owner already.
 // - A cancellation withdraws a queued attempt, interrupts a sleep, and otherwise waits for the
 //   answer that is due (an acquisition it made is given back before the caller is told), unless
 //   the connection is down: then the caller is told at once and the answer settles it later.
@@ -96,7 +101,10 @@ class acquire_fsm {
   /// hook): the caller is told; the answer, when it comes, is still processed.
   action on_bound_passed() noexcept;
   /// A give-back's release completed (`failed`: it did not; the shell keeps why).
-  action on_given_back(bool failed) noexcept;
+  action on_given_back(bool failed, clock::time_point now) noexcept;
+  /// The hold the answer about to be reported took is believed until `until` (its write plus
+  /// its lease, less the watchdog's margin): reported at or after it, it is given back.
+  void hold_believed_until(clock::time_point until) noexcept { hold_until_ = until; }
   /// After `complete` when detached(): what the operation still waits for.
   action resume() noexcept { return after_telling_; }
 
@@ -112,6 +120,9 @@ class acquire_fsm {
   /// An attempt's answer that was unknown and then reconciled as not run: the kind's state notes
   /// that a late run could still add a hold (lock_state::maybe_orphaned).
   bool reconciled_not_run() const noexcept { return not_run_; }
+  /// The give-back under way is of a hold answered too late to believe: the attempt is made
+  /// again after it (and a release that finds the hold gone already is no failure).
+  bool giving_back_late_hold() const noexcept { return late_hold_; }
 
  private:
   enum class phase : std::uint8_t { idle, attempting, reconciling, parked, giving_back, over };
@@ -126,6 +137,7 @@ class acquire_fsm {
 
   clock::time_point deadline_;  // the caller's bound (max: none)
   clock::time_point sleep_until_{};
+  clock::time_point hold_until_ = clock::time_point::max();
   clock::time_point last_now_;
   milliseconds default_nap_;
   milliseconds longest_nap_;
@@ -138,6 +150,7 @@ class acquire_fsm {
   bool single_attempt_;
   bool cancelled_ = false;
   bool told_ = false;
+  bool late_hold_ = false;
   bool answered_ = false;  // the server answered this operation at least once
   bool joined_ = false;
   bool wake_taken_ = false;

@@ -546,7 +546,13 @@ struct acquire_operation : attempt_gate::entry {
   void record_hold(std::int64_t t, clock_type::time_point sent, milliseconds claim = {}) {
     if (!s->kind.takes_hold) return;  // the condition holds: nothing to keep
     took_hold = true;
-    s->on_acquired(held_lease(), !lease, sent, claim);
+    const auto held = held_lease();
+    s->on_acquired(held, !lease, sent, claim);
+    // Believed from its write for its claim or its lease, less the watchdog's margin (the
+    // watchdog's own rule): an answer later than that is given back (acquire_fsm).
+    const auto believed = claim.count() > 0 && claim < held ? claim : held;
+    fsm.hold_believed_until(sent + believed - watchdog::margin_for(held));
+    hold_sent = sent;
     if (t > 0) {
       token = t;
       s->token.store(t, std::memory_order_relaxed);
@@ -569,15 +575,28 @@ struct acquire_operation : attempt_gate::entry {
   static void give_back(owner op) {
     if (!op->s->kind.takes_hold) {
       // A kind that takes no hold has nothing to give back.
-      const auto next = op->fsm.on_given_back(false);
+      const auto next = op->fsm.on_given_back(false, clock_type::now());
       return run(std::move(op), next);
     }
     op->ctx().metrics.given_back();
-    op->s->log(log_level::debug, ": giving back a hold its caller was not given");
+    const bool late = op->fsm.giving_back_late_hold();
+    if (late) {
+      op->s->log(
+          log_level::warning,
+          ": acquired, but the answer came {} ms after the write that took it, too late "
+          "to believe a lease of {} ms the server may have ended; given back, trying again",
+          std::chrono::duration_cast<milliseconds>(clock_type::now() - op->hold_sent).count(),
+          op->held_lease().count());
+    } else {
+      op->s->log(log_level::debug, ": giving back a hold its caller was not given");
+    }
     auto s = op->s;
-    async_release(std::move(s), [op = std::move(op)](failure e) mutable {
-      if (e) op->error = std::move(e);
-      const auto next = op->fsm.on_given_back(static_cast<bool>(op->error));
+    async_release(std::move(s), [op = std::move(op), late](failure e) mutable {
+      // A late hold the server ended already (not held any more) is what was feared, no failure.
+      if (e && !(late && e.code == errc::not_owner)) op->error = std::move(e);
+      // Given back: a retry's queue entry or mark is a trace of its own again.
+      if (late && !op->error) op->took_hold = false;
+      const auto next = op->fsm.on_given_back(static_cast<bool>(op->error), clock_type::now());
       run(std::move(op), next);
     });
   }
@@ -689,6 +708,7 @@ struct acquire_operation : attempt_gate::entry {
   bool called_again = false;     // the attempt in flight follows a NOSCRIPT answer
   bool left_a_trace = false;     // a waiting attempt was written: it may be queued, or marked
   bool took_hold = false;        // an answer or a handoff gave it a hold (kept or given back)
+  clock_type::time_point hold_sent{};  // the write its latest hold's lease counts from
   bool owes = false;          // counted in engine_context::owed: told, with a trace still to undo
   bool joined_first = false;  // a fair waiter that joined its channel before its attempts
   bool batched = false;       // its attempts go in batches (async_acquire)

@@ -159,9 +159,19 @@ verdict check(const history& h, const checker_options& opts) {
     for (const auto& [at, delta] : steps) {
       held += delta;
       if (held > cap.permits) {
-        v.violations.push_back(cap.lock + ": " + std::to_string(held) +
-                               " permits believed held at " + ms(at, origin) + ", capacity " +
-                               std::to_string(cap.permits));
+        // Name the holds believed at that instant, as the exclusion rule names both sides.
+        std::string what = cap.lock + ": " + std::to_string(held) + " permits believed held at " +
+                           ms(at, origin) + ", capacity " + std::to_string(cap.permits) + ":";
+        nanos first = at;
+        for (const auto& a0 : h.acquisitions) {
+          if (a0.lock != cap.lock || a0.permits == 0) continue;
+          const auto a = closed(a0, h.end);
+          if (a.acquired > at || a.ended <= at) continue;
+          what += "\n    " + describe(a, origin);
+          first = std::min(first, a.requested);
+        }
+        v.violations.push_back(what);
+        add_context(h, cap.lock, first - 1'000'000'000, at, what, v.context);
         break;
       }
     }

@@ -22,7 +22,9 @@
 #include <chrono>
 #include <exception>
 #include <functional>
+#include <optional>
 #include <string>
+#include <thread>
 
 namespace lost_answer_test {
 
@@ -200,6 +202,48 @@ TEST(lost_answer, an_acquisition_of_permits_is_reconciled_and_takes_them_once) {
         [&] { return t.get(key) == "3"; });
     EXPECT_EQ(told, "2");
     EXPECT_EQ(t.get(key), "3");
+    co_await t.redis.close();
+  });
+}
+
+TEST(lost_answer, an_acquisition_answered_after_its_lease_could_end_is_taken_afresh) {
+  // The hold the lost attempt made is still in the holds (nothing reclaimed it yet) when the
+  // question finds it, but its lease ran out during the outage: the server would give its
+  // permits to the next acquirer. Handed out, it would make a believing holder the server does
+  // not back; so it is given back and taken again, with a lease that starts now.
+  lossy t;
+  rlock::test::run(t.io, [&]() -> asio::awaitable<void> {
+    co_await t.redis.connect();
+    auto sem = t.redis.get_semaphore("late");
+    const std::string key(sem.key());
+    const std::string holds = "{" + key + "}:timeout";
+    constexpr auto lease = 300ms;
+    EXPECT_TRUE(co_await sem.try_set_permits(5));
+    const auto server_ms = [&] {
+      const auto time = t.raw.command({"TIME"});
+      return std::stoll(time.elements.at(0).str) * 1000 +
+             std::stoll(time.elements.at(1).str) / 1000;
+    };
+    std::optional<rlock::permit> held;
+    const auto told = co_await t.answer_lost(
+        [&]() -> asio::awaitable<std::string> {
+          held = co_await sem.try_acquire(1, 20s, lease);
+          co_return held ? std::to_string(held->count()) : "none";
+        },
+        [&] { return t.get(key) == "4"; },
+        // The outage outlives the lease (the fault's length, not a synchronisation).
+        [&] { std::this_thread::sleep_for(lease + 100ms); });
+    EXPECT_EQ(told, "1");
+    EXPECT_EQ(t.get(key), "4");  // one permit taken, once: the stale hold came back first
+    EXPECT_EQ(t.raw.command_int({"ZCARD", holds}), 1);
+    // The hold the caller has ends a lease after its retry, not after the lost attempt.
+    if (held) {
+      const auto ends = t.raw.command({"ZSCORE", holds, held->owner_field()});
+      EXPECT_GT(ends.real, static_cast<double>(server_ms()))
+          << "the caller holds a hold that ended";
+    }
+    if (held) co_await held->unlock();
+    EXPECT_EQ(t.get(key), "5");
     co_await t.redis.close();
   });
 }

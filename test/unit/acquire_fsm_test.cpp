@@ -189,7 +189,7 @@ TEST(acquire_fsm, the_bound_passing_over_a_written_attempt_tells_the_caller_and_
   EXPECT_EQ(fsm.request_deadline(), clock_type::time_point::max());
   // The answer comes after all, and took the lock: given back, nobody told twice.
   ASSERT_EQ(fsm.on_attempt(answer::acquired, -1ms, t0 + 10s), action::give_back);
-  EXPECT_EQ(fsm.on_given_back(false), action::done);
+  EXPECT_EQ(fsm.on_given_back(false, t0), action::done);
 }
 
 TEST(acquire_fsm, the_bound_passing_after_a_busy_answer_is_not_acquired) {
@@ -225,6 +225,64 @@ TEST(acquire_fsm, a_lost_answer_is_reconciled_never_written_again) {
   EXPECT_EQ(fsm.outcome(), verdict::acquired);
 }
 
+TEST(acquire_fsm, a_hold_answered_after_its_belief_ended_is_given_back_and_tried_again) {
+  // The attempt was written at t0 and its answer lost; the outage outlived the lease, and the
+  // question finds the hold (the server has not reclaimed it yet, or renewed nothing): the
+  // server may hand it to another owner any moment, so the caller must not believe it.
+  auto fsm = make(std::nullopt);
+  fsm.start(false);
+  ASSERT_EQ(fsm.on_attempt(answer::unknown, -1ms, t0), action::reconcile);
+  fsm.hold_believed_until(t0 + 985ms);
+  ASSERT_EQ(fsm.on_reconciled(answer::acquired, t0 + 1200ms), action::give_back);
+  EXPECT_TRUE(fsm.giving_back_late_hold());
+  EXPECT_FALSE(fsm.detached());  // nobody was told anything
+  // Given back: attempted again at once, and this answer is in time.
+  ASSERT_EQ(fsm.on_given_back(false, t0 + 1201ms), action::attempt);
+  EXPECT_FALSE(fsm.giving_back_late_hold());
+  EXPECT_FALSE(fsm.retry_after_wake());
+  fsm.hold_believed_until(t0 + 2185ms);
+  ASSERT_EQ(fsm.on_attempt(answer::acquired, -1ms, t0 + 1203ms), action::complete);
+  EXPECT_EQ(fsm.outcome(), verdict::acquired);
+}
+
+TEST(acquire_fsm, a_late_hold_is_never_retried_past_the_bound_or_a_cancellation) {
+  {
+    // A slow answer to a plain attempt is just as late; after the give-back the wait is over.
+    auto fsm = make(1000ms);
+    fsm.start(false);
+    fsm.hold_believed_until(t0 + 485ms);
+    ASSERT_EQ(fsm.on_attempt(answer::acquired, -1ms, t0 + 490ms), action::give_back);
+    ASSERT_EQ(fsm.on_given_back(false, t0 + 1000ms), action::complete);
+    EXPECT_EQ(fsm.outcome(), verdict::not_acquired);
+  }
+  {
+    auto fsm = make(std::nullopt);
+    fsm.start(false);
+    fsm.hold_believed_until(t0);
+    ASSERT_EQ(fsm.on_attempt(answer::acquired, -1ms, t0), action::give_back);  // at the end
+    EXPECT_EQ(fsm.on_cancel(true, true), action::wait);
+    ASSERT_EQ(fsm.on_given_back(false, t0 + 1ms), action::complete);
+    EXPECT_EQ(fsm.outcome(), verdict::cancelled);
+  }
+  {
+    // A give-back that fails fails the caller: the hold's fate is unknown.
+    auto fsm = make(std::nullopt);
+    fsm.start(false);
+    fsm.hold_believed_until(t0);
+    ASSERT_EQ(fsm.on_attempt(answer::acquired, -1ms, t0 + 1ms), action::give_back);
+    ASSERT_EQ(fsm.on_given_back(true, t0 + 2ms), action::complete);
+    EXPECT_EQ(fsm.outcome(), verdict::failed);
+  }
+  {
+    // A belief noted for one answer does not outlive it: the next hold is judged on its own.
+    auto fsm = make(std::nullopt);
+    fsm.start(false);
+    fsm.hold_believed_until(t0 + 10ms);
+    ASSERT_EQ(fsm.on_attempt(answer::acquired, -1ms, t0 + 1ms), action::complete);
+    EXPECT_EQ(fsm.outcome(), verdict::acquired);
+  }
+}
+
 TEST(acquire_fsm, a_question_out_of_time_tells_the_caller_and_stays_open) {
   auto fsm = make(300ms);
   fsm.start(false);
@@ -234,7 +292,7 @@ TEST(acquire_fsm, a_question_out_of_time_tells_the_caller_and_stays_open) {
   ASSERT_EQ(fsm.resume(), action::reconcile);
   EXPECT_EQ(fsm.request_deadline(), clock_type::time_point::max());
   ASSERT_EQ(fsm.on_reconciled(answer::acquired, t0 + 20s), action::give_back);
-  EXPECT_EQ(fsm.on_given_back(false), action::done);
+  EXPECT_EQ(fsm.on_given_back(false, t0), action::done);
 }
 
 TEST(acquire_fsm, a_run_whose_result_is_lost_is_given_back_and_fails) {
@@ -242,7 +300,7 @@ TEST(acquire_fsm, a_run_whose_result_is_lost_is_given_back_and_fails) {
   fsm.start(false);
   fsm.on_attempt(answer::unknown, -1ms, t0);
   ASSERT_EQ(fsm.on_reconciled(answer::ran_no_token, t0), action::give_back);
-  ASSERT_EQ(fsm.on_given_back(false), action::complete);
+  ASSERT_EQ(fsm.on_given_back(false, t0), action::complete);
   EXPECT_EQ(fsm.outcome(), verdict::failed);
 }
 
@@ -250,7 +308,7 @@ TEST(acquire_fsm, an_unsynced_acquisition_is_given_back_and_fails) {
   auto fsm = make(std::nullopt);
   fsm.start(false);
   ASSERT_EQ(fsm.on_attempt(answer::unsynced, -1ms, t0), action::give_back);
-  ASSERT_EQ(fsm.on_given_back(false), action::complete);
+  ASSERT_EQ(fsm.on_given_back(false, t0), action::complete);
   EXPECT_EQ(fsm.outcome(), verdict::failed);
 }
 
@@ -323,7 +381,7 @@ TEST(acquire_fsm, cancellation_in_each_phase) {
     fsm.start(false);
     ASSERT_EQ(fsm.on_cancel(true, true), action::wait);
     ASSERT_EQ(fsm.on_attempt(answer::acquired, -1ms, t0), action::give_back);
-    ASSERT_EQ(fsm.on_given_back(false), action::complete);
+    ASSERT_EQ(fsm.on_given_back(false, t0), action::complete);
     EXPECT_EQ(fsm.outcome(), verdict::cancelled);
     EXPECT_EQ(fsm.resume(), action::done);
   }
@@ -335,7 +393,7 @@ TEST(acquire_fsm, cancellation_in_each_phase) {
     ASSERT_EQ(fsm.resume(), action::wait);
     ASSERT_EQ(fsm.on_attempt(answer::unknown, -1ms, t0), action::reconcile);
     ASSERT_EQ(fsm.on_reconciled(answer::acquired, t0), action::give_back);
-    EXPECT_EQ(fsm.on_given_back(false), action::done);
+    EXPECT_EQ(fsm.on_given_back(false, t0), action::done);
   }
   {  // after the caller was told: nothing happens
     auto fsm = make(300ms);
@@ -386,7 +444,7 @@ run_result play(std::optional<std::chrono::milliseconds> wait, std::deque<answer
       }
       if (a == action::give_back) {
         ++r.holds_given_back;
-        a = fsm.on_given_back(false);
+        a = fsm.on_given_back(false, t0);
         continue;
       }
       break;
