@@ -431,6 +431,8 @@ std::shared_ptr<lock_state> kind_access::state_for(client& c, std::string_view n
   return c.impl_->state_for(name, owner, kind);
 }
 
+const config& kind_access::config_of(client& c) { return c.get_config(); }
+
 std::shared_ptr<engine_context> kind_access::context(client& c) { return c.impl_->context(); }
 
 }  // namespace rlock::detail

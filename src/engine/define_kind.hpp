@@ -6,6 +6,7 @@
 // compiler's error names the rule: the non-constexpr function of namespace `kind_rule_broken`
 // that define_kind reached.
 #include "engine/lock_kind.hpp"
+#include "engine/probe_row.hpp"
 
 #include <cstdint>
 #include <string_view>
@@ -26,6 +27,7 @@ enum class kind_rule : std::uint8_t {
   count_has_reader,           // a count question comes with the reader of its answer
   poll_hands_nothing_over,    // a polling kind's waiters are not in the hub: no local handoff
   push_needs_queue,           // only a queue's releases grant by push
+  probe_is_whole,             // an inspect row asks, reads and claims, for a hash or a string
 };
 
 /// The first rule `k` breaks; kind_rule::kept when it keeps them all.
@@ -51,6 +53,11 @@ constexpr kind_rule broken_rule(const lock_kind& k) noexcept {
     return kind_rule::poll_hands_nothing_over;
   }
   if (k.push_claim != nullptr && k.waiting != wait_mode::queue) return kind_rule::push_needs_queue;
+  if (k.probe != nullptr && (k.probe->commands == nullptr || k.probe->read == nullptr ||
+                             k.probe->claim == nullptr || k.probe->command_count == 0 ||
+                             (k.probe->stored_as != "hash" && k.probe->stored_as != "string"))) {
+    return kind_rule::probe_is_whole;
+  }
   return kind_rule::kept;
 }
 
@@ -68,6 +75,7 @@ inline void wait_mode_queue_needs_leave_call() {}
 inline void count_question_if_and_only_if_count_of() {}
 inline void a_polling_kind_has_no_transfer_call() {}
 inline void push_claim_needs_wait_mode_queue() {}
+inline void a_probe_row_needs_commands_read_claim_and_a_hash_or_string_type() {}
 }  // namespace kind_rule_broken
 
 /// `k`, checked against every rule at compile time.
@@ -111,6 +119,9 @@ consteval lock_kind define_kind(lock_kind k) {
       break;
     case kind_rule::push_needs_queue:
       broken::push_claim_needs_wait_mode_queue();
+      break;
+    case kind_rule::probe_is_whole:
+      broken::a_probe_row_needs_commands_read_claim_and_a_hash_or_string_type();
       break;
   }
   return k;

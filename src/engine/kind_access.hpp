@@ -30,6 +30,9 @@ struct kind_access {
   /// (owner_table::state_for). Thread-safe.
   static std::shared_ptr<lock_state> state_for(client& c, std::string_view name,
                                                std::uint64_t owner, const lock_kind& kind);
+  /// The client's validated config, for a kind's constructor that reads its own section (it
+  /// lives as long as the client). Thread-safe: it never changes.
+  static const config& config_of(client& c);
   /// The client's engine context, kept alive by the pointer. Thread-safe.
   static std::shared_ptr<engine_context> context(client& c);
 };

@@ -29,6 +29,7 @@ struct config;
 namespace rlock::detail {
 
 struct engine_config;
+struct probe_row;
 
 /// What a kind sees of a lock: the key and the owner's hash field. Nothing of the client: a kind
 /// builds commands and reads replies, the engine does the I/O.
@@ -259,6 +260,10 @@ struct lock_kind {
   /// the server (a count-down latch's zero): "acquired" means the condition holds; nothing is
   /// recorded, renewed, released or given back, and no acquisition metrics are counted.
   bool takes_hold = true;
+  /// How rlock::inspect tells this kind's keys apart (engine/probe_row.hpp); null: the kind
+  /// reads as another's (a spin or non-reentrant lock as a reentrant one, a read half as its
+  /// write half). One row per key_kind, on one of the kind's descriptors.
+  const probe_row* probe = nullptr;
 };
 
 /// The rlock error an error reply of `kind`'s script stands for: its refusal's, if the text

@@ -2,7 +2,8 @@
 
 // Reading a lock's keys, sans I/O: the commands that read every key a lock of any kind may have,
 // and the decoding of their answers into a lock_info (the kind the keys prove, the holders, the
-// queue, the permits). The I/O (src/api/inspect.cpp) pipelines the commands on the key's node.
+// queue, the permits). The I/O (src/inspect/inspect.cpp) pipelines the commands on the key's node.
+#include "engine/probe_row.hpp"
 #include "resp3/value.hpp"
 #include "rlock/detail/failure.hpp"
 #include "rlock/inspect.hpp"
@@ -14,18 +15,16 @@
 
 namespace rlock::detail {
 
-using probe_command = std::vector<std::string>;
-
-/// TYPE, HGETALL, PTTL of the key, the unlock channel's subscribers, the token counter, a fair
-/// lock's queue, deadlines, handoff registrations, TIME, the read-write channel's subscribers, the
-/// key's GET, a semaphore's holds, hold sizes, total and channel, the latch channel's subscribers:
-/// in this order, all in the key's slot. `sharded`: count subscribers of sharded channels
-/// (Cluster on Redis 7). Answers that do not apply to the key's type are errors nobody reads.
+/// TYPE, HGETALL, PTTL of the key, TIME and the key's GET (probe_common's order), then each
+/// registered kind's own commands (lock_kind::probe: its row, in the kind's own file), all in the
+/// key's slot. `sharded`: count subscribers of sharded channels (Cluster on Redis 7). Answers
+/// that do not apply to the key's type are errors nobody reads.
 std::vector<probe_command> probe_commands(std::string_view key, bool sharded);
 
 /// Decodes the answers to probe_commands(info.key) into `info` (its name and key set by the
-/// caller). A refusal of a command that applies is the failure (Redis's words, and its errc); so
-/// is a missing answer (protocol_error).
+/// caller): the rows of the key's type read their answers, and the first in their order that
+/// claims the keys names the kind. A refusal of a command that applies is the failure (Redis's
+/// words, and its errc); so is a missing answer (protocol_error).
 failure read_probe(const std::vector<resp3::value>& answers, lock_info& info);
 
 /// The owners a lock's hash records, or none when the hash is not a lock's (a field not

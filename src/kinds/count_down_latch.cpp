@@ -8,6 +8,7 @@
 #include "engine/lock_kind.hpp"
 #include "engine/lock_state.hpp"
 #include "engine/operations.hpp"
+#include "engine/probe_row.hpp"
 #include "engine/round_trip.hpp"
 #include "kinds/hash_lock.hpp"
 #include "kinds/registry.hpp"
@@ -70,6 +71,37 @@ void run_change(const std::shared_ptr<lock_state>& s, script which, std::string 
              [](lock_state&, const resp3::value& reply) { return as_integer(reply); });
 }
 
+// rlock::inspect: an integer counter, told from a semaphore's only while it has waiters on the
+// latch channel and no semaphore's holds or total (the key alone cannot tell them apart).
+void latch_probe_commands(std::string_view key, std::string_view numsub,
+                          std::vector<probe_command>& out) {
+  out.push_back({"PUBSUB", std::string(numsub), probe_name(&append_latch_channel, key)});
+}
+
+failure latch_probe_read(const probe_answers& a, lock_info&) {
+  return probe_failure(a.own, 0, "PUBSUB");
+}
+
+bool latch_probe_claim(const probe_answers& a, lock_info& info) {
+  const auto waiters = probe_numsub(a.own[0]);
+  if (!info.permits.empty() || info.total || !waiters || *waiters <= 0) return false;
+  info.kind = key_kind::count_down_latch;
+  info.count = probe_int(a[probe_common::value].str);
+  info.subscribers = waiters;
+  info.channel = probe_name(&append_latch_channel, info.key);
+  return true;
+}
+
+constexpr probe_row latch_probe{
+    .kind = key_kind::count_down_latch,
+    .stored_as = "string",
+    .order = 0,  // before the semaphore, which claims every counter
+    .command_count = 1,
+    .commands = &latch_probe_commands,
+    .read = &latch_probe_read,
+    .claim = &latch_probe_claim,
+};
+
 }  // namespace
 
 constinit const lock_kind count_down_latch_kind = define_kind({
@@ -87,6 +119,7 @@ constinit const lock_kind count_down_latch_kind = define_kind({
     .waiting = wait_mode::lock_channel,
     .on_message = &on_latch_message,
     .takes_hold = false,
+    .probe = &latch_probe,
 });
 
 }  // namespace rlock::detail

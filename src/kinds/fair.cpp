@@ -2,6 +2,7 @@
 // and rlock's handoff by push (scripts.hpp, RLOCK_FAIR_LUA).
 #include "engine/define_kind.hpp"
 #include "engine/engine_config.hpp"
+#include "engine/probe_row.hpp"
 #include "kinds/hash_lock.hpp"
 #include "kinds/registry.hpp"
 #include "rlock/config.hpp"
@@ -169,6 +170,53 @@ wake_policy on_fair_message(std::string_view payload, std::uint32_t& ticket) noe
   return payload == "1" ? wake_policy::all : wake_policy::one;
 }
 
+// rlock::inspect: the queue, each waiter's deadline and its registration for a grant by push.
+void fair_probe_commands(std::string_view key, std::string_view, std::vector<probe_command>& out) {
+  out.push_back({"LRANGE", probe_tagged(fair_queue_prefix, key), "0", "-1"});
+  out.push_back({"ZRANGE", probe_tagged(fair_timeout_prefix, key), "0", "-1", "WITHSCORES"});
+  out.push_back({"HGETALL", probe_tagged(fair_handoff_prefix, key)});
+}
+
+failure fair_probe_read(const probe_answers& a, lock_info& info) {
+  constexpr std::string_view asked[] = {"LRANGE", "ZRANGE", "HGETALL"};
+  for (std::size_t i = 0; i < std::size(asked); ++i) {
+    if (auto f = probe_failure(a.own, i, asked[i])) return f;
+  }
+  info.queue_key = probe_tagged(fair_queue_prefix, info.key);
+  const auto& deadlines = a.own[1];
+  const auto& handoffs = a.own[2].elements;
+  for (const auto& e : a.own[0].elements) {
+    queued_waiter w;
+    w.owner = e.str;
+    probe_each_scored(deadlines, [&](std::string_view member, const resp3::value* score) {
+      if (member == w.owner && score != nullptr && a.now)
+        w.deadline_in = probe_until(*score, *a.now);
+    });
+    // A registration for the handoff by push is the waiter's wait; "g:<n>" marks a grant.
+    for (std::size_t i = 0; i + 1 < handoffs.size(); i += 2) {
+      if (handoffs[i].str == w.owner) w.by_push = !handoffs[i + 1].str.starts_with("g:");
+    }
+    info.queue.push_back(std::move(w));
+  }
+  return {};
+}
+
+bool fair_probe_claim(const probe_answers&, lock_info& info) {
+  if (info.queue.empty()) return false;
+  info.kind = key_kind::fair;
+  return true;
+}
+
+constexpr probe_row fair_probe{
+    .kind = key_kind::fair,
+    .stored_as = "hash",
+    .order = 20,  // a fair lock without waiters reads as a reentrant one
+    .command_count = 3,
+    .commands = &fair_probe_commands,
+    .read = &fair_probe_read,
+    .claim = &fair_probe_claim,
+};
+
 }  // namespace
 
 constinit const lock_kind fair_kind = define_kind({
@@ -188,6 +236,7 @@ constinit const lock_kind fair_kind = define_kind({
     .settings_error = &fair_settings_error,
     .prepare_attempt = &fair_prepare,
     .push_claim = &fair_push_claim,
+    .probe = &fair_probe,
 });
 
 constinit const lock_kind non_reentrant_fair_kind = define_kind({

@@ -4,6 +4,7 @@
 #include "engine/define_kind.hpp"
 #include "engine/engine_config.hpp"
 #include "engine/operations.hpp"
+#include "engine/probe_row.hpp"
 #include "engine/round_trip.hpp"
 #include "kinds/hash_lock.hpp"
 #include "kinds/registry.hpp"
@@ -92,6 +93,34 @@ reconcile_result fenced_judge(std::uint64_t holds, const resp3::value& answer) n
   return {reconcile_result::outcome::ran, token};
 }
 
+// rlock::inspect: a lock's hash beside a token counter.
+void fenced_probe_commands(std::string_view key, std::string_view,
+                           std::vector<probe_command>& out) {
+  out.push_back({"GET", token_counter(key)});
+}
+
+failure fenced_probe_read(const probe_answers& a, lock_info& info) {
+  if (auto f = probe_failure(a.own, 0, "GET")) return f;
+  if (!a.own[0].is_null()) info.token = probe_int(a.own[0].str);
+  return {};
+}
+
+bool fenced_probe_claim(const probe_answers&, lock_info& info) {
+  if (!info.token) return false;
+  info.kind = key_kind::fenced;
+  return true;
+}
+
+constexpr probe_row fenced_probe{
+    .kind = key_kind::fenced,
+    .stored_as = "hash",
+    .order = 10,
+    .command_count = 1,
+    .commands = &fenced_probe_commands,
+    .read = &fenced_probe_read,
+    .claim = &fenced_probe_claim,
+};
+
 }  // namespace
 
 constinit const lock_kind fenced_kind = define_kind({
@@ -110,6 +139,7 @@ constinit const lock_kind fenced_kind = define_kind({
     .on_message = &on_unlock_message,
     .settings_error = &fenced_settings_error,
     .prepare_attempt = &fenced_prepare,
+    .probe = &fenced_probe,
 });
 
 }  // namespace rlock::detail

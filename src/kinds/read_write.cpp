@@ -5,12 +5,14 @@
 // taken back by the writer's leave when it gives up.
 #include "engine/define_kind.hpp"
 #include "engine/engine_config.hpp"
+#include "engine/probe_row.hpp"
 #include "kinds/hash_lock.hpp"
 #include "kinds/registry.hpp"
 #include "rlock/config.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -176,6 +178,65 @@ std::string read_write_settings_error(const config& c) {
 }
 
 /// Redisson's halves (reader-first).
+// rlock::inspect: a hash with a `mode` field (lock_holders reads it), or waiting writers of a
+// free lock; its own channel's subscribers; the writers in the order a free lock goes to them
+// (the queue's, then marks without a place, of an older rlock).
+void read_write_probe_commands(std::string_view key, std::string_view numsub,
+                               std::vector<probe_command>& out) {
+  out.push_back({"PUBSUB", std::string(numsub), probe_name(&append_rwlock_channel, key)});
+  out.push_back({"ZRANGE", probe_name(&append_writer_queue, key), "0", "-1", "WITHSCORES"});
+  out.push_back({"ZRANGE", probe_name(&append_writer_marks, key), "0", "-1", "WITHSCORES"});
+}
+
+failure read_write_probe_read(const probe_answers& a, lock_info& info) {
+  constexpr std::string_view asked[] = {"PUBSUB", "ZRANGE", "ZRANGE"};
+  for (std::size_t i = 0; i < std::size(asked); ++i) {
+    if (auto f = probe_failure(a.own, i, asked[i])) return f;
+  }
+  const auto& marks = a.own[2];
+  // Each write field shown as its owner's field, with when its mark lapses.
+  const auto waiter_of = [&](std::string_view field) {
+    queued_waiter w;
+    w.owner = std::string(field);
+    if (w.owner.ends_with(write_field_suffix)) {
+      w.owner.resize(w.owner.size() - write_field_suffix.size());
+    }
+    probe_each_scored(marks, [&](std::string_view member, const resp3::value* score) {
+      if (member == field && score != nullptr && a.now) w.deadline_in = probe_until(*score, *a.now);
+    });
+    return w;
+  };
+  std::vector<std::string_view> placed;
+  probe_each_scored(a.own[1], [&](std::string_view member, const resp3::value*) {
+    placed.push_back(member);
+    info.writers.push_back(waiter_of(member));
+  });
+  probe_each_scored(marks, [&](std::string_view member, const resp3::value*) {
+    if (std::find(placed.begin(), placed.end(), member) == placed.end()) {
+      info.writers.push_back(waiter_of(member));
+    }
+  });
+  return {};
+}
+
+bool read_write_probe_claim(const probe_answers& a, lock_info& info) {
+  if (!info.mode && info.writers.empty()) return false;
+  info.kind = key_kind::read_write;
+  info.subscribers = probe_numsub(a.own[0]);
+  info.channel = probe_name(&append_rwlock_channel, info.key);
+  return true;
+}
+
+constexpr probe_row read_write_probe{
+    .kind = key_kind::read_write,
+    .stored_as = "hash",
+    .order = 0,  // its mode or its writers tell it from every other hash
+    .command_count = 3,
+    .commands = &read_write_probe_commands,
+    .read = &read_write_probe_read,
+    .claim = &read_write_probe_claim,
+};
+
 constexpr lock_kind read_half{
     .name = "read",
     .acquire_call = &read_acquire,
@@ -211,6 +272,7 @@ constexpr lock_kind write_half{
     .field_suffix = write_field_suffix,
     .refusals = upgrade_refusals,
     .settings_error = &read_write_settings_error,
+    .probe = &read_write_probe,
 };
 
 }  // namespace

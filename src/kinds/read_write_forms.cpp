@@ -2,7 +2,6 @@
 // kind_access).
 #include "engine/kind_access.hpp"
 #include "kinds/registry.hpp"
-#include "rlock/client.hpp"
 #include "rlock/config.hpp"
 #include "rlock/error.hpp"
 #include "rlock/read_write_lock.hpp"
@@ -32,7 +31,9 @@ rw_priority checked(rw_priority p) {
   }
   return p;
 }
-rw_priority configured(client& c) { return c.get_config().read_write_lock.priority; }
+rw_priority configured(client& c) {
+  return detail::kind_access::config_of(c).read_write_lock.priority;
+}
 
 }  // namespace
 

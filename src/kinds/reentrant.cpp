@@ -1,11 +1,45 @@
 // Redisson's RLock: the hash, its PTTL answer, the latched unlock, a local handoff.
 #include "engine/define_kind.hpp"
+#include "engine/probe_row.hpp"
 #include "kinds/hash_lock.hpp"
 #include "kinds/registry.hpp"
 
 namespace rlock::detail {
 
 using namespace hash_lock;
+
+namespace {
+
+// rlock::inspect: a hash with owners; the unlock channel's subscribers are every hash kind's
+// waiters but the read-write lock's (read whatever claims the keys).
+void reentrant_probe_commands(std::string_view key, std::string_view numsub,
+                              std::vector<probe_command>& out) {
+  out.push_back({"PUBSUB", std::string(numsub), unlock_channel(key)});
+}
+
+failure reentrant_probe_read(const probe_answers& a, lock_info& info) {
+  if (auto f = probe_failure(a.own, 0, "PUBSUB")) return f;
+  info.subscribers = probe_numsub(a.own[0]);
+  return {};
+}
+
+bool reentrant_probe_claim(const probe_answers&, lock_info& info) {
+  if (info.holders.empty()) return false;
+  info.kind = key_kind::reentrant;
+  return true;
+}
+
+constexpr probe_row reentrant_probe{
+    .kind = key_kind::reentrant,
+    .stored_as = "hash",
+    .order = 30,  // the plain hash: after every kind whose keys extend it
+    .command_count = 1,
+    .commands = &reentrant_probe_commands,
+    .read = &reentrant_probe_read,
+    .claim = &reentrant_probe_claim,
+};
+
+}  // namespace
 
 constinit const lock_kind reentrant_kind = define_kind({
     .name = "reentrant",
@@ -21,6 +55,7 @@ constinit const lock_kind reentrant_kind = define_kind({
     .channel = &append_unlock_channel,
     .waiting = wait_mode::lock_channel,
     .on_message = &on_unlock_message,
+    .probe = &reentrant_probe,
 });
 
 }  // namespace rlock::detail

@@ -8,6 +8,7 @@
 #include "engine/engine_context.hpp"
 #include "engine/lock_kind.hpp"
 #include "engine/lock_state.hpp"
+#include "engine/probe_row.hpp"
 #include "engine/round_trip.hpp"
 #include "kinds/hash_lock.hpp"
 #include "kinds/registry.hpp"
@@ -119,6 +120,61 @@ wake_policy on_semaphore_message(std::string_view payload, std::uint32_t& count)
   return wake_policy::some;
 }
 
+// rlock::inspect: an integer counter with holds (each hold's permits when more than one), a
+// total and a channel of its own.
+void semaphore_probe_commands(std::string_view key, std::string_view numsub,
+                              std::vector<probe_command>& out) {
+  out.push_back({"ZRANGE", probe_name(&append_semaphore_holds, key), "0", "-1", "WITHSCORES"});
+  out.push_back({"HGETALL", probe_tagged(semaphore_sizes_prefix, key)});
+  out.push_back({"GET", probe_tagged(semaphore_total_prefix, key)});
+  out.push_back({"PUBSUB", std::string(numsub), probe_name(&append_semaphore_channel, key)});
+}
+
+failure semaphore_probe_read(const probe_answers& a, lock_info& info) {
+  constexpr std::string_view asked[] = {"ZRANGE", "HGETALL", "GET", "PUBSUB"};
+  for (std::size_t i = 0; i < std::size(asked); ++i) {
+    if (auto f = probe_failure(a.own, i, asked[i])) return f;
+  }
+  const auto& sizes = a.own[1].elements;
+  probe_each_scored(a.own[0], [&](std::string_view member, const resp3::value* score) {
+    permit_hold h;
+    h.id = std::string(member);
+    if (score != nullptr && a.now) {
+      if (probe_score(*score) >= static_cast<double>(redisson_never_expires)) {
+        h.never_expires = true;
+      } else {
+        h.expires_in = probe_until(*score, *a.now);
+      }
+    }
+    for (std::size_t k = 0; k + 1 < sizes.size(); k += 2) {
+      if (sizes[k].str == member) h.permits = probe_int(sizes[k + 1].str).value_or(1);
+    }
+    // A permit id is 16 bytes on the wire; Redisson and rlock show it in hex.
+    if (h.id.size() == permit_id_size) h.id = permit_id_hex(h.id);
+    info.permits.push_back(std::move(h));
+  });
+  if (!a.own[2].is_null()) info.total = probe_int(a.own[2].str);
+  return {};
+}
+
+bool semaphore_probe_claim(const probe_answers& a, lock_info& info) {
+  info.kind = key_kind::semaphore;
+  info.available = probe_int(a[probe_common::value].str);
+  info.subscribers = probe_numsub(a.own[3]);
+  info.channel = probe_name(&append_semaphore_channel, info.key);
+  return true;
+}
+
+constexpr probe_row semaphore_probe{
+    .kind = key_kind::semaphore,
+    .stored_as = "string",
+    .order = 10,  // any integer counter the latch does not claim
+    .command_count = 4,
+    .commands = &semaphore_probe_commands,
+    .read = &semaphore_probe_read,
+    .claim = &semaphore_probe_claim,
+};
+
 }  // namespace
 
 void semaphore_admin_call(const lock_identity& s, std::string_view what, std::string_view n,
@@ -151,6 +207,7 @@ constinit const lock_kind semaphore_kind = define_kind({
     .field_suffix = {},
     .permit_id_field = true,
     .refusals = permits_refusals,
+    .probe = &semaphore_probe,
 });
 
 }  // namespace rlock::detail

@@ -11,9 +11,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -93,6 +96,18 @@ TEST(kind_rules, each_rule_is_broken_by_the_descriptor_that_leaves_out_what_it_n
             }),
             kind_rule::poll_hands_nothing_over);
   EXPECT_EQ(broken([](d::lock_kind& k) { k.push_claim = &claim; }), kind_rule::push_needs_queue);
+  // An inspect row that cannot ask, read or claim, or names no type the probe reads.
+  static const d::probe_row whole = *d::reentrant_kind.probe;
+  static d::probe_row row;
+  const auto with_row = [](auto spoil) {
+    row = whole;
+    spoil(row);
+    return broken([](d::lock_kind& k) { k.probe = &row; });
+  };
+  EXPECT_EQ(with_row([](d::probe_row&) {}), kind_rule::kept);
+  EXPECT_EQ(with_row([](d::probe_row& r) { r.claim = nullptr; }), kind_rule::probe_is_whole);
+  EXPECT_EQ(with_row([](d::probe_row& r) { r.command_count = 0; }), kind_rule::probe_is_whole);
+  EXPECT_EQ(with_row([](d::probe_row& r) { r.stored_as = "list"; }), kind_rule::probe_is_whole);
 }
 
 TEST(kind_rules, every_registered_kind_keeps_them_and_is_listed_once) {
@@ -105,6 +120,36 @@ TEST(kind_rules, every_registered_kind_keeps_them_and_is_listed_once) {
   }
   EXPECT_EQ(seen.size(), 12u);
   EXPECT_EQ(seen.count(&d::count_down_latch_kind), 1u);
+}
+
+// rlock::inspect knows no kind: each key_kind a lock can be is read by one registered row, in
+// its kind's own file, and the rows of one type claim in an order of their own.
+TEST(kind_rules, every_kind_inspect_tells_apart_has_one_registered_row) {
+  std::map<rlock::key_kind, const d::probe_row*> rows;
+  std::set<std::pair<std::string_view, int>> orders;
+  for (const d::lock_kind* k : d::registered_kinds()) {
+    if (k->probe == nullptr) continue;
+    const auto [at, first] = rows.emplace(k->probe->kind, k->probe);
+    if (!first) {
+      // Two descriptors of one kind (a read-write lock's halves) share the row.
+      EXPECT_EQ(at->second, k->probe) << k->name;
+      continue;
+    }
+    EXPECT_TRUE(orders.emplace(k->probe->stored_as, k->probe->order).second) << k->name;
+    std::vector<d::probe_command> asked;
+    k->probe->commands("orders", "NUMSUB", asked);
+    EXPECT_EQ(asked.size(), k->probe->command_count) << k->name;
+    for (const auto& c : asked) {
+      const auto& name = c.back() == "WITHSCORES" || c.back() == "-1" ? c[1] : c.back();
+      EXPECT_NE(name.find("{orders}"), std::string::npos) << k->name << ": " << name;
+    }
+  }
+  using rlock::key_kind;
+  for (const auto kind : {key_kind::reentrant, key_kind::fair, key_kind::fenced,
+                          key_kind::read_write, key_kind::semaphore, key_kind::count_down_latch}) {
+    EXPECT_EQ(rows.count(kind), 1u) << rlock::to_string(kind);
+  }
+  EXPECT_EQ(rows.size(), 6u);
 }
 
 // Each kind checks its own section of the config (lock_kind::settings_error), and the client

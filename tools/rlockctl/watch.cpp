@@ -35,8 +35,10 @@ struct watched {
   std::string name;
   std::string key;
   lock_story story{lock_view{}};
-  int subscribed = 0;  // of its three channels (unlock, keyspace of the key and of its queue)
-  bool shown = false;  // "watching" printed
+  int subscribed =
+      0;  // of its channels (unlock, keyspace of the key and, a hash lock's, of its queue)
+  int channels = 2;
+  bool shown = false;              // "watching" printed
   std::vector<std::string> queue;  // a fair lock's waiters, as last read
 };
 
@@ -170,8 +172,11 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
     by_channel.emplace(first.channel, std::pair{locks.size(), channel_role::unlock});
     by_channel.emplace(fmt::format("__keyspace@{}__:{}", ctx.cfg.database, first.key),
                        std::pair{locks.size(), channel_role::key_events});
-    by_channel.emplace(fmt::format("__keyspace@{}__:{}", ctx.cfg.database, first.queue_key),
-                       std::pair{locks.size(), channel_role::queue_events});
+    if (!first.queue_key.empty()) {  // a hash lock's: it may become fair
+      w.channels = 3;
+      by_channel.emplace(fmt::format("__keyspace@{}__:{}", ctx.cfg.database, first.queue_key),
+                         std::pair{locks.size(), channel_role::queue_events});
+    }
     locks.push_back(std::move(w));
   }
   redis.events.message = [q, &by_channel](std::string_view channel, std::string_view payload) {
@@ -242,7 +247,7 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
       w.queue = std::move(now_queue);
       continue;
     }
-    if (ev.what == "subscribed" && (++w.subscribed < 3 || w.shown)) continue;
+    if (ev.what == "subscribed" && (++w.subscribed < w.channels || w.shown)) continue;
     std::optional<lock_view> read;
     if (lock_story::wants_read(ev.what, deletion_queued())) {
       read = co_await read_lock(redis, ctx, w.name);
@@ -255,7 +260,7 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
     boost::json::object o = to_json(now);
     o["at"] = now_ms();
     if (ev.what == "subscribed") {
-      // Its three channels are subscribed: from here on nothing is missed.
+      // Its channels are subscribed: from here on nothing is missed.
       w.shown = true;
       o["event"] = "watching";
       out.emit(fmt::format("{} watching {}", clock_text(), describe(now)), o);
