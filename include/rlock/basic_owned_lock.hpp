@@ -41,8 +41,9 @@ class basic_owned_lock : public lock_handle {
   /// (a non-reentrant kind fails with errc::reentry_refused instead).
   /// Completion: `void(error_code)`; errors: invalid_argument (lease <= 0), reentry_refused,
   /// server_error, permission_denied (no right on the lock's channel), connection_lost (the
-  /// client was closed, or config::fail_fast while disconnected). Waits across reconnects; no
-  /// bound but the caller's cancellation.
+  /// client was closed, or config::fail_fast while disconnected), lock_lost (three holds in a
+  /// row were answered later than their lease allows, so none was believed: a lease shorter
+  /// than the round trip). Waits across reconnects; no bound but the caller's cancellation.
   ///
   /// Per-operation cancellation: terminal, partial and total. The wait ends with
   /// operation_aborted and leaves no lock taken, no waiter and no subscription behind. An

@@ -14,7 +14,9 @@ enum class errc {
   /// The caller does not hold the lock it tried to unlock (Redisson's
   /// IllegalMonitorStateException).
   not_owner = 1,
-  /// The watchdog found that a held lock is no longer ours (expired, deleted or force-unlocked).
+  /// The watchdog found that a held lock is no longer ours (expired, deleted or force-unlocked);
+  /// or an acquisition's holds kept coming back later than their lease allows, so none could be
+  /// believed (a lease shorter than the round trip).
   lock_lost,
   /// An operation did not complete within its bound (`config::command_timeout` for single round
   /// trips, the wait of try_lock, `config::connect_timeout` for a connection attempt). For a

@@ -60,6 +60,7 @@ action acquire_fsm::on_hold() noexcept {
     // a believing holder the server no longer backs. Given back, then tried again.
     phase_ = phase::giving_back;
     late_hold_ = true;
+    if (late_holds_ < max_late_holds) ++late_holds_;
     return action::give_back;
   }
   return tell(verdict::acquired);

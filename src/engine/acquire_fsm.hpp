@@ -16,7 +16,8 @@
 //   after the hold's lease, counted from the attempt's write, could have run out on the server
 //   (a reconciled attempt after a long outage, a server stalled past the lease) is given back and
 //   the attempt made again while the bound allows: the server may have given that hold to
-//   another owner already.
+//   another owner already. After max_late_holds such answers the acquisition fails instead: a
+//   lease shorter than the round trip would retry for ever.
 // - A cancellation withdraws a queued attempt, interrupts a sleep, and otherwise waits for the
 //   answer that is due (an acquisition it made is given back before the caller is told), unless
 //   the connection is down: then the caller is told at once and the answer settles it later.
@@ -123,6 +124,10 @@ class acquire_fsm {
   /// The give-back under way is of a hold answered too late to believe: the attempt is made
   /// again after it (and a release that finds the hold gone already is no failure).
   bool giving_back_late_hold() const noexcept { return late_hold_; }
+  /// Late holds one operation gives back before it fails (the shell names why).
+  static constexpr std::uint8_t max_late_holds = 3;
+  /// This give-back is of the max_late_holds-th late hold: the shell fails the operation.
+  bool late_holds_exhausted() const noexcept { return late_holds_ >= max_late_holds; }
 
  private:
   enum class phase : std::uint8_t { idle, attempting, reconciling, parked, giving_back, over };
@@ -142,7 +147,9 @@ class acquire_fsm {
   milliseconds default_nap_;
   milliseconds longest_nap_;
   milliseconds ttl_{-1};
-  std::uint8_t short_waits_ = 0;  // busy answers in a row that said "at most 1 ms more"
+  std::uint8_t short_waits_ = 0;
+  std::uint8_t late_holds_ = 0;  // holds answered too late to believe, given back  // busy answers
+                                 // in a row that said "at most 1 ms more"
   phase phase_ = phase::idle;
   verdict verdict_ = verdict::not_acquired;
   verdict pending_ = verdict::not_acquired;  // told after a give-back completes

@@ -594,6 +594,17 @@ struct acquire_operation : attempt_gate::entry {
     async_release(std::move(s), [op = std::move(op), late](failure e) mutable {
       // A late hold the server ended already (not held any more) is what was feared, no failure.
       if (e && !(late && e.code == errc::not_owner)) op->error = std::move(e);
+      if (late && !op->error && op->fsm.late_holds_exhausted()) {
+        const auto held = op->held_lease();
+        op->error = failure(
+            errc::lock_lost,
+            fmt::format("lock '{}': taken {} times, and each answer came later than its lease of "
+                        "{} ms (less {} ms of margin) allows after its write, so the server may "
+                        "have ended it first; each was given back. Use a lease longer than the "
+                        "round trip to Redis",
+                        op->s->name(), acquire_fsm::max_late_holds, held.count(),
+                        watchdog::margin_for(held).count()));
+      }
       // Given back: a retry's queue entry or mark is a trace of its own again.
       if (late && !op->error) op->took_hold = false;
       const auto next = op->fsm.on_given_back(static_cast<bool>(op->error), clock_type::now());

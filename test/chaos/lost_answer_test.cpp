@@ -248,6 +248,32 @@ TEST(lost_answer, an_acquisition_answered_after_its_lease_could_end_is_taken_afr
   });
 }
 
+TEST(lost_answer, a_lease_shorter_than_the_round_trip_fails_the_acquisition_and_keeps_nothing) {
+  // Every answer comes later than the lease allows after its write: each hold is given back,
+  // and lock() fails after a few instead of retrying for ever.
+  lossy t;
+  rlock::test::run(t.io, [&]() -> asio::awaitable<void> {
+    co_await t.redis.connect();
+    auto l = t.redis.get_lock("short");
+    const std::string key(l.key());
+    t.proxy.set_delay(direction::to_client, 80ms);
+    boost::system::error_code code;
+    std::string text;
+    try {
+      co_await l.lock(50ms);
+    } catch (const boost::system::system_error& e) {
+      code = e.code();
+      text = e.what();
+    }
+    EXPECT_EQ(code, rlock::errc::lock_lost) << text;
+    EXPECT_NE(text.find("lease longer than the round trip"), std::string::npos) << text;
+    EXPECT_FALSE(co_await l.is_held());
+    t.proxy.heal();
+    EXPECT_FALSE(t.exists(key)) << "a hold was left behind";
+    co_await t.redis.close();
+  });
+}
+
 // --- the count-down latch ------------------------------------------------------------------------
 
 TEST(lost_answer, try_set_count_answers_true_once_it_set_the_count) {

@@ -283,6 +283,25 @@ TEST(acquire_fsm, a_late_hold_is_never_retried_past_the_bound_or_a_cancellation)
   }
 }
 
+TEST(acquire_fsm, late_holds_end_the_acquisition_after_a_few_instead_of_retrying_for_ever) {
+  // A lease shorter than the round trip: every answer is late.
+  auto fsm = make(std::nullopt);
+  fsm.start(false);
+  auto now = t0;
+  for (int i = 1; i <= acquire_fsm::max_late_holds; ++i) {
+    fsm.hold_believed_until(now + 45ms);
+    now += 60ms;
+    ASSERT_EQ(fsm.on_attempt(answer::acquired, -1ms, now), action::give_back);
+    EXPECT_EQ(fsm.late_holds_exhausted(), i == acquire_fsm::max_late_holds);
+    if (i < acquire_fsm::max_late_holds) {
+      ASSERT_EQ(fsm.on_given_back(false, now), action::attempt);
+    }
+  }
+  // The shell names why and reports the give-back as failed: the caller is told.
+  ASSERT_EQ(fsm.on_given_back(true, now), action::complete);
+  EXPECT_EQ(fsm.outcome(), verdict::failed);
+}
+
 TEST(acquire_fsm, a_question_out_of_time_tells_the_caller_and_stays_open) {
   auto fsm = make(300ms);
   fsm.start(false);
