@@ -53,9 +53,9 @@ struct probe_row {
   /// subcommand (NUMSUB, or SHARDNUMSUB under Cluster on Redis 7).
   void (*commands)(std::string_view key, std::string_view numsub,
                    std::vector<probe_command>& out) = nullptr;
-  /// Reads its answers into `info`; a refused or missing answer is the failure
-  /// (probe_failure). Every row of the key's type reads before any claims.
-  failure (*read)(const probe_answers& answers, lock_info& info) = nullptr;
+  /// Reads its answers into `info` (the probe has checked that each is there and no refusal).
+  /// Every row of the key's type reads before any claims.
+  void (*read)(const probe_answers& answers, lock_info& info) = nullptr;
   /// Whether the keys as read are this kind's; if so, sets what is the kind's alone (its
   /// channel, its subscribers, its counter).
   bool (*claim)(const probe_answers& answers, lock_info& info) = nullptr;

@@ -69,14 +69,22 @@ failure read_rows(std::span<const resp3::value> answers, std::string_view stored
   };
   std::vector<mine> read;
   std::size_t at = common_count;
+  std::vector<probe_command> asked;
   for (const auto* row : rows()) {
-    const auto from = std::min(at, answers.size());
-    const auto own = answers.subspan(from, std::min(row->command_count, answers.size() - from));
+    const auto from = at;
     at += row->command_count;
     if (row->stored_as != stored_as) continue;
-    a.own = own;
-    if (auto f = row->read(a, info)) return f;
-    read.push_back({row, own});
+    // Each of its answers is there and no refusal (named by the command it answers), or that is
+    // the failure: a row reads only what it asked for.
+    asked.clear();
+    row->commands(info.key, "NUMSUB", asked);
+    asked.resize(row->command_count, probe_command{"a kind's command"});
+    for (std::size_t i = 0; i < row->command_count; ++i) {
+      if (auto f = probe_failure(answers, from + i, asked[i].front())) return f;
+    }
+    a.own = answers.subspan(from, row->command_count);
+    row->read(a, info);
+    read.push_back({row, a.own});
   }
   claimed = false;
   for (const auto& [row, own] : read) {

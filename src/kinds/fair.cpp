@@ -177,11 +177,7 @@ void fair_probe_commands(std::string_view key, std::string_view, std::vector<pro
   out.push_back({"HGETALL", probe_tagged(fair_handoff_prefix, key)});
 }
 
-failure fair_probe_read(const probe_answers& a, lock_info& info) {
-  constexpr std::string_view asked[] = {"LRANGE", "ZRANGE", "HGETALL"};
-  for (std::size_t i = 0; i < std::size(asked); ++i) {
-    if (auto f = probe_failure(a.own, i, asked[i])) return f;
-  }
+void fair_probe_read(const probe_answers& a, lock_info& info) {
   info.queue_key = probe_tagged(fair_queue_prefix, info.key);
   const auto& deadlines = a.own[1];
   const auto& handoffs = a.own[2].elements;
@@ -198,7 +194,6 @@ failure fair_probe_read(const probe_answers& a, lock_info& info) {
     }
     info.queue.push_back(std::move(w));
   }
-  return {};
 }
 
 bool fair_probe_claim(const probe_answers&, lock_info& info) {

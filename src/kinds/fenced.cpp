@@ -99,10 +99,8 @@ void fenced_probe_commands(std::string_view key, std::string_view,
   out.push_back({"GET", token_counter(key)});
 }
 
-failure fenced_probe_read(const probe_answers& a, lock_info& info) {
-  if (auto f = probe_failure(a.own, 0, "GET")) return f;
+void fenced_probe_read(const probe_answers& a, lock_info& info) {
   if (!a.own[0].is_null()) info.token = probe_int(a.own[0].str);
-  return {};
 }
 
 bool fenced_probe_claim(const probe_answers&, lock_info& info) {
