@@ -57,7 +57,7 @@ bool is_owner_field(std::string_view f) {
 }
 
 /// Every row stored as `stored_as` reads its answers, then the first that claims the keys names
-/// the kind. False: none claimed them.
+/// the kind (`claimed`: one did); a refused or missing answer of such a row is the failure.
 failure read_rows(std::span<const resp3::value> answers, std::string_view stored_as,
                   lock_info& info, bool& claimed) {
   probe_answers a;
