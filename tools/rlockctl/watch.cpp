@@ -35,9 +35,10 @@ struct watched {
   std::string name;
   std::string key;
   lock_story story{lock_view{}};
-  int subscribed =
-      0;  // of its channels (unlock, keyspace of the key and, a hash lock's, of its queue)
+  // Its channels: the unlock channel, its key's keyspace events and, for a hash lock, its
+  // queue's; how many of them are subscribed.
   int channels = 2;
+  int subscribed = 0;
   bool shown = false;              // "watching" printed
   std::vector<std::string> queue;  // a fair lock's waiters, as last read
 };
