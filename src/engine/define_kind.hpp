@@ -27,7 +27,7 @@ enum class kind_rule : std::uint8_t {
   count_has_reader,           // a count question comes with the reader of its answer
   poll_hands_nothing_over,    // a polling kind's waiters are not in the hub: no local handoff
   push_needs_queue,           // only a queue's releases grant by push
-  probe_is_whole,             // an inspect row asks, reads and claims, for a hash or a string
+  probe_is_whole,             // an inspect row claims, asks what it says, for a hash or a string
 };
 
 /// The first rule `k` breaks; kind_rule::kept when it keeps them all.
@@ -53,8 +53,8 @@ constexpr kind_rule broken_rule(const lock_kind& k) noexcept {
     return kind_rule::poll_hands_nothing_over;
   }
   if (k.push_claim != nullptr && k.waiting != wait_mode::queue) return kind_rule::push_needs_queue;
-  if (k.probe != nullptr && (k.probe->commands == nullptr || k.probe->read == nullptr ||
-                             k.probe->claim == nullptr || k.probe->command_count == 0 ||
+  if (k.probe != nullptr && (k.probe->claim == nullptr ||
+                             (k.probe->commands == nullptr) != (k.probe->command_count == 0) ||
                              (k.probe->stored_as != "hash" && k.probe->stored_as != "string"))) {
     return kind_rule::probe_is_whole;
   }
@@ -75,7 +75,7 @@ inline void wait_mode_queue_needs_leave_call() {}
 inline void count_question_if_and_only_if_count_of() {}
 inline void a_polling_kind_has_no_transfer_call() {}
 inline void push_claim_needs_wait_mode_queue() {}
-inline void a_probe_row_needs_commands_read_claim_and_a_hash_or_string_type() {}
+inline void a_probe_row_needs_claim_commands_iff_command_count_and_a_hash_or_string_type() {}
 }  // namespace kind_rule_broken
 
 /// `k`, checked against every rule at compile time.
@@ -121,7 +121,7 @@ consteval lock_kind define_kind(lock_kind k) {
       broken::push_claim_needs_wait_mode_queue();
       break;
     case kind_rule::probe_is_whole:
-      broken::a_probe_row_needs_commands_read_claim_and_a_hash_or_string_type();
+      broken::a_probe_row_needs_claim_commands_iff_command_count_and_a_hash_or_string_type();
       break;
   }
   return k;

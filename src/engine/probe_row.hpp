@@ -24,12 +24,14 @@ using probe_command = std::vector<std::string>;
 /// What the probe asks of every key, first, in this order.
 enum class probe_common : std::size_t { key_type, hash, pttl, server_time, value, count };
 
-/// The answers a row reads: its own (in the order of its commands), the common ones, and the
-/// server's clock in ms (TIME's answer, if it reads as one).
+/// The answers a row reads: its own (in the order of its commands), the common ones, the
+/// server's clock in ms (TIME's answer, if it reads as one), and the subscribers of the kind's
+/// channel (lock_kind::channel: the probe asks every registered kind's).
 struct probe_answers {
   std::span<const resp3::value> own;
   std::span<const resp3::value> common;
   std::optional<std::int64_t> now;
+  std::optional<std::int64_t> subscribers;
   /// The common answer `which`.
   const resp3::value& operator[](probe_common which) const noexcept {
     return common[static_cast<std::size_t>(which)];
@@ -47,17 +49,18 @@ struct probe_row {
   /// names the kind, so a kind whose keys extend another's (fenced: a reentrant hash and a token
   /// counter) comes before it.
   int order = 0;
-  /// How many commands `commands` adds.
+  /// How many commands `commands` adds (0: none; its channel's subscribers are the probe's).
   std::size_t command_count = 0;
   /// Its commands, all on names in the key's slot: `numsub` is the subscriber count's
   /// subcommand (NUMSUB, or SHARDNUMSUB under Cluster on Redis 7).
   void (*commands)(std::string_view key, std::string_view numsub,
                    std::vector<probe_command>& out) = nullptr;
-  /// Reads its answers into `info` (the probe has checked that each is there and no refusal).
-  /// Every row of the key's type reads before any claims.
+  /// Reads its answers into `info` (the probe has checked that each is there and no refusal);
+  /// null: nothing of its own. Every row of the key's type reads before any claims.
   void (*read)(const probe_answers& answers, lock_info& info) = nullptr;
   /// Whether the keys as read are this kind's; if so, sets what is the kind's alone (its
-  /// channel, its subscribers, its counter).
+  /// counter). The probe then names the kind and, from its descriptor, its channel and that
+  /// channel's subscribers.
   bool (*claim)(const probe_answers& answers, lock_info& info) = nullptr;
 };
 

@@ -31,21 +31,48 @@ failure common_failure(std::span<const resp3::value> answers,
   return {};
 }
 
-/// The registered kinds' rows, each once, by type and then in their claiming order.
-std::span<const probe_row* const> rows() {
-  static const auto all = [] {
-    std::vector<const probe_row*> r;
+using channel_name = void (*)(std::string_view key, std::string& out);
+
+/// What the probe asks beyond the common questions, from the registered kinds: the subscribers
+/// of each kind's channel (lock_kind::channel, each channel once), then each row's own commands.
+struct probe_plan {
+  struct entry {
+    const probe_row* row;
+    std::size_t channel;  // its kind's channel, in `channels`
+    std::size_t own_at;   // where its own answers start
+  };
+  std::vector<entry> rows;  // by type, then in their claiming order
+  std::vector<channel_name> channels;
+};
+
+const probe_plan& plan() {
+  static const probe_plan p = [] {
+    std::vector<std::pair<const probe_row*, channel_name>> rows;
     for (const auto* k : registered_kinds()) {
-      if (k->probe != nullptr && std::find(r.begin(), r.end(), k->probe) == r.end()) {
-        r.push_back(k->probe);
+      if (k->probe == nullptr) continue;
+      if (std::none_of(rows.begin(), rows.end(),
+                       [&](const auto& r) { return r.first == k->probe; })) {
+        rows.emplace_back(k->probe, k->channel);
       }
     }
-    std::stable_sort(r.begin(), r.end(), [](const probe_row* a, const probe_row* b) {
-      return a->stored_as != b->stored_as ? a->stored_as < b->stored_as : a->order < b->order;
+    std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+      return a.first->stored_as != b.first->stored_as ? a.first->stored_as < b.first->stored_as
+                                                      : a.first->order < b.first->order;
     });
-    return r;
+    probe_plan out;
+    for (const auto& [row, channel] : rows) {
+      const auto at = std::find(out.channels.begin(), out.channels.end(), channel);
+      out.rows.push_back({row, static_cast<std::size_t>(at - out.channels.begin()), 0});
+      if (at == out.channels.end()) out.channels.push_back(channel);
+    }
+    std::size_t at = common_count + out.channels.size();
+    for (auto& e : out.rows) {
+      e.own_at = at;
+      at += e.row->command_count;
+    }
+    return out;
   }();
-  return all;
+  return p;
 }
 
 // Redisson's and rlock's owner field: `<uuid>:<thread or owner id>`.
@@ -57,44 +84,55 @@ bool is_owner_field(std::string_view f) {
 }
 
 /// Every row stored as `stored_as` reads its answers, then the first that claims the keys names
-/// the kind (`claimed`: one did); a refused or missing answer of such a row is the failure.
+/// the kind, its channel and that channel's subscribers (`claimed`: one did); a refused or
+/// missing answer of such a row, or of its channel's count, is the failure.
 failure read_rows(std::span<const resp3::value> answers, std::string_view stored_as,
                   lock_info& info, bool& claimed) {
+  const auto& p = plan();
   probe_answers a;
   a.common = answers.first(std::min(answers.size(), common_count));
   a.now = probe_server_now(a[probe_common::server_time]);
-  struct mine {
-    const probe_row* row;
-    std::span<const resp3::value> own;
-  };
-  std::vector<mine> read;
-  std::size_t at = common_count;
+  std::vector<const probe_plan::entry*> read;
   std::vector<probe_command> asked;
-  for (const auto* row : rows()) {
-    const auto from = at;
-    at += row->command_count;
-    if (row->stored_as != stored_as) continue;
+  for (const auto& e : p.rows) {
+    if (e.row->stored_as != stored_as) continue;
     // Each of its answers is there and no refusal (named by the command it answers), or that is
     // the failure: a row reads only what it asked for.
+    if (auto f = probe_failure(answers, common_count + e.channel, "PUBSUB")) return f;
     asked.clear();
-    row->commands(info.key, "NUMSUB", asked);
-    asked.resize(row->command_count, probe_command{"a kind's command"});
-    for (std::size_t i = 0; i < row->command_count; ++i) {
-      if (auto f = probe_failure(answers, from + i, asked[i].front())) return f;
+    if (e.row->commands != nullptr) e.row->commands(info.key, "NUMSUB", asked);
+    asked.resize(e.row->command_count, probe_command{"a kind's command"});
+    for (std::size_t i = 0; i < e.row->command_count; ++i) {
+      if (auto f = probe_failure(answers, e.own_at + i, asked[i].front())) return f;
     }
-    a.own = answers.subspan(from, row->command_count);
-    row->read(a, info);
-    read.push_back({row, a.own});
+    a.own = answers.subspan(e.own_at, e.row->command_count);
+    if (e.row->read != nullptr) e.row->read(a, info);
+    read.push_back(&e);
   }
   claimed = false;
-  for (const auto& [row, own] : read) {
-    a.own = own;
-    if (row->claim(a, info)) {
+  for (const auto* e : read) {
+    a.own = answers.subspan(e->own_at, e->row->command_count);
+    a.subscribers = probe_numsub(answers[common_count + e->channel]);
+    if (e->row->claim(a, info)) {
       claimed = true;
-      break;
+      info.kind = e->row->kind;
+      info.channel = probe_name(p.channels[e->channel], info.key);
+      info.subscribers = a.subscribers;
+      return {};
     }
   }
   return {};
+}
+
+/// The subscribers of `info.channel` (the channel a free lock's waiters listen on), if the probe
+/// asked for them.
+void default_subscribers(std::span<const resp3::value> answers, lock_info& info) {
+  const auto& channels = plan().channels;
+  for (std::size_t c = 0; c < channels.size(); ++c) {
+    if (probe_name(channels[c], info.key) == info.channel) {
+      info.subscribers = probe_numsub(answers[common_count + c]);
+    }
+  }
 }
 
 /// A hash (or no key): a lock of the hash kinds, or a hash that is no lock's.
@@ -120,7 +158,10 @@ failure read_hash(std::span<const resp3::value> answers, lock_info& info) {
   bool claimed = false;
   if (auto f = read_rows(answers, "hash", info, claimed)) return f;
   // Nothing the kinds know: free, or owners in a hash no kind claims.
-  if (!claimed) info.kind = info.holders.empty() ? key_kind::absent : key_kind::other;
+  if (!claimed) {
+    info.kind = info.holders.empty() ? key_kind::absent : key_kind::other;
+    default_subscribers(answers, info);
+  }
   if (info.kind == key_kind::other) info.key_type = "hash";
   return {};
 }
@@ -132,12 +173,15 @@ std::vector<probe_command> probe_commands(std::string_view key, bool sharded) {
   const std::string k(key);
   std::vector<probe_command> cmds = {
       {"TYPE", k}, {"HGETALL", k}, {"PTTL", k}, {"TIME"}, {"GET", k}};
-  for (const auto* row : rows()) {
-    const auto before = cmds.size();
-    row->commands(key, numsub, cmds);
+  const auto& p = plan();
+  for (const auto channel : p.channels) {
+    cmds.push_back({"PUBSUB", std::string(numsub), probe_name(channel, key)});
+  }
+  for (const auto& e : p.rows) {
+    if (e.row->commands != nullptr) e.row->commands(key, numsub, cmds);
     // Each row's answers are found by its count: a row that adds another number of commands
     // would shift every later one.
-    cmds.resize(before + row->command_count);
+    cmds.resize(e.own_at + e.row->command_count);
   }
   return cmds;
 }

@@ -73,20 +73,9 @@ void run_change(const std::shared_ptr<lock_state>& s, script which, std::string 
 
 // rlock::inspect: an integer counter, told from a semaphore's only while it has waiters on the
 // latch channel and no semaphore's holds or total (the key alone cannot tell them apart).
-void latch_probe_commands(std::string_view key, std::string_view numsub,
-                          std::vector<probe_command>& out) {
-  out.push_back({"PUBSUB", std::string(numsub), probe_name(&append_latch_channel, key)});
-}
-
-void latch_probe_read(const probe_answers&, lock_info&) {}
-
 bool latch_probe_claim(const probe_answers& a, lock_info& info) {
-  const auto waiters = probe_numsub(a.own[0]);
-  if (!info.permits.empty() || info.total || !waiters || *waiters <= 0) return false;
-  info.kind = key_kind::count_down_latch;
+  if (!info.permits.empty() || info.total || !a.subscribers || *a.subscribers <= 0) return false;
   info.count = probe_int(a[probe_common::value].str);
-  info.subscribers = waiters;
-  info.channel = probe_name(&append_latch_channel, info.key);
   return true;
 }
 
@@ -94,9 +83,6 @@ constexpr probe_row latch_probe{
     .kind = key_kind::count_down_latch,
     .stored_as = "string",
     .order = 0,  // before the semaphore, which claims every counter
-    .command_count = 1,
-    .commands = &latch_probe_commands,
-    .read = &latch_probe_read,
     .claim = &latch_probe_claim,
 };
 

@@ -196,11 +196,7 @@ void fair_probe_read(const probe_answers& a, lock_info& info) {
   }
 }
 
-bool fair_probe_claim(const probe_answers&, lock_info& info) {
-  if (info.queue.empty()) return false;
-  info.kind = key_kind::fair;
-  return true;
-}
+bool fair_probe_claim(const probe_answers&, lock_info& info) { return !info.queue.empty(); }
 
 constexpr probe_row fair_probe{
     .kind = key_kind::fair,

@@ -103,11 +103,7 @@ void fenced_probe_read(const probe_answers& a, lock_info& info) {
   if (!a.own[0].is_null()) info.token = probe_int(a.own[0].str);
 }
 
-bool fenced_probe_claim(const probe_answers&, lock_info& info) {
-  if (!info.token) return false;
-  info.kind = key_kind::fenced;
-  return true;
-}
+bool fenced_probe_claim(const probe_answers&, lock_info& info) { return info.token.has_value(); }
 
 constexpr probe_row fenced_probe{
     .kind = key_kind::fenced,

@@ -179,17 +179,16 @@ std::string read_write_settings_error(const config& c) {
 
 /// Redisson's halves (reader-first).
 // rlock::inspect: a hash with a `mode` field (lock_holders reads it), or waiting writers of a
-// free lock; its own channel's subscribers; the writers in the order a free lock goes to them
-// (the queue's, then marks without a place, of an older rlock).
-void read_write_probe_commands(std::string_view key, std::string_view numsub,
+// free lock; the writers in the order a free lock goes to them (the queue's, then marks without
+// a place, of an older rlock).
+void read_write_probe_commands(std::string_view key, std::string_view,
                                std::vector<probe_command>& out) {
-  out.push_back({"PUBSUB", std::string(numsub), probe_name(&append_rwlock_channel, key)});
   out.push_back({"ZRANGE", probe_name(&append_writer_queue, key), "0", "-1", "WITHSCORES"});
   out.push_back({"ZRANGE", probe_name(&append_writer_marks, key), "0", "-1", "WITHSCORES"});
 }
 
 void read_write_probe_read(const probe_answers& a, lock_info& info) {
-  const auto& marks = a.own[2];
+  const auto& marks = a.own[1];
   // Each write field shown as its owner's field, with when its mark lapses.
   const auto waiter_of = [&](std::string_view field) {
     queued_waiter w;
@@ -203,7 +202,7 @@ void read_write_probe_read(const probe_answers& a, lock_info& info) {
     return w;
   };
   std::vector<std::string_view> placed;
-  probe_each_scored(a.own[1], [&](std::string_view member, const resp3::value*) {
+  probe_each_scored(a.own[0], [&](std::string_view member, const resp3::value*) {
     placed.push_back(member);
     info.writers.push_back(waiter_of(member));
   });
@@ -214,19 +213,15 @@ void read_write_probe_read(const probe_answers& a, lock_info& info) {
   });
 }
 
-bool read_write_probe_claim(const probe_answers& a, lock_info& info) {
-  if (!info.mode && info.writers.empty()) return false;
-  info.kind = key_kind::read_write;
-  info.subscribers = probe_numsub(a.own[0]);
-  info.channel = probe_name(&append_rwlock_channel, info.key);
-  return true;
+bool read_write_probe_claim(const probe_answers&, lock_info& info) {
+  return info.mode || !info.writers.empty();
 }
 
 constexpr probe_row read_write_probe{
     .kind = key_kind::read_write,
     .stored_as = "hash",
     .order = 0,  // its mode or its writers tell it from every other hash
-    .command_count = 3,
+    .command_count = 2,
     .commands = &read_write_probe_commands,
     .read = &read_write_probe_read,
     .claim = &read_write_probe_claim,

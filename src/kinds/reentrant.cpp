@@ -10,30 +10,13 @@ using namespace hash_lock;
 
 namespace {
 
-// rlock::inspect: a hash with owners; the unlock channel's subscribers are every hash kind's
-// waiters but the read-write lock's (read whatever claims the keys).
-void reentrant_probe_commands(std::string_view key, std::string_view numsub,
-                              std::vector<probe_command>& out) {
-  out.push_back({"PUBSUB", std::string(numsub), unlock_channel(key)});
-}
-
-void reentrant_probe_read(const probe_answers& a, lock_info& info) {
-  info.subscribers = probe_numsub(a.own[0]);
-}
-
-bool reentrant_probe_claim(const probe_answers&, lock_info& info) {
-  if (info.holders.empty()) return false;
-  info.kind = key_kind::reentrant;
-  return true;
-}
+// rlock::inspect: a hash with owners, and nothing more of its own.
+bool reentrant_probe_claim(const probe_answers&, lock_info& info) { return !info.holders.empty(); }
 
 constexpr probe_row reentrant_probe{
     .kind = key_kind::reentrant,
     .stored_as = "hash",
     .order = 30,  // the plain hash: after every kind whose keys extend it
-    .command_count = 1,
-    .commands = &reentrant_probe_commands,
-    .read = &reentrant_probe_read,
     .claim = &reentrant_probe_claim,
 };
 

@@ -120,14 +120,13 @@ wake_policy on_semaphore_message(std::string_view payload, std::uint32_t& count)
   return wake_policy::some;
 }
 
-// rlock::inspect: an integer counter with holds (each hold's permits when more than one), a
-// total and a channel of its own.
-void semaphore_probe_commands(std::string_view key, std::string_view numsub,
+// rlock::inspect: an integer counter with holds (each hold's permits when more than one) and a
+// total.
+void semaphore_probe_commands(std::string_view key, std::string_view,
                               std::vector<probe_command>& out) {
   out.push_back({"ZRANGE", probe_name(&append_semaphore_holds, key), "0", "-1", "WITHSCORES"});
   out.push_back({"HGETALL", probe_tagged(semaphore_sizes_prefix, key)});
   out.push_back({"GET", probe_tagged(semaphore_total_prefix, key)});
-  out.push_back({"PUBSUB", std::string(numsub), probe_name(&append_semaphore_channel, key)});
 }
 
 void semaphore_probe_read(const probe_answers& a, lock_info& info) {
@@ -153,10 +152,7 @@ void semaphore_probe_read(const probe_answers& a, lock_info& info) {
 }
 
 bool semaphore_probe_claim(const probe_answers& a, lock_info& info) {
-  info.kind = key_kind::semaphore;
   info.available = probe_int(a[probe_common::value].str);
-  info.subscribers = probe_numsub(a.own[3]);
-  info.channel = probe_name(&append_semaphore_channel, info.key);
   return true;
 }
 
@@ -164,7 +160,7 @@ constexpr probe_row semaphore_probe{
     .kind = key_kind::semaphore,
     .stored_as = "string",
     .order = 10,  // any integer counter the latch does not claim
-    .command_count = 4,
+    .command_count = 3,
     .commands = &semaphore_probe_commands,
     .read = &semaphore_probe_read,
     .claim = &semaphore_probe_claim,
