@@ -2,11 +2,13 @@
 
 #include "rlock/blocking.hpp"
 #include "rlock/detail/completion.hpp"
+#include "rlock/detail/quorum_flights.hpp"
 #include "rlock/export.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -27,6 +29,9 @@ class client;
 namespace detail {
 struct quorum_core;
 }  // namespace detail
+namespace blocking {
+class quorum_lock;
+}  // namespace blocking
 
 /// How a quorum lock counts time and waits.
 struct quorum_options {
@@ -132,7 +137,12 @@ RLOCK_EXPORT std::string to_prometheus(
 ///
 /// A handle: copies share the owner. Forms: awaitable (failures thrown as
 /// boost::system::system_error) and async_* with any completion token, `void(error_code[, T])`.
-/// Runs on the first node's client executor; the clients may run on other executors.
+/// Runs on the first node's client executor; the clients may run on other executors. Some of
+/// its work ends after its caller was answered (the release of the nodes that confirm after a
+/// majority did, the give-back of a grant that came late), each within its node's
+/// command_timeout, and comes back to that executor: when the clients run on several
+/// io_contexts, stop them all before destroying any (blocking::quorum_lock waits for that work
+/// when it is destroyed).
 class RLOCK_EXPORT quorum_lock {
  public:
   /// Leases and waits, in whole milliseconds.
@@ -224,6 +234,11 @@ class RLOCK_EXPORT quorum_lock {
   static void start_unlock(const quorum_lock& q, detail::handler<> h);
   static void start_lost(const quorum_lock& q, detail::handler<> h);
 
+  friend class blocking::quorum_lock;
+  /// Its work away on the nodes counted in `flights` (shared by blocking::quorum_lock's owners).
+  quorum_lock(std::vector<std::reference_wrapper<client>> nodes, std::string_view name,
+              quorum_options options, std::shared_ptr<detail::quorum_flights> flights);
+
   std::shared_ptr<detail::quorum_core> core_;
 };
 
@@ -253,7 +268,11 @@ class quorum_lock {
       rlock::quorum_lock({}, name, options);
     }
     s_->first = &nodes.front().get();
-    for (auto& n : nodes) s_->async_nodes.emplace_back(n.get().async_client());
+    for (auto& n : nodes) {
+      s_->async_nodes.emplace_back(n.get().async_client());
+      s_->settle_bound =
+          std::max(s_->settle_bound, 2 * n.get().async_client().get_config().command_timeout);
+    }
     s_->name = std::string(name);
     s_->options = options;
     (void)for_this_thread();  // checks the arguments as rlock::quorum_lock does
@@ -306,7 +325,9 @@ class quorum_lock {
     std::lock_guard g(s_->m);
     auto it = s_->owners.find(owner);
     if (it == s_->owners.end()) {
-      it = s_->owners.emplace(owner, rlock::quorum_lock(s_->async_nodes, s_->name, s_->options))
+      it = s_->owners
+               .emplace(owner,
+                        rlock::quorum_lock(s_->async_nodes, s_->name, s_->options, s_->flights))
                .first;
     }
     return it->second;
@@ -323,6 +344,31 @@ class quorum_lock {
     client* first = nullptr;  // whose run() drives the calls (the lock runs on its executor)
     std::string name;
     quorum_options options;
+    std::shared_ptr<rlock::detail::quorum_flights> flights =
+        std::make_shared<rlock::detail::quorum_flights>();
+    milliseconds settle_bound{0};  // twice the nodes' longest command_timeout
+
+    shared() = default;
+    shared(const shared&) = delete;
+    shared& operator=(const shared&) = delete;
+    /// The last copy's end. What threads still hold goes back (nobody could unlock it after),
+    /// then the work still away on the nodes is waited for, each piece within its node's
+    /// command_timeout: the clients may then go in any order, the first one's executor
+    /// included.
+    ~shared() {
+      if (first == nullptr) return;
+      for (auto& [owner, q] : owners) {
+        for (int holds = 0; holds < 1'000 && q.is_held(); ++holds) {
+          try {
+            first->run(q.unlock());
+          } catch (...) {
+            break;  // lost meanwhile: nothing left to give back
+          }
+        }
+      }
+      owners.clear();
+      (void)flights->wait_for(settle_bound);
+    }
   };
   /// @endcond
 

@@ -6,6 +6,7 @@
 // channel refused or the client closing) is handed to a callback on the quorum's executor.
 #include "engine/engine_context.hpp"
 #include "notify/notify_hub.hpp"
+#include "rlock/detail/quorum_flights.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/post.hpp>
@@ -13,6 +14,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -27,7 +29,7 @@ class node_listener final : public notify_hub::waiter,
 
   node_listener(std::shared_ptr<engine_context> ctx, std::string key, std::string channel_name,
                 message_policy policy, std::size_t index, boost::asio::any_io_executor quorum_ex,
-                sink to)
+                quorum_flights::ticket away, sink to)
       : client_ex_(ctx->executor),
         hub_(ctx->hub),
         ctx_(std::move(ctx)),
@@ -36,6 +38,7 @@ class node_listener final : public notify_hub::waiter,
         policy_(policy),
         index_(index),
         quorum_ex_(std::move(quorum_ex)),
+        away_(std::move(away)),
         to_(std::move(to)) {}
 
   /// Joins the channel (subscribing if this client has no waiter on it yet). Any thread.
@@ -56,6 +59,9 @@ class node_listener final : public notify_hub::waiter,
       if (self->joined_) self->hub_.remove(*self);
       self->joined_ = false;
       self->to_ = nullptr;
+      // Nothing more goes to the quorum's executor: the last word says so there.
+      if (self->away_) boost::asio::post(self->quorum_ex_, [back = std::move(*self->away_)] {});
+      self->away_.reset();
     });
   }
 
@@ -102,7 +108,8 @@ class node_listener final : public notify_hub::waiter,
   message_policy policy_;
   std::size_t index_;
   boost::asio::any_io_executor quorum_ex_;
-  sink to_;  // client's executor only
+  std::optional<quorum_flights::ticket> away_;  // until it left (client's executor only)
+  sink to_;                                     // client's executor only
   bool joined_ = false;
   bool left_ = false;
 };

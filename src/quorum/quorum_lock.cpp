@@ -89,8 +89,10 @@ struct quorum_holding {
 };
 
 struct quorum_core : std::enable_shared_from_this<quorum_core> {
-  quorum_core(asio::any_io_executor executor, std::string n, quorum_options o)
+  quorum_core(asio::any_io_executor executor, std::string n, quorum_options o,
+              std::shared_ptr<quorum_flights> f)
       : ex(std::move(executor)),
+        flights(std::move(f)),
         name(std::move(n)),
         owner(next_owner_id()),
         options(o),
@@ -98,6 +100,8 @@ struct quorum_core : std::enable_shared_from_this<quorum_core> {
         turn(ex, clock_type::time_point::max()) {}
 
   const asio::any_io_executor ex;
+  /// Its work away on the nodes' executors, coming back to `ex` (each piece holds a ticket).
+  const std::shared_ptr<quorum_flights> flights;
   const std::string name;
   const std::uint64_t owner;
   const quorum_options options;
@@ -177,11 +181,15 @@ struct quorum_core : std::enable_shared_from_this<quorum_core> {
   void give_back(const std::shared_ptr<quorum_holding>& h);
   /// The completion of an operation on node i: runs `f` on this lock's executor, whichever
   /// thread the node's client completes it on (a handler whose executor is the node's would run
-  /// there, inline), cancelled through `slot` if it is connected.
+  /// there, inline), cancelled through `slot` if it is connected. Counted in `flights` until it
+  /// ran.
   template <typename... Result, typename F>
   handler<Result...> node_handler(std::size_t i, F f, asio::cancellation_slot slot = {}) const {
+    auto counted = [away = quorum_flights::ticket(flights), f = std::move(f)](auto&&... a) mutable {
+      f(std::forward<decltype(a)>(a)...);
+    };
     return handler<Result...>(
-        asio::bind_cancellation_slot(slot, asio::bind_executor(ex, std::move(f))),
+        asio::bind_cancellation_slot(slot, asio::bind_executor(ex, std::move(counted))),
         nodes[i].ctx->executor);
   }
   void release_node(std::size_t i) {
@@ -267,20 +275,21 @@ struct round_run : std::enable_shared_from_this<round_run> {
     if (delay.count() > 0) {
       // Asked on the node's client: whether it came back too recently to vote.
       const auto& n = core->nodes[i];
-      asio::post(n.ctx->executor, [self = shared_from_this(), i, delay] {
+      asio::post(n.ctx->executor, [self = shared_from_this(), i, delay,
+                                   away = quorum_flights::ticket(core->flights)]() mutable {
         const auto& node = self->core->nodes[i];
         const auto left =
             restart_wait(node.ctx->session.stats().reconnected_at, clock_type::now(), delay);
         if (left.count() == 0) {
           // Sent from the lock's executor, where its cancellation is emitted.
-          asio::post(self->core->ex, [self, i] { self->send_attempt(i); });
+          asio::post(self->core->ex, [self, i, back = std::move(away)] { self->send_attempt(i); });
           return;
         }
         failure f(
             errc::connection_lost,
             fmt::format("{}: reconnected lately; sits out restart_delay ({} ms) for {} ms more",
                         node.label, delay.count(), left.count()));
-        asio::post(self->core->ex, [self, i, f = std::move(f)]() mutable {
+        asio::post(self->core->ex, [self, i, f = std::move(f), back = std::move(away)]() mutable {
           self->on_answer(i, std::move(f), false, milliseconds(-1));
         });
       });
@@ -431,6 +440,7 @@ void quorum_core::on_deadline(const std::shared_ptr<quorum_holding>& h) {
           auto read = [n]() -> asio::awaitable<clock_type::time_point> {
             co_return n.ctx->dog.confirmed(*n.s);
           };
+          const quorum_flights::ticket away(self->flights);
           const auto confirmed =
               co_await asio::co_spawn(n.ctx->executor, read, asio::use_awaitable);
           h->hold.on_confirmed(i, confirmed);
@@ -742,7 +752,8 @@ asio::awaitable<std::pair<failure, bool>> take(std::shared_ptr<quorum_core> core
       for (std::size_t i = 0; i < core->nodes.size(); ++i) {
         const auto& n = core->nodes[i];
         auto l = std::make_shared<node_listener>(n.ctx, std::string(n.s->key()), n.s->channel(),
-                                                 n.s->kind.on_message, i, core->ex, sink);
+                                                 n.s->kind.on_message, i, core->ex,
+                                                 quorum_flights::ticket(core->flights), sink);
         l->join();
         w->listeners.push_back(std::move(l));
       }
@@ -916,7 +927,11 @@ namespace rlock {
 namespace asio = boost::asio;
 
 quorum_lock::quorum_lock(std::vector<std::reference_wrapper<client>> nodes, std::string_view name,
-                         quorum_options options) {
+                         quorum_options options)
+    : quorum_lock(std::move(nodes), name, options, std::make_shared<detail::quorum_flights>()) {}
+
+quorum_lock::quorum_lock(std::vector<std::reference_wrapper<client>> nodes, std::string_view name,
+                         quorum_options options, std::shared_ptr<detail::quorum_flights> flights) {
   if (nodes.empty() || nodes.size() > 32) {
     throw_error(
         errc::invalid_argument,
@@ -943,7 +958,8 @@ quorum_lock::quorum_lock(std::vector<std::reference_wrapper<client>> nodes, std:
     }
   }
   auto first = detail::kind_access::context(nodes.front().get());
-  auto core = std::make_shared<detail::quorum_core>(first->executor, std::string(name), options);
+  auto core = std::make_shared<detail::quorum_core>(first->executor, std::string(name), options,
+                                                    std::move(flights));
   core->quorum = detail::quorum_of(nodes.size());
   milliseconds longest_timeout{1};
   milliseconds shortest_watchdog = milliseconds::max();

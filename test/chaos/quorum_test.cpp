@@ -26,8 +26,11 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
 
+#include <fmt/format.h>
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -407,6 +410,76 @@ TEST(quorum_chaos,
   const auto v = sc.finish();
   expect_clean(v, 10);
   EXPECT_EQ(fenced_acquisitions(sc.last), v.acquisitions);
+}
+
+/// A quorum lock runs on its first node's executor, and its releases go on after a majority
+/// confirmed them: the slowest node's answer lands after unlock() returned. Destroying the
+/// blocking lock waits for it, so that the clients can then go in any order (before, a
+/// straggler's completion ran into the first client's freed io_context), and nothing is left
+/// held on the slow node.
+TEST(quorum_chaos, blocking_clients_go_in_any_order_once_their_quorum_lock_is_destroyed) {
+  std::vector<std::unique_ptr<redis_server>> servers;
+  std::vector<std::unique_ptr<fault_proxy>> proxies;
+  for (int i = 0; i < 3; ++i) {
+    servers.push_back(std::make_unique<redis_server>());
+    proxies.push_back(std::make_unique<fault_proxy>(servers.back()->port()));
+  }
+  std::vector<std::size_t> order{0, 1, 2};
+  int orders = 0;
+  do {
+    ++orders;
+    const std::size_t slow = order.back();  // the last to go: its release is still out
+    for (std::size_t i = 0; i < 3; ++i) proxies[i]->set_delay(direction::to_client, 0ms);
+    const std::string prefix = rlock::test::unique_prefix();
+    std::vector<std::unique_ptr<rlock::blocking::client>> clients;
+    std::vector<std::reference_wrapper<rlock::blocking::client>> nodes;
+    for (std::size_t i = 0; i < 3; ++i) {
+      clients.push_back(std::make_unique<rlock::blocking::client>(
+          chaos_config(proxies[i]->port(), prefix, fmt::format("node{}", i))));
+      nodes.emplace_back(*clients.back());
+    }
+    {
+      rlock::blocking::quorum_lock q(nodes, "teardown");
+      q.lock();
+      proxies[slow]->set_delay(direction::to_client, 150ms);
+      q.unlock();  // answered by the two others
+    }
+    for (auto i : order) clients[i].reset();
+    for (std::size_t i = 0; i < 3; ++i) {
+      rlock::test::raw_client raw(servers[i]->port());
+      EXPECT_EQ(raw.command_int({"EXISTS", prefix + "teardown"}), 0)
+          << "node " << i << " after the order " << order[0] << order[1] << order[2];
+    }
+  } while (std::next_permutation(order.begin(), order.end()));
+  EXPECT_EQ(orders, 6);
+}
+
+/// Nobody could unlock it after: a blocking quorum lock destroyed while a thread holds it (twice,
+/// re-entered) gives the hold back on every node before its destructor returns.
+TEST(quorum_chaos, a_blocking_quorum_lock_destroyed_while_held_gives_it_back) {
+  std::vector<std::unique_ptr<redis_server>> servers;
+  std::vector<std::unique_ptr<rlock::blocking::client>> clients;
+  std::vector<std::reference_wrapper<rlock::blocking::client>> nodes;
+  const std::string prefix = rlock::test::unique_prefix();
+  for (int i = 0; i < 3; ++i) {
+    servers.push_back(std::make_unique<redis_server>());
+    clients.push_back(std::make_unique<rlock::blocking::client>(
+        chaos_config(servers.back()->port(), prefix, fmt::format("node{}", i))));
+    nodes.emplace_back(*clients.back());
+  }
+  {
+    rlock::blocking::quorum_lock q(nodes, "forgotten");
+    q.lock();
+    q.lock();
+    for (const auto& server : servers) {
+      rlock::test::raw_client raw(server->port());
+      ASSERT_EQ(raw.command_int({"EXISTS", prefix + "forgotten"}), 1);
+    }
+  }
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    rlock::test::raw_client raw(servers[i]->port());
+    EXPECT_EQ(raw.command_int({"EXISTS", prefix + "forgotten"}), 0) << "node " << i;
+  }
 }
 
 }  // namespace quorum_chaos_test
