@@ -147,9 +147,8 @@ class acquire_fsm {
   milliseconds default_nap_;
   milliseconds longest_nap_;
   milliseconds ttl_{-1};
-  std::uint8_t short_waits_ = 0;
-  std::uint8_t late_holds_ = 0;  // holds answered too late to believe, given back  // busy answers
-                                 // in a row that said "at most 1 ms more"
+  std::uint8_t short_waits_ = 0;  // busy answers in a row that said "at most 1 ms more"
+  std::uint8_t late_holds_ = 0;   // holds answered too late to believe, given back
   phase phase_ = phase::idle;
   verdict verdict_ = verdict::not_acquired;
   verdict pending_ = verdict::not_acquired;  // told after a give-back completes

@@ -81,11 +81,9 @@ struct acquire_operation : attempt_gate::entry {
         error(validate(w, l)) {}
 
   ~acquire_operation() {
-    if (owes) s->ctx->owed.end();
     if (link) link->op = nullptr;
-    s->ctx->attempts.withdraw(*this);
     leave_handoff();
-    s->ctx->hub.remove(waiter);
+    waiter.leave();
   }
 
   /// Leaves a local handoff in flight to it: the unlock gives the hold back when its answer
@@ -146,12 +144,12 @@ struct acquire_operation : attempt_gate::entry {
       next = fsm.resume();
     }
     if (next == action::interrupt) {
-      ctx().hub.interrupt(waiter);
+      waiter.interrupt();
     } else if (next == action::withdraw) {
       const auto cancelled = std::make_error_code(std::errc::operation_canceled);
       if (queued()) {
         // Still waiting for its turn: it never reached the session.
-        ctx().attempts.withdraw(*this);
+        withdraw();
         on_attempt(owner(this), cancelled, resp3::value{});
         return;
       }
@@ -252,6 +250,7 @@ struct acquire_operation : attempt_gate::entry {
       attempt_room room;
       acquire_inputs attempt;
       release_script_call call;
+      owed_requests::debt owed;  // ends with its answer
     };
     auto l = std::make_unique<leaving>();
     l->s = op.s;
@@ -264,10 +263,9 @@ struct acquire_operation : attempt_gate::entry {
     opts.deadline = clock_type::now() + std::max(c.cfg.command_timeout, l->attempt.trace_lasts);
     auto& call = l->call;
     // client::close() waits for it: counted from the caller's answer on (owes), or from now.
-    if (!std::exchange(op.owes, false)) c.owed.begin();
-    c.scripts.async_run(
-        call.which, call.key_span(), call.arg_span(), opts,
-        [l = std::move(l)](std::error_code, const resp3::value&) { l->s->ctx->owed.end(); });
+    l->owed = op.owes ? std::move(op.owes) : owed_requests::debt(c.owed);
+    c.scripts.async_run(call.which, call.key_span(), call.arg_span(), opts,
+                        [l = std::move(l)](std::error_code, const resp3::value&) {});
   }
 
   /// The caller's bound passed with the attempt written and unanswered (a stalled server or a
@@ -358,15 +356,13 @@ struct acquire_operation : attempt_gate::entry {
   /// the session asks again after a reconnect; bounded by the caller's bound until the caller
   /// is told, then open until answered.
   static void reconcile(owner op) {
-    engine_context& c = op->ctx();
-    request_options opts;
-    opts.deadline = op->fsm.request_deadline();
     auto* p = op.get();
-    p->request =
-        c.session.exec(p->s->kind.reconcile_question(p->s->identity()), opts,
-                       [op = std::move(op)](std::error_code ec, resp3::value&& reply) mutable {
-                         on_reconciled(std::move(op), ec, reply);
-                       });
+    p->request = p->s->ask(
+        p->s->kind.reconcile_question(p->s->identity()),
+        [op = std::move(op)](std::error_code ec, resp3::value&& reply) mutable {
+          on_reconciled(std::move(op), ec, reply);
+        },
+        p->fsm.request_deadline());
   }
 
   static void on_reconciled(owner op, std::error_code ec, const resp3::value& reply) {
@@ -420,13 +416,13 @@ struct acquire_operation : attempt_gate::entry {
   /// between the failed attempt and now).
   void join() {
     if (waiter.channel != nullptr) return;  // joined before its first attempt (fair kinds)
-    engine_context& c = ctx();
+    notify_hub& hub = ctx().hub;
     waiter.owner = this;  // for the sleep and a local handoff
     waiter.on_unpark = &acquire_operation::on_unparked;
     waiter.woken_first = s->kind.woken_first;
     // A polling waiter (the spin lock's) listens on nothing: it only sleeps.
-    if (s->kind.waiting == wait_mode::poll) return;
-    c.hub.add(s->key(), s->channel(), s->kind.on_message, waiter);
+    if (s->kind.waiting == wait_mode::poll) return hub.attach(waiter);
+    hub.add(s->key(), s->channel(), s->kind.on_message, waiter);
   }
 
   /// Asleep, the operation is owned by the hub's sleep set, which calls on_unparked when the
@@ -434,14 +430,13 @@ struct acquire_operation : attempt_gate::entry {
   static void sleep(owner op) {
     notify_hub::waiter& w = op->waiter;
     if (w.woken || w.failed) return woken(std::move(op));
-    notify_hub& hub = op->ctx().hub;
     auto until = op->fsm.sleep_until();
     if (const auto backoff = op->s->kind.backoff) {
       // A polling waiter: the kind says when to look again.
       until = std::min(until, clock_type::now() + backoff(op->ctx().cfg, op->naps));
     }
     op.release();
-    hub.sleep(w, until);
+    w.sleep(until);
   }
 
   /// From inside the hub (a message, the timer, a cancellation): the resumption is posted, so
@@ -471,8 +466,8 @@ struct acquire_operation : attempt_gate::entry {
         why = acquire_fsm::wake::message;
       }
     } else if (w.failed) {
-      const auto why_failed = c.hub.failure_of(w);
-      std::string text = c.hub.refusal_of(w);
+      const auto why_failed = w.failure();
+      std::string text = w.refusal();
       if (text.empty()) text = fmt::format("lock '{}': {}", op->s->name(), why_failed.message());
       op->error = failure(why_failed, std::move(text));
       why = acquire_fsm::wake::failed;
@@ -508,7 +503,7 @@ struct acquire_operation : attempt_gate::entry {
   bool take_pushed_grant() {
     engine_context& c = ctx();
     auto since = busy_written;
-    const auto pushed_after = c.hub.take_grant_since(waiter);
+    const auto pushed_after = waiter.take_grant_since();
     // Unknown (max: the channel's bound was taken by another grant) counts for nothing.
     if (c.session.ordered_pushes() && pushed_after != clock_type::time_point::max()) {
       since = std::max(since, pushed_after);
@@ -578,7 +573,6 @@ struct acquire_operation : attempt_gate::entry {
       const auto next = op->fsm.on_given_back(false, clock_type::now());
       return run(std::move(op), next);
     }
-    op->ctx().metrics.given_back();
     const bool late = op->fsm.giving_back_late_hold();
     if (late) {
       op->s->log(
@@ -591,7 +585,7 @@ struct acquire_operation : attempt_gate::entry {
       op->s->log(log_level::debug, ": giving back a hold its caller was not given");
     }
     auto s = op->s;
-    async_release(std::move(s), [op = std::move(op), late](failure e) mutable {
+    async_give_back(std::move(s), [op = std::move(op), late](failure e) mutable {
       // A late hold the server ended already (not held any more) is what was feared, no failure.
       if (e && !(late && e.code == errc::not_owner)) op->error = std::move(e);
       if (late && !op->error && op->fsm.late_holds_exhausted()) {
@@ -647,14 +641,11 @@ struct acquire_operation : attempt_gate::entry {
   /// retry must not hold on to wake-ups (its unused one passes to the next waiter).
   void tell(bool inside_initiation) {
     leave_handoff();
-    ctx().hub.remove(waiter);
+    waiter.leave();
     const bool acquired = fsm.outcome() == verdict::acquired;
     // Told without a hold, with a trace on the server its leave will undo once the attempt in
     // flight (if any) is answered: client::close() waits for that from now on.
-    if (!acquired && left_a_trace && !took_hold && !owes) {
-      owes = true;
-      ctx().owed.begin();
-    }
+    if (!acquired && left_a_trace && !took_hold && !owes) owes = owed_requests::debt(ctx().owed);
     if (acquired && s->kind.takes_hold) {
       s->last_wake.store(static_cast<std::uint8_t>(reason), std::memory_order_relaxed);
       account();
@@ -720,7 +711,7 @@ struct acquire_operation : attempt_gate::entry {
   bool left_a_trace = false;     // a waiting attempt was written: it may be queued, or marked
   bool took_hold = false;        // an answer or a handoff gave it a hold (kept or given back)
   clock_type::time_point hold_sent{};  // the write its latest hold's lease counts from
-  bool owes = false;          // counted in engine_context::owed: told, with a trace still to undo
+  owed_requests::debt owes;   // counted in engine_context::owed: told, with a trace to undo
   bool joined_first = false;  // a fair waiter that joined its channel before its attempts
   bool batched = false;       // its attempts go in batches (async_acquire)
   backoff_state naps;         // a polling waiter's sleeps so far (lock_kind::backoff)
@@ -774,8 +765,8 @@ void finish_handoff(const std::shared_ptr<handoff_ticket>& t, bool handed_over,
     t->to->log(log_level::debug,
                ": a handoff reached an acquisition that had ended; giving it back");
     t->to->on_acquired(t->lease, t->watchdog, sent);
-    c.metrics.given_back(true);
-    async_release(t->to, [](const failure&) {});
+    async_give_back(
+        t->to, [](const failure&) {}, true);
     return;
   }
   op->leave_handoff();
@@ -787,7 +778,7 @@ void finish_handoff(const std::shared_ptr<handoff_ticket>& t, bool handed_over,
     t->to->streak_since = t->streak_since;
     w.granted = true;
   }
-  c.hub.wake_for_handoff(w);  // it takes the hold, or retries
+  w.wake_for_handoff();  // it takes the hold, or retries
 }
 
 void fail_waiting_attempts(engine_context& c, std::error_code reason) {

@@ -14,9 +14,13 @@ namespace rlock::detail {
 
 class attempt_gate {
  public:
-  /// Lives in the acquisition: waiting for a turn allocates nothing.
-  struct entry : boost::intrusive::list_base_hook<> {
+  /// Lives in the acquisition: waiting for a turn allocates nothing. It leaves the line on its
+  /// own (withdraw(), or its destruction): the gate need not be at hand.
+  struct entry : boost::intrusive::list_base_hook<
+                     boost::intrusive::link_mode<boost::intrusive::auto_unlink>> {
     bool queued() const noexcept { return is_linked(); }
+    /// Out of the line (its caller cancelled); nothing if it is not waiting.
+    void withdraw() noexcept { unlink(); }
   };
 
   /// `limit` 0: no limit (every attempt is let through and counted).
@@ -46,10 +50,6 @@ class attempt_gate {
     --in_flight_;
     return nullptr;
   }
-  /// Takes `e` out of the line (its caller cancelled); nothing if it is not waiting.
-  void withdraw(entry& e) noexcept {
-    if (e.queued()) queue_.erase(queue_.iterator_to(e));
-  }
   /// The oldest waiting entry, taken out of the line without a turn (the client is closing).
   entry* take_waiting() noexcept {
     if (queue_.empty()) return nullptr;
@@ -63,7 +63,8 @@ class attempt_gate {
  private:
   std::size_t limit_;
   std::size_t in_flight_ = 0;
-  boost::intrusive::list<entry> queue_;
+  // Entries unlink themselves: no constant-time size (waiting() counts; it is a statistic).
+  boost::intrusive::list<entry, boost::intrusive::constant_time_size<false>> queue_;
 };
 
 }  // namespace rlock::detail

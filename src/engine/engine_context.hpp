@@ -35,6 +35,29 @@ namespace rlock::detail {
 /// command_timeout, as for the unlock latches' DELs. Executor only.
 class owed_requests {
  public:
+  /// One request owed, from its making until it is destroyed (its answer came, it failed, or
+  /// it was dropped). Move-only; empty (default, or moved from) owes nothing.
+  class debt {
+   public:
+    debt() = default;
+    explicit debt(owed_requests& o) noexcept : to_(&o) { o.begin(); }
+    debt(debt&& other) noexcept : to_(std::exchange(other.to_, nullptr)) {}
+    debt& operator=(debt&& other) noexcept {
+      if (this != &other) {
+        if (to_ != nullptr) to_->end();
+        to_ = std::exchange(other.to_, nullptr);
+      }
+      return *this;
+    }
+    ~debt() {
+      if (to_ != nullptr) to_->end();
+    }
+    explicit operator bool() const noexcept { return to_ != nullptr; }
+
+   private:
+    owed_requests* to_ = nullptr;
+  };
+
   void begin() noexcept { ++in_flight_; }
   /// One answered (or failed); the drained callback runs once when none is left.
   void end() {

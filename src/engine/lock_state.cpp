@@ -75,6 +75,10 @@ std::string_view lock_state::name() const noexcept {
 
 const boost::asio::any_io_executor& lock_state::executor() const noexcept { return ctx->executor; }
 
+std::chrono::steady_clock::time_point lock_state::renewal_confirmed() const noexcept {
+  return ctx->dog.confirmed(*this);
+}
+
 bool lock_state::logging() const noexcept { return ctx->logging(); }
 
 void lock_state::log_line(log_level level, std::string_view text) const {
@@ -89,7 +93,7 @@ lock_state::~lock_state() {
 void lock_state::on_lease_lost(std::string_view why) {
   ctx->metrics.lock_lost();
   log(log_level::error, " lost: {}", why);
-  if (local_holds > 0) ctx->metrics.hold_ended(std::chrono::steady_clock::now() - granted_at);
+  if (local_holds > 0) count_hold_ended();
   server_holds = 0;
   reset(true);
 }
@@ -109,7 +113,16 @@ void lock_state::on_acquired(std::chrono::milliseconds lease_ms, bool renew,
   ctx->metrics.hold_granted(lease_ms);
   watched = renew;
   // The watchdog holds the state: a held lock stays renewed even if every handle is gone.
-  if (renew) ctx->dog.add(*this, shared_from_this(), sent, claim);
+  if (renew) renew_from(sent, claim);
+}
+
+void lock_state::renew_from(std::chrono::steady_clock::time_point confirmed,
+                            std::chrono::milliseconds claim) {
+  ctx->dog.add(*this, shared_from_this(), confirmed, claim);
+}
+
+void lock_state::count_hold_ended() const {
+  ctx->metrics.hold_ended(std::chrono::steady_clock::now() - granted_at);
 }
 
 lock_state::release_undo lock_state::before_release() {
@@ -117,12 +130,13 @@ lock_state::release_undo lock_state::before_release() {
   // should have removed, whichever state (old or made since) releases now: see
   // engine_context::counts_uncertain_until.
   // Checked for a time only once a move happened: no clock read per unlock otherwise.
-  if (ctx->counts_uncertain_until != std::chrono::steady_clock::time_point{} &&
-      std::chrono::steady_clock::now() < ctx->counts_uncertain_until) {
+  const auto uncertain_until = ctx->counts_uncertain_until;
+  if (uncertain_until != std::chrono::steady_clock::time_point{} &&
+      std::chrono::steady_clock::now() < uncertain_until) {
     maybe_orphaned = true;
   }
-  release_undo undo{local_holds, renewing(), ctx->dog.confirmed(*this), ctx->dog.claim(*this)};
-  if (local_holds == 1) ctx->metrics.hold_ended(std::chrono::steady_clock::now() - granted_at);
+  release_undo undo{local_holds, renewing(), renewal_confirmed(), ctx->dog.claim(*this)};
+  if (local_holds == 1) count_hold_ended();
   if (local_holds <= 1) reset(false);
   return undo;
 }
@@ -130,7 +144,7 @@ lock_state::release_undo lock_state::before_release() {
 void lock_state::release_not_sent(const release_undo& undo) {
   if (local_holds != 0 || undo.holds == 0) return;
   local_holds = undo.holds;
-  if (undo.watched) ctx->dog.add(*this, shared_from_this(), undo.confirmed, undo.claim);
+  if (undo.watched) renew_from(undo.confirmed, undo.claim);
 }
 
 lock_state::release_outcome lock_state::on_released(const resp3::value& reply,
@@ -187,9 +201,18 @@ lock_state::release_outcome lock_state::on_released(const resp3::value& reply,
           "it holds the lock)");
     }
     local_holds = 1;
-    if (watched) ctx->dog.add(*this, shared_from_this(), sent);
+    if (watched) renew_from(sent);
   }
   return {};
+}
+
+multiplexer::id_type lock_state::ask(command question, reply_handler answered,
+                                     std::chrono::steady_clock::time_point deadline) const {
+  request_options opts;
+  opts.deadline = deadline != std::chrono::steady_clock::time_point{}
+                      ? deadline
+                      : std::chrono::steady_clock::now() + ctx->cfg.command_timeout;
+  return ctx->session.exec(std::move(question), opts, std::move(answered));
 }
 
 void lock_state::set_last_error(const failure& e) {

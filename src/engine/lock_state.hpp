@@ -6,6 +6,8 @@
 #include "rlock/detail/failure.hpp"
 #include "rlock/log.hpp"
 #include "rlock/wake_reason.hpp"
+#include "session/command.hpp"
+#include "session/node/multiplexer.hpp"
 #include "watchdog/watchdog.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -81,6 +83,9 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   std::string_view name() const noexcept;
   /// The client's executor: every mutable member is touched on it.
   const boost::asio::any_io_executor& executor() const noexcept;
+  /// The send time of the latest acquire or renewal of this hold known to have run, while the
+  /// watchdog renews it (epoch: not renewed).
+  std::chrono::steady_clock::time_point renewal_confirmed() const noexcept;
   /// Logs `lock '<name>' (owner <client>:<owner>)` and then `text` through config::log; formats
   /// nothing without a logger.
   template <typename... Args>
@@ -160,7 +165,19 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   void set_last_error(const failure& e);
   std::string last_error() const;
 
+  /// Asks the server about this lock: `question` is a query (the session asks it again after a
+  /// reconnect), answered or failed by `deadline` (none: command_timeout from now). The
+  /// request's id, for a withdraw. `answered` may own this state.
+  multiplexer::id_type ask(command question, reply_handler answered,
+                           std::chrono::steady_clock::time_point deadline = {}) const;
+
  private:
+  /// Renewed by the watchdog from here on (it holds the state), its lease confirmed at
+  /// `confirmed`; a nonzero `claim`: held only that long until a renewal runs.
+  void renew_from(std::chrono::steady_clock::time_point confirmed,
+                  std::chrono::milliseconds claim = {});
+  /// The hold's time, counted as it ends.
+  void count_hold_ended() const;
   bool logging() const noexcept;
   void log_line(log_level level, std::string_view text) const;
 

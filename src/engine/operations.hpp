@@ -46,6 +46,11 @@ void async_lock(std::shared_ptr<lock_state> s, std::optional<std::chrono::millis
 void async_lost(std::shared_ptr<lock_state> s, void_handler handler);
 /// The release of one hold; `batched` as async_acquire's (a multi-lock's releases).
 void async_release(std::shared_ptr<lock_state> s, void_handler handler, bool batched = false);
+/// The release of a hold no caller has (an acquisition its caller was not given, a handoff that
+/// found its waiter gone, a hold the server counts for nobody), counted as given back
+/// (`after_handoff`: a handoff's too).
+void async_give_back(std::shared_ptr<lock_state> s, void_handler handler,
+                     bool after_handoff = false);
 
 /// Fails every acquisition waiting for its turn to send an attempt (engine_context::attempts) with
 /// `reason`: the client is closing.

@@ -44,8 +44,7 @@ struct release_operation {
     op->names.reserve(64 + 2 * s.key().size() + 32);
     s.kind.channel(s.key(), op->names);
     const std::size_t channel_size = op->names.size();
-    append_unlock_latch(s.key(), op->names);
-    c.append_request_id(op->names);
+    append_request_latch(s, op->names);
     op->channel = std::string_view(op->names).substr(0, channel_size);
     op->latch = std::string_view(op->names).substr(channel_size);
     // A final release with a coroutine of this client parked on the lock hands it over.
@@ -56,9 +55,8 @@ struct release_operation {
     // latch is gone: harmless for a release (its caller was told the outcome is unknown), and a
     // transfer answered so is settled by asking (settle_transfer). Longer would leave the latch
     // of every unlock a closing client gives up on for a lease.
-    release_inputs in{
-        op->channel, op->latch, lease_ms, c.latch_ttl_arg.view(), c.session.publish_command(),
-        {},          {}};
+    auto in = latched_inputs(s, op->channel, op->latch);
+    in.lease_ms = lease_ms;
     if (op->ticket) {
       in.to_field = op->ticket->to->field();
       in.to_lease_ms = op->ticket->lease_arg.view();
@@ -102,11 +100,11 @@ struct release_operation {
       // Released on the master: that is what unlock means. A failover before a replica has it
       // would bring the hold back until its lease ends, which delays the next owner and
       // endangers nobody: logged, not failed (release_fsm counts it as answered).
-      c.log(log_level::warning,
-            "unlock of '{}' (owner {}): released, but fewer than {} replica(s) acknowledged it "
-            "within {} ms (sync_replicas)",
-            op->s->name(), c.short_owner(op->s->owner), c.cfg.sync_replicas.replicas,
-            c.cfg.sync_replicas.timeout.count());
+      const auto& sync = c.cfg.sync_replicas;
+      op->s->log(log_level::warning,
+                 ": released, but fewer than {} replica(s) acknowledged it within {} ms "
+                 "(sync_replicas)",
+                 sync.replicas, sync.timeout.count());
       ec = {};
     }
     const bool written = op->written != clock_type::time_point{};
@@ -160,70 +158,58 @@ struct release_operation {
                               std::uint64_t from) {
     lock_state& to = *t->to;
     to.maybe_orphaned = true;
-    request_options opts;
-    opts.deadline = clock_type::now() + to.ctx->cfg.command_timeout;
-    auto question = to.kind.reconcile_question(to.identity());
-    to.ctx->session.exec(
-        std::move(question), opts,
-        [t = std::move(t), begun, from](std::error_code ec, const resp3::value& answer) {
-          bool ran = false;
-          lock_state& receiver = *t->to;
-          if (!ec && !answer.is_error()) {
-            ran = receiver.kind.judge(receiver.server_holds, answer).what !=
-                  reconcile_result::outcome::not_run;
-          }
-          receiver.ctx->log(
-              log_level::debug,
-              "lock '{}': the answer of a handoff from owner {} to owner {} was lost; "
-              "asked, the server says {} ({} known): {}",
-              receiver.name(), receiver.ctx->short_owner(from),
-              receiver.ctx->short_owner(receiver.owner), ec ? ec.message() : resp3::brief(answer),
-              receiver.server_holds, ran ? "handed over" : "not handed over");
-          // No answer: nobody knows; the waiter retries, and maybe_orphaned catches a second
-          // count its attempt might add to a hold that did land.
-          finish_handoff(t, ran, begun);
-        });
+    to.ask(to.kind.reconcile_question(to.identity()),
+           [t = std::move(t), begun, from](std::error_code ec, resp3::value&& answer) {
+             bool ran = false;
+             lock_state& receiver = *t->to;
+             if (!ec && !answer.is_error()) {
+               ran = receiver.kind.judge(receiver.server_holds, answer).what !=
+                     reconcile_result::outcome::not_run;
+             }
+             receiver.log(log_level::debug,
+                          ": the answer of a handoff to it from owner {} of this client was lost; "
+                          "asked, the server says {} ({} known): {}",
+                          from, ec ? ec.message() : resp3::brief(answer), receiver.server_holds,
+                          ran ? "handed over" : "not handed over");
+             // No answer: nobody knows; the waiter retries, and maybe_orphaned catches a second
+             // count its attempt might add to a hold that did land.
+             finish_handoff(t, ran, begun);
+           });
   }
 
   /// Releases holds the server counts for this owner that no caller has, one per round trip
   /// (each release takes one); bounded, in case something else keeps adding them.
   static void give_back_orphans(const std::shared_ptr<lock_state>& s) {
     if (++s->orphan_releases > max_orphan_releases) return;
-    s->ctx->metrics.given_back();
     s->log(log_level::debug,
            ": its final unlock was answered 'still held' after an acquire of it may have run "
            "late; giving back a hold nobody has ({} of at most {})",
            s->orphan_releases, max_orphan_releases);
-    async_release(s, [](const failure&) {});
+    async_give_back(s, [](const failure&) {});
   }
 
   /// After on_released's `verify`: asks the server whether this owner still holds the lock
   /// (its hold count); none, while a caller here holds it, is a lost lock: reported as lost()
   /// now, not at the watchdog's next round. No answer: the watchdog's renewal tells.
   static void verify_hold(const std::shared_ptr<lock_state>& s) {
-    engine_context& c = *s->ctx;
     auto question = s->kind.count_question != nullptr
                         ? s->kind.count_question(s->identity())
                         : command(command_kind::query, "HGET", {s->key()}, {s->field()});
-    request_options opts;
-    opts.deadline = clock_type::now() + c.cfg.command_timeout;
-    c.session.exec(std::move(question), opts,
-                   [s, grants = s->grants](std::error_code ec, const resp3::value& answer) {
-                     if (ec || answer.is_error()) return;
-                     // A reply that is no count holds nothing.
-                     const std::int64_t count = s->kind.count_of != nullptr
-                                                    ? s->kind.count_of(answer)
-                                                    : as_integer(answer).value_or(0);
-                     // Granted again since the question, or released: nothing to judge.
-                     if (s->grants != grants || s->local_holds == 0) return;
-                     if (count > 0) {
-                       s->server_holds = static_cast<std::uint64_t>(count);
-                       return;
-                     }
-                     s->on_lease_lost(
-                         "released by an unlock of the same owner that began before this hold "
-                         "was granted");
-                   });
+    s->ask(std::move(question), [s, grants = s->grants](std::error_code ec, resp3::value&& answer) {
+      if (ec || answer.is_error()) return;
+      // A reply that is no count holds nothing.
+      const std::int64_t count =
+          s->kind.count_of != nullptr ? s->kind.count_of(answer) : as_integer(answer).value_or(0);
+      // Granted again since the question, or released: nothing to judge.
+      if (s->grants != grants || s->local_holds == 0) return;
+      if (count > 0) {
+        s->server_holds = static_cast<std::uint64_t>(count);
+        return;
+      }
+      s->on_lease_lost(
+          "released by an unlock of the same owner that began before this hold "
+          "was granted");
+    });
   }
   static constexpr std::uint8_t max_orphan_releases = 16;  // lock_state::orphan_releases
 
@@ -337,6 +323,11 @@ void async_release(std::shared_ptr<lock_state> s, void_handler handler, bool bat
   op->batched = batched;
   const auto ex = op->s->executor();
   on_client(ex, [op = std::move(op)]() mutable { release_operation::start(std::move(op)); });
+}
+
+void async_give_back(std::shared_ptr<lock_state> s, void_handler handler, bool after_handoff) {
+  s->ctx->metrics.given_back(after_handoff);
+  async_release(std::move(s), std::move(handler));
 }
 
 }  // namespace rlock::detail

@@ -43,18 +43,25 @@ inline void append_request_latch(const lock_state& s, std::string& out) {
   s.ctx->append_request_id(out);
 }
 
-/// The inputs of a latched release-kind script call (a force unlock, a permit's release by id):
-/// `latch` is filled by append_request_latch; the views stay valid while `channel` and `latch`
-/// live (the operation's closure keeps both until the answer).
-inline release_inputs latched_release_inputs(const lock_state& s, std::string_view channel,
-                                             std::string& latch) {
-  append_request_latch(s, latch);
+/// The inputs of a latched release-kind script call with its latch key made already: the
+/// latch's lifetime and the publish command. Views: valid while `channel` and `latch` are.
+inline release_inputs latched_inputs(const lock_state& s, std::string_view channel,
+                                     std::string_view latch) {
   release_inputs in;
   in.channel = channel;
   in.latch = latch;
   in.latch_ttl = s.ctx->latch_ttl_arg.view();
   in.publish = s.ctx->session.publish_command();
   return in;
+}
+
+/// The inputs of a latched release-kind script call (a force unlock, a permit's release by id):
+/// `latch` is filled by append_request_latch; the views stay valid while `channel` and `latch`
+/// live (the operation's closure keeps both until the answer).
+inline release_inputs latched_release_inputs(const lock_state& s, std::string_view channel,
+                                             std::string& latch) {
+  append_request_latch(s, latch);
+  return latched_inputs(s, channel, latch);
 }
 
 /// A reply's integer: a number, a decimal string, nil as 0; none for anything else.
@@ -100,10 +107,8 @@ void run_command(std::shared_ptr<lock_state> s, command c, std::string what, han
   const auto ex = s->executor();
   boost::asio::post(ex, [s = std::move(s), c = std::move(c), what = std::move(what),
                          h = std::move(h), read]() mutable {
-    auto& session = s->ctx->session;
-    const auto opts = round_trip(*s);
-    session.exec(std::move(c), opts,
-                 answer_to<T>(std::move(s), std::move(what), std::move(h), read));
+    auto* state = s.get();
+    state->ask(std::move(c), answer_to<T>(std::move(s), std::move(what), std::move(h), read));
   });
 }
 

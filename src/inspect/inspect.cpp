@@ -21,11 +21,14 @@ namespace detail {
 
 namespace {
 
-/// One probe in flight: the answers as they come, completed when the last is in.
+/// One probe in flight: the answers as they come, completed when the last is in. The client's
+/// settings and executor come from its public side; the engine's context serves its I/O only.
 struct probe_batch {
-  probe_batch(std::shared_ptr<engine_context> c, handler<lock_info> h)
-      : ctx(std::move(c)), done(std::move(h)) {}
+  probe_batch(std::shared_ptr<engine_context> c, boost::asio::any_io_executor e,
+              handler<lock_info> h)
+      : ctx(std::move(c)), ex(std::move(e)), done(std::move(h)) {}
   std::shared_ptr<engine_context> ctx;
+  boost::asio::any_io_executor ex;  // the client's
   handler<lock_info> done;
   lock_info info;
   std::vector<resp3::value> answers;
@@ -46,7 +49,6 @@ struct probe_batch {
       f = read_probe(answers, info);
     }
     if (f) info = lock_info{};
-    const auto ex = ctx->executor;
     ops::deliver(ex, std::move(done), boost::asio::cancellation_slot(), false, std::move(f),
                  std::move(info));
   }
@@ -56,28 +58,31 @@ struct probe_batch {
 
 void start_inspect(const inspect_target& t, handler<lock_info> h) {
   auto ctx = kind_access::context(*t.c);
-  const auto ex = ctx->executor;
+  const auto ex = t.c->get_executor();
+  const auto& settings = t.c->get_config();
   // Started from the client's executor, never inside the initiating call.
-  boost::asio::post(ex, [ctx = std::move(ctx), name = t.name, h = std::move(h)]() mutable {
-    auto b = std::make_shared<probe_batch>(ctx, std::move(h));
-    b->info.name = name;
-    b->info.key = ctx->cfg.key_prefix + name;
-    const bool sharded = ctx->session.publish_command() == "spublish";
-    const auto cmds = probe_commands(b->info.key, sharded);
-    b->answers.resize(cmds.size());
-    b->left = cmds.size();
-    request_options opts;
-    opts.deadline = std::chrono::steady_clock::now() + ctx->cfg.command_timeout;
-    // Every command is queued before any answer can come (this runs on the client's
-    // executor): the connection writes them together, and all go to the key's node.
-    for (std::size_t i = 0; i < cmds.size(); ++i) {
-      std::string payload;
-      resp3::append_command(payload, std::span<const std::string>(cmds[i]));
-      ctx->session.exec(
-          command::encoded(command_kind::query, b->info.key, std::move(payload)), opts,
-          [b, i](std::error_code e, resp3::value v) { b->answered(i, e, std::move(v)); });
-    }
-  });
+  boost::asio::post(
+      ex, [ctx = std::move(ctx), ex, key = settings.key_prefix + t.name,
+           bound = settings.command_timeout, name = t.name, h = std::move(h)]() mutable {
+        auto b = std::make_shared<probe_batch>(ctx, ex, std::move(h));
+        b->info.name = name;
+        b->info.key = std::move(key);
+        const bool sharded = ctx->session.publish_command() == "spublish";
+        const auto cmds = probe_commands(b->info.key, sharded);
+        b->answers.resize(cmds.size());
+        b->left = cmds.size();
+        request_options opts;
+        opts.deadline = std::chrono::steady_clock::now() + bound;
+        // Every command is queued before any answer can come (this runs on the client's
+        // executor): the connection writes them together, and all go to the key's node.
+        for (std::size_t i = 0; i < cmds.size(); ++i) {
+          std::string payload;
+          resp3::append_command(payload, std::span<const std::string>(cmds[i]));
+          ctx->session.exec(
+              command::encoded(command_kind::query, b->info.key, std::move(payload)), opts,
+              [b, i](std::error_code e, resp3::value v) { b->answered(i, e, std::move(v)); });
+        }
+      });
 }
 
 }  // namespace detail

@@ -55,16 +55,15 @@ void run_change(const std::shared_ptr<lock_state>& s, script which, std::string 
   // The call views these captures until its answer.
   auto make = [which, count = std::move(count), channel = std::string(), latch = std::string()](
                   lock_state& st, release_script_call& call) mutable {
-    auto& c = *st.ctx;
     append_latch_channel(st.key(), channel);
-    append_request_latch(st, latch);
+    const auto in = latched_release_inputs(st, channel, latch);
     call.which = which;
     call.keys = {st.key(), channel, latch};
     call.key_count = 3;
     call.arg_count = 0;
     if (!count.empty()) call.args[call.arg_count++] = count;
-    call.args[call.arg_count++] = c.session.publish_command();
-    call.args[call.arg_count++] = c.latch_ttl_arg.view();
+    call.args[call.arg_count++] = in.publish;
+    call.args[call.arg_count++] = in.latch_ttl;
     return failure();
   };
   run_script(s, std::move(make), std::move(words), std::move(h),

@@ -247,11 +247,9 @@ void run_admin(const std::shared_ptr<lock_state>& s, std::string what, std::int6
   // The call keeps views into these captures until it is sent.
   auto make = [what = std::move(what), count = std::to_string(n), latch = std::string()](
                   lock_state& st, detail::release_script_call& call) mutable {
-    auto& c = *st.ctx;
     // A request id names the call (the latch keeps its answer for a retry).
-    detail::append_request_latch(st, latch);
-    detail::semaphore_admin_call(st.identity(), what, count, c.session.publish_command(), latch,
-                                 c.latch_ttl_arg.view(), call);
+    const auto in = detail::latched_release_inputs(st, {}, latch);
+    detail::semaphore_admin_call(st.identity(), what, count, in.publish, latch, in.latch_ttl, call);
     return failure();
   };
   detail::run_script(

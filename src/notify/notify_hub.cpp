@@ -78,6 +78,7 @@ void notify_hub::add(std::string_view key, std::string_view channel, message_pol
     c.key = std::string(key);
     c.policy = policy;
   }
+  w.hub = this;
   w.channel = &c;
   w.prev = c.tail;
   w.next = nullptr;

@@ -62,9 +62,23 @@ class notify_hub {
     /// Names the acquisition in a fair lock's handoff by push (its `g<ticket>` message).
     std::uint32_t ticket = 0;
     void* owner = nullptr;  // the waiting operation, for a local handoff
+    /// Its hub, from add() or attach() on: through it the waiter leaves, sleeps, is interrupted
+    /// and reads why it failed or when a grant was pushed to it.
+    notify_hub* hub = nullptr;
     channel_state* channel = nullptr;
     waiter* prev = nullptr;
     waiter* next = nullptr;
+
+    /// The hub's remove(); nothing if it never joined.
+    void leave();
+    /// The hub's sleep() (joined or attached first).
+    void sleep(clock::time_point until);
+    /// The hub's interrupt(); nothing if it never joined.
+    void interrupt();
+    std::error_code failure() const noexcept;
+    std::string refusal() const;
+    clock::time_point take_grant_since() noexcept;
+    void wake_for_handoff();
   };
 
   struct channel_state {
@@ -90,6 +104,9 @@ class notify_hub {
   /// subscription is already active, `w` is woken at once: it registered after its failed
   /// attempt, so it must try again to close the window in which an unlock went unheard.
   void add(std::string_view key, std::string_view channel, message_policy policy, waiter& w);
+
+  /// Makes the hub `w`'s without a channel: a waiter that only sleeps (a polling one).
+  void attach(waiter& w) noexcept { w.hub = this; }
 
   /// Unlinks `w` in O(1). An unconsumed wake-up passes to the next waiter; the last waiter out
   /// unsubscribes.
@@ -165,5 +182,23 @@ class notify_hub {
   clock::time_point armed_until_ = clock::time_point::max();
   std::weak_ptr<void> owner_;
 };
+
+inline void notify_hub::waiter::leave() {
+  if (hub != nullptr) hub->remove(*this);
+}
+inline void notify_hub::waiter::sleep(clock::time_point until) { hub->sleep(*this, until); }
+inline void notify_hub::waiter::interrupt() {
+  if (hub != nullptr) hub->interrupt(*this);
+}
+inline std::error_code notify_hub::waiter::failure() const noexcept {
+  return hub != nullptr ? hub->failure_of(*this) : std::error_code{};
+}
+inline std::string notify_hub::waiter::refusal() const {
+  return hub != nullptr ? hub->refusal_of(*this) : std::string{};
+}
+inline notify_hub::clock::time_point notify_hub::waiter::take_grant_since() noexcept {
+  return hub != nullptr ? hub->take_grant_since(*this) : clock::time_point{};
+}
+inline void notify_hub::waiter::wake_for_handoff() { hub->wake_for_handoff(*this); }
 
 }  // namespace rlock::detail

@@ -190,7 +190,7 @@ struct quorum_core : std::enable_shared_from_this<quorum_core> {
     };
     return handler<Result...>(
         asio::bind_cancellation_slot(slot, asio::bind_executor(ex, std::move(counted))),
-        nodes[i].ctx->executor);
+        nodes[i].s->executor());
   }
   void release_node(std::size_t i) {
     async_release(nodes[i].s, node_handler<>(i, [](const failure&) {}));
@@ -275,7 +275,7 @@ struct round_run : std::enable_shared_from_this<round_run> {
     if (delay.count() > 0) {
       // Asked on the node's client: whether it came back too recently to vote.
       const auto& n = core->nodes[i];
-      asio::post(n.ctx->executor, [self = shared_from_this(), i, delay,
+      asio::post(n.s->executor(), [self = shared_from_this(), i, delay,
                                    away = quorum_flights::ticket(core->flights)]() mutable {
         const auto& node = self->core->nodes[i];
         const auto left =
@@ -438,11 +438,11 @@ void quorum_core::on_deadline(const std::shared_ptr<quorum_holding>& h) {
           if ((h->hold.held() & node_bit(i)) == 0) continue;
           const auto& n = self->nodes[i];
           auto read = [n]() -> asio::awaitable<clock_type::time_point> {
-            co_return n.ctx->dog.confirmed(*n.s);
+            co_return n.s->renewal_confirmed();
           };
           const quorum_flights::ticket away(self->flights);
           const auto confirmed =
-              co_await asio::co_spawn(n.ctx->executor, read, asio::use_awaitable);
+              co_await asio::co_spawn(n.s->executor(), read, asio::use_awaitable);
           h->hold.on_confirmed(i, confirmed);
         }
         if (h->lost || h->released) co_return;
@@ -957,9 +957,8 @@ quorum_lock::quorum_lock(std::vector<std::reference_wrapper<client>> nodes, std:
                               name));
     }
   }
-  auto first = detail::kind_access::context(nodes.front().get());
-  auto core = std::make_shared<detail::quorum_core>(first->executor, std::string(name), options,
-                                                    std::move(flights));
+  auto core = std::make_shared<detail::quorum_core>(nodes.front().get().get_executor(),
+                                                    std::string(name), options, std::move(flights));
   core->quorum = detail::quorum_of(nodes.size());
   milliseconds longest_timeout{1};
   milliseconds shortest_watchdog = milliseconds::max();
