@@ -701,20 +701,21 @@ struct acquire_operation : attempt_gate::entry {
   clock_type::time_point busy_written{};  // the latest attempt answered busy (fair kinds)
   std::int64_t token = 0;                 // this acquisition's token (kinds with tokens)
   milliseconds busy_ttl{-1};              // the latest busy answer's TTL of the holder
+  clock_type::time_point hold_sent{};     // the write its latest hold's lease counts from
   notify_hub::waiter waiter;  // in the hub from the first busy answer until the caller is told
   multiplexer::id_type request = 0;        // the attempt or question in flight
   std::shared_ptr<handoff_ticket> ticket;  // a local handoff to it in flight
+  owed_requests::debt owes;  // counted in engine_context::owed: told, with a trace to undo
+  // The flags together, and no padding between them (bench S6 counts bytes per waiter).
   wake_reason reason = wake_reason::immediate;
   bool wake_by_message = false;  // the wake-up the attempt in flight used was an unlock message
   bool counted = false;          // its attempt in flight holds a turn of the gate
   bool called_again = false;     // the attempt in flight follows a NOSCRIPT answer
   bool left_a_trace = false;     // a waiting attempt was written: it may be queued, or marked
   bool took_hold = false;        // an answer or a handoff gave it a hold (kept or given back)
-  clock_type::time_point hold_sent{};  // the write its latest hold's lease counts from
-  owed_requests::debt owes;   // counted in engine_context::owed: told, with a trace to undo
-  bool joined_first = false;  // a fair waiter that joined its channel before its attempts
-  bool batched = false;       // its attempts go in batches (async_acquire)
-  backoff_state naps;         // a polling waiter's sleeps so far (lock_kind::backoff)
+  bool joined_first = false;     // a fair waiter that joined its channel before its attempts
+  bool batched = false;          // its attempts go in batches (async_acquire)
+  backoff_state naps;            // a polling waiter's sleeps so far (lock_kind::backoff)
 };
 
 }  // namespace

@@ -44,21 +44,23 @@ class notify_hub {
     /// Called when its sleep ends (a wake-up, its deadline, interrupt(), fail_all()): it only
     /// schedules the waiter's resumption, and must not call into the hub.
     void (*on_unpark)(waiter&) = nullptr;
-    bool woken = false;       // retry now; cleared by the waiter when it retries
-    bool by_message = false;  // the latest wake-up was an unlock message
+    // The flags are bits: a waiter lives in every sleeping acquisition (bench S6 counts its
+    // bytes). Executor only, as the whole waiter.
+    bool woken : 1 = false;       // retry now; cleared by the waiter when it retries
+    bool by_message : 1 = false;  // the latest wake-up was an unlock message
     /// Picked for a local handoff whose answer is not in yet: wake-ups pass it by, and it does
     /// not retry on its own (its retry could re-enter a lock handed to it meanwhile).
-    bool reserved = false;
+    bool reserved : 1 = false;
     /// The handoff's answer came: it holds the lock (set with `woken`).
-    bool granted = false;
+    bool granted : 1 = false;
     /// The client closed, or the server refused the channel: failure_of() says why.
-    bool failed = false;
+    bool failed : 1 = false;
     /// A fair lock's release handed the lock to this waiter's acquisition by push (set with
     /// `woken`): grant_since() bounds when.
-    bool pushed_grant = false;
+    bool pushed_grant : 1 = false;
     /// A wake of one passes older waiters for it (lock_kind::woken_first: a writer that the
     /// readers on its channel wait for).
-    bool woken_first = false;
+    bool woken_first : 1 = false;
     /// Names the acquisition in a fair lock's handoff by push (its `g<ticket>` message).
     std::uint32_t ticket = 0;
     void* owner = nullptr;  // the waiting operation, for a local handoff
@@ -72,7 +74,7 @@ class notify_hub {
     /// The hub's remove(); nothing if it never joined.
     void leave();
     /// The hub's sleep() (joined or attached first).
-    void sleep(clock::time_point until);
+    void sleep(clock::time_point wake_at);
     /// The hub's interrupt(); nothing if it never joined.
     void interrupt();
     std::error_code failure() const noexcept;
@@ -186,7 +188,7 @@ class notify_hub {
 inline void notify_hub::waiter::leave() {
   if (hub != nullptr) hub->remove(*this);
 }
-inline void notify_hub::waiter::sleep(clock::time_point until) { hub->sleep(*this, until); }
+inline void notify_hub::waiter::sleep(clock::time_point wake_at) { hub->sleep(*this, wake_at); }
 inline void notify_hub::waiter::interrupt() {
   if (hub != nullptr) hub->interrupt(*this);
 }

@@ -75,12 +75,12 @@ class node_listener final : public notify_hub::waiter,
   /// Reads what woke it, passes it on, and sleeps again (until the next wake-up).
   void settle() {
     if (left_ || !joined_) return;
-    notify_hub& hub = hub_;
+    notify_hub& h = hub_;
     if (failed) {
-      std::string why = hub.refusal_of(*this);
-      if (why.empty()) why = hub.failure_of(*this).message();
+      std::string why = h.refusal_of(*this);
+      if (why.empty()) why = h.failure_of(*this).message();
       tell(heard::failed, why);
-      hub.remove(*this);
+      h.remove(*this);
       joined_ = false;
       return;
     }
@@ -90,7 +90,7 @@ class node_listener final : public notify_hub::waiter,
       by_message = false;
       tell(what, {});
     }
-    if (!asleep()) hub.sleep(*this, notify_hub::clock::time_point::max());
+    if (!asleep()) h.sleep(*this, notify_hub::clock::time_point::max());
   }
 
   void tell(heard what, std::string why) {
