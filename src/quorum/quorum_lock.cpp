@@ -271,41 +271,53 @@ struct round_run : std::enable_shared_from_this<round_run> {
 
   void attempt(std::size_t i) {
     ++unanswered;
-    const auto delay = core->options.restart_delay;
-    if (delay.count() > 0) {
-      // Asked on the node's client: whether it came back too recently to vote.
-      const auto& n = core->nodes[i];
-      asio::post(n.s->executor(), [self = shared_from_this(), i, delay,
-                                   away = quorum_flights::ticket(core->flights)]() mutable {
-        const auto& node = self->core->nodes[i];
-        const auto left =
-            restart_wait(node.ctx->session.stats().reconnected_at, clock_type::now(), delay);
-        if (left.count() == 0) {
-          // Sent from the lock's executor, where its cancellation is emitted.
-          asio::post(self->core->ex, [self, i, back = std::move(away)] { self->send_attempt(i); });
-          return;
-        }
-        failure f(
-            errc::connection_lost,
-            fmt::format("{}: reconnected lately; sits out restart_delay ({} ms) for {} ms more",
-                        node.label, delay.count(), left.count()));
-        asio::post(self->core->ex, [self, i, f = std::move(f), back = std::move(away)]() mutable {
-          self->on_answer(i, std::move(f), false, milliseconds(-1));
-        });
-      });
-      return;
-    }
-    send_attempt(i);
+    if (core->options.restart_delay.count() == 0) return send_attempt(i);
+    // Not sent to a node that came back too recently to vote.
+    restart_left(i, [self = shared_from_this(), i](milliseconds left) {
+      if (left.count() == 0) return self->send_attempt(i);
+      self->on_answer(i, self->sits_out(i, left, "sits out"), false, milliseconds(-1));
+    });
   }
 
   void send_attempt(std::size_t i) {
     const auto& n = core->nodes[i];
     auto answered = [self = shared_from_this(), i](failure f, bool got, milliseconds ttl) {
-      self->on_answer(i, std::move(f), got, ttl);
+      if (!got || self->core->options.restart_delay.count() == 0) {
+        return self->on_answer(i, std::move(f), got, ttl);
+      }
+      // Asked again once granted: an attempt queued while the node was down is written on the
+      // connection that found it back (empty, perhaps), after the check before it was sent.
+      self->restart_left(i, [self, i, ttl](milliseconds left) {
+        if (left.count() == 0) return self->on_answer(i, failure(), true, ttl);
+        self->core->release_node(i);  // granted, but no vote: given back
+        self->on_answer(i, self->sits_out(i, left, "its grant does not count and goes back"), false,
+                        ttl);
+      });
     };
     async_attempt(
         n.s, lease,
         core->node_handler<bool, milliseconds>(i, std::move(answered), signals[i].slot()));
+  }
+
+  /// How long node i must still sit out (restart_delay), read on its client (the moment it came
+  /// back is its session's), then `then(left)` on the lock's executor.
+  template <typename Then>
+  void restart_left(std::size_t i, Then then) {
+    asio::post(
+        core->nodes[i].s->executor(), [self = shared_from_this(), i, then = std::move(then),
+                                       away = quorum_flights::ticket(core->flights)]() mutable {
+          const auto left = restart_wait(self->core->nodes[i].ctx->session.stats().reconnected_at,
+                                         clock_type::now(), self->core->options.restart_delay);
+          asio::post(self->core->ex, [left, then = std::move(then),
+                                      back = std::move(away)]() mutable { then(left); });
+        });
+  }
+
+  failure sits_out(std::size_t i, milliseconds left, std::string_view what) const {
+    return {
+        errc::connection_lost,
+        fmt::format("{}: reconnected lately; {} (restart_delay {} ms, {} ms more)",
+                    core->nodes[i].label, what, core->options.restart_delay.count(), left.count())};
   }
 
   void release(std::size_t i) {

@@ -482,4 +482,82 @@ TEST(quorum_chaos, a_blocking_quorum_lock_destroyed_while_held_gives_it_back) {
   }
 }
 
+/// Redlock's delayed restart must hold for an attempt that waited out the outage: sent while
+/// the node was unreachable (nothing had come back yet to sit out), it is written on the
+/// connection that finds the node back, restarted empty. Its grant must not count: here it
+/// would complete a second majority while the first holder (its grant on the third node lost)
+/// still believes. Before, the delay was only checked when the attempt was sent.
+TEST(quorum_chaos, an_attempt_that_waited_out_a_restart_does_not_vote_within_the_restart_delay) {
+  std::vector<std::unique_ptr<redis_server>> servers;
+  for (int i = 0; i < 3; ++i) servers.push_back(std::make_unique<redis_server>());
+  fault_proxy to_n0(servers[0]->port());  // the second owner's way to node 0
+  const std::string prefix = rlock::test::unique_prefix();
+  asio::io_context io;
+  std::vector<std::unique_ptr<rlock::client>> first_clients;
+  std::vector<std::unique_ptr<rlock::client>> second_clients;
+  std::vector<std::reference_wrapper<rlock::client>> first;
+  std::vector<std::reference_wrapper<rlock::client>> second;
+  for (std::size_t i = 0; i < 3; ++i) {
+    first_clients.push_back(std::make_unique<rlock::client>(
+        io.get_executor(), chaos_config(servers[i]->port(), prefix, fmt::format("a{}", i))));
+    first.emplace_back(*first_clients.back());
+    const auto port = i == 0 ? to_n0.port() : servers[i]->port();
+    second_clients.push_back(std::make_unique<rlock::client>(
+        io.get_executor(), chaos_config(port, prefix, fmt::format("b{}", i))));
+    second.emplace_back(*second_clients.back());
+  }
+  rlock::quorum_options o;
+  o.restart_delay = 5s;  // longer than the test: node 0 never votes again for the second owner
+  o.round_timeout = 3s;  // the queued attempt outlives the outage
+  o.unreachable_retry = 10s;
+  rlock::quorum_lock a(first, "restarted", o);
+  rlock::quorum_lock b(second, "restarted", o);
+  bool b_took = true;
+  bool b_done = false;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        for (auto& c : first_clients) co_await c->connect();
+        for (auto& c : second_clients) co_await c->connect();
+        co_await a.lock(std::chrono::milliseconds(20'000));  // leased: nothing retakes a node
+        // Node 2 forgets the first owner's grant; the first owner still believes (its lease).
+        rlock::test::raw_client(servers[2]->port()).command({"DEL", prefix + "restarted"});
+        // The second owner loses its way to node 0, then asks: its attempt there waits.
+        to_n0.refuse();
+        to_n0.cut_all();
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+              b_took = co_await b.try_lock(std::chrono::milliseconds(1'500));
+              b_done = true;
+            },
+            asio::detached);
+        asio::steady_timer t(io, 200ms);
+        co_await t.async_wait(asio::use_awaitable);
+        // Node 0 restarts empty, and the second owner's way to it opens.
+        servers[0]->kill_hard();
+        servers[0]->restart();
+        to_n0.heal();
+      },
+      asio::detached);
+  // Bounded: the try_lock's wait and round end by 3 s; the run by 20 s at most.
+  for (int i = 0; i < 2'000 && !b_done; ++i) io.run_for(10ms);
+  ASSERT_TRUE(b_done);
+  EXPECT_FALSE(b_took) << "a second owner counted node 0 right after its restart";
+  EXPECT_TRUE(a.is_held());
+  // The late grant went back.
+  bool gone = false;
+  for (int i = 0; i < 300 && !gone; ++i) {
+    gone =
+        rlock::test::raw_client(servers[0]->port()).command_int({"HLEN", prefix + "restarted"}) ==
+        0;
+    if (!gone) io.run_for(10ms);
+  }
+  EXPECT_TRUE(gone) << "the grant node 0 made after its restart is still there";
+  EXPECT_NE(b.last_error().find("reconnected lately"), std::string::npos) << b.last_error();
+  for (auto& c : first_clients) c.reset();
+  for (auto& c : second_clients) c.reset();
+  io.run_for(100ms);
+}
+
 }  // namespace quorum_chaos_test
