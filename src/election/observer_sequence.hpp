@@ -1,0 +1,134 @@
+#pragma once
+
+// What an election's observers are told, in order: every change of leader or value that the
+// leader record's change counter (`seq`) numbers, each once, none after a later one. Messages
+// come from the election's channel; after a (re)subscription the record itself is read, since
+// Redis does not replay what was published while the connection was down. Sans I/O: the shell
+// feeds what it hears and reads, and delivers what this returns (src/ELECTION_PLAN.md).
+#include <charconv>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+namespace rlock::detail {
+
+/// One change of an election: the state after it.
+struct election_change {
+  enum class event : std::uint8_t {
+    elected,     // a new leader won (a new term)
+    proclaimed,  // the leader announced another value
+    resigned,    // the leader gave up the lead (term: the ended one)
+    snapshot,    // read from the record after a (re)subscription: the state as it is
+  };
+  std::uint64_t seq = 0;  // the record's change counter: one more at every change
+  std::int64_t term = 0;  // the leader's term (the fenced token it won); 0: none ever
+  event what = event::snapshot;
+  std::string value;
+  /// Changes numbered between the previous one delivered and this one, never told: a gap that
+  /// a reconnect (or a slow reader) left. The terms say how many leaders it spanned.
+  std::uint64_t skipped = 0;
+};
+
+/// The channel's words for an event; nothing for `snapshot` (never published).
+constexpr std::string_view election_event_word(election_change::event e) noexcept {
+  switch (e) {
+    case election_change::event::elected:
+      return "elected";
+    case election_change::event::proclaimed:
+      return "proclaimed";
+    case election_change::event::resigned:
+      return "resigned";
+    case election_change::event::snapshot:
+      break;
+  }
+  return {};
+}
+
+/// A message of the election's channel, `<seq>:<term>:<event>:<value>` (the value may hold any
+/// bytes, colons too), or why it is not one: a server or a foreign publisher may send anything.
+struct parsed_election_message {
+  std::optional<election_change> change;
+  std::string error;  // empty when parsed
+};
+
+inline parsed_election_message parse_election_message(std::string_view payload) {
+  parsed_election_message out;
+  const std::string_view whole = payload;
+  const auto fail = [&](std::string_view why) {
+    out.error = "election message '";
+    out.error.append(whole.substr(0, 64)).append("': ").append(why);
+    return out;
+  };
+  election_change c;
+  const auto number = [&](auto& n) {
+    const auto colon = payload.find(':');
+    if (colon == std::string_view::npos || colon == 0) return false;
+    const auto [end, ec] = std::from_chars(payload.data(), payload.data() + colon, n);
+    if (ec != std::errc{} || end != payload.data() + colon) return false;
+    payload.remove_prefix(colon + 1);
+    return true;
+  };
+  if (!number(c.seq) || c.seq == 0) {
+    return fail("no change counter (expected <seq>:<term>:<event>:<value>)");
+  }
+  if (!number(c.term) || c.term < 0) {
+    return fail("no term (expected <seq>:<term>:<event>:<value>)");
+  }
+  const auto colon = payload.find(':');
+  const auto word = payload.substr(0, colon);
+  if (word == "elected") {
+    c.what = election_change::event::elected;
+  } else if (word == "proclaimed") {
+    c.what = election_change::event::proclaimed;
+  } else if (word == "resigned") {
+    c.what = election_change::event::resigned;
+  } else {
+    return fail("unknown event (expected elected, proclaimed or resigned)");
+  }
+  if (colon == std::string_view::npos) {
+    return fail("no value (expected <seq>:<term>:<event>:<value>)");
+  }
+  c.value = std::string(payload.substr(colon + 1));
+  out.change = std::move(c);
+  return out;
+}
+
+/// One observer's order: what it was told last, and what to tell next.
+class observer_sequence {
+ public:
+  /// A change heard on the channel: returned to be delivered when it is newer than every
+  /// change delivered, with `skipped` set; nothing when it is not (a repeat, or one overtaken
+  /// by a snapshot read meanwhile).
+  std::optional<election_change> on_message(election_change c) { return take(std::move(c)); }
+
+  /// The record read after the channel was (re)confirmed: the state as it is, delivered as a
+  /// snapshot when it is newer than every change delivered. A record never written (seq 0)
+  /// tells nothing.
+  std::optional<election_change> on_snapshot(election_change c) {
+    c.what = election_change::event::snapshot;
+    return take(std::move(c));
+  }
+
+  /// The change counter of the latest change delivered (0: none yet).
+  std::uint64_t last_seq() const noexcept { return last_seq_; }
+  /// The latest term delivered (0: none yet).
+  std::int64_t last_term() const noexcept { return last_term_; }
+
+ private:
+  std::optional<election_change> take(election_change c) {
+    if (c.seq <= last_seq_) return std::nullopt;
+    // The first change an observer hears is where it starts: nothing before it was owed.
+    c.skipped = last_seq_ == 0 ? 0 : c.seq - last_seq_ - 1;
+    last_seq_ = c.seq;
+    if (c.term > last_term_) last_term_ = c.term;
+    return c;
+  }
+
+  std::uint64_t last_seq_ = 0;
+  std::int64_t last_term_ = 0;
+};
+
+}  // namespace rlock::detail

@@ -1,0 +1,90 @@
+// An election observer's order (src/election/observer_sequence.hpp): every change told once, in
+// the order of the record's change counter, a gap counted, a reconnect's snapshot delivered only
+// when it is newer; and the channel's messages parsed, or refused with words that say why.
+#include "election/observer_sequence.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+using rlock::detail::election_change;
+using rlock::detail::observer_sequence;
+using rlock::detail::parse_election_message;
+using event = election_change::event;
+
+election_change change(std::uint64_t seq, std::int64_t term, event what, std::string value) {
+  election_change c;
+  c.seq = seq;
+  c.term = term;
+  c.what = what;
+  c.value = std::move(value);
+  return c;
+}
+
+TEST(election_observer, tells_each_change_once_in_order_and_counts_a_gap) {
+  observer_sequence o;
+  auto first = o.on_message(change(4, 7, event::elected, "a:1"));
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->skipped, 0u);  // where this observer starts: nothing was owed before
+  EXPECT_FALSE(o.on_message(change(4, 7, event::elected, "a:1")));   // a repeat
+  EXPECT_FALSE(o.on_message(change(3, 6, event::resigned, "old")));  // overtaken
+  auto next = o.on_message(change(5, 7, event::proclaimed, "a:2"));
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->skipped, 0u);
+  auto later = o.on_message(change(9, 9, event::elected, "c"));  // 6, 7 and 8 never heard
+  ASSERT_TRUE(later);
+  EXPECT_EQ(later->skipped, 3u);
+  EXPECT_EQ(o.last_seq(), 9u);
+  EXPECT_EQ(o.last_term(), 9);
+}
+
+TEST(election_observer, a_snapshot_after_a_reconnect_is_told_only_when_newer) {
+  observer_sequence o;
+  ASSERT_TRUE(o.on_message(change(2, 3, event::elected, "a")));
+  // Reconnected: the record says nothing happened meanwhile.
+  EXPECT_FALSE(o.on_snapshot(change(2, 3, event::elected, "a")));
+  // Reconnected again after two changes: the state as it is, the gap counted.
+  auto now = o.on_snapshot(change(5, 4, event::proclaimed, "b"));
+  ASSERT_TRUE(now);
+  EXPECT_EQ(now->what, event::snapshot);
+  EXPECT_EQ(now->skipped, 2u);
+  EXPECT_EQ(now->term, 4);
+  // The messages of those changes, arriving after the snapshot, are not told again.
+  EXPECT_FALSE(o.on_message(change(4, 4, event::elected, "b0")));
+  EXPECT_FALSE(o.on_message(change(5, 4, event::proclaimed, "b")));
+  EXPECT_TRUE(o.on_message(change(6, 4, event::resigned, "b")));
+}
+
+TEST(election_observer, a_record_never_written_tells_nothing) {
+  observer_sequence o;
+  EXPECT_FALSE(o.on_snapshot(change(0, 0, event::snapshot, "")));
+  EXPECT_EQ(o.last_seq(), 0u);
+}
+
+TEST(election_message, parses_the_published_form_with_any_value) {
+  const auto p = parse_election_message("12:34:elected:10.0.0.7:8080");
+  ASSERT_TRUE(p.change) << p.error;
+  EXPECT_EQ(p.change->seq, 12u);
+  EXPECT_EQ(p.change->term, 34);
+  EXPECT_EQ(p.change->what, event::elected);
+  EXPECT_EQ(p.change->value, "10.0.0.7:8080");
+  const auto empty = parse_election_message("3:1:resigned:");
+  ASSERT_TRUE(empty.change) << empty.error;
+  EXPECT_EQ(empty.change->what, event::resigned);
+  EXPECT_EQ(empty.change->value, "");
+}
+
+TEST(election_message, refuses_what_is_not_one_and_says_why) {
+  for (const char* bad :
+       {"", "x", "1", "1:2", "1:2:elected", "0:2:elected:v", "a:2:elected:v", "1:-3:elected:v",
+        "1:b:elected:v", "1:2:crowned:v", ":2:elected:v", "18446744073709551616:1:elected:v"}) {
+    const auto p = parse_election_message(bad);
+    EXPECT_FALSE(p.change) << bad;
+    EXPECT_NE(p.error.find("election message"), std::string::npos) << bad;
+    EXPECT_NE(p.error.find("expected"), std::string::npos) << bad << ": " << p.error;
+  }
+}
+
+}  // namespace
