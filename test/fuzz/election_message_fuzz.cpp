@@ -33,8 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::size_t start = 0;
   for (int lines = 0; lines < 64 && start <= input.size(); ++lines) {
     const auto end = input.find('\n', start);
-    const auto line = input.substr(start, end == std::string_view::npos ? input.size() - start
-                                                                        : end - start);
+    const auto line =
+        input.substr(start, end == std::string_view::npos ? input.size() - start : end - start);
     const auto parsed = parse_election_message(line);
     if (!parsed.change) {
       check(!parsed.error.empty());
