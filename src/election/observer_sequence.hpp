@@ -7,6 +7,7 @@
 // feeds what it hears and reads, and delivers what this returns (src/ELECTION_PLAN.md).
 #include <charconv>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -79,15 +80,15 @@ inline parsed_election_message parse_election_message(std::string_view payload) 
   }
   const auto colon = payload.find(':');
   const auto word = payload.substr(0, colon);
-  if (word == "elected") {
-    c.what = election_change::event::elected;
-  } else if (word == "proclaimed") {
-    c.what = election_change::event::proclaimed;
-  } else if (word == "resigned") {
-    c.what = election_change::event::resigned;
-  } else {
-    return fail("unknown event (expected elected, proclaimed or resigned)");
+  bool known = false;
+  for (const auto e : {election_change::event::elected, election_change::event::proclaimed,
+                       election_change::event::resigned}) {
+    if (word == election_event_word(e)) {
+      c.what = e;
+      known = true;
+    }
   }
+  if (!known) return fail("unknown event (expected elected, proclaimed or resigned)");
   if (colon == std::string_view::npos) {
     return fail("no value (expected <seq>:<term>:<event>:<value>)");
   }

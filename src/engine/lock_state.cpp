@@ -1,6 +1,7 @@
 #include "engine/lock_state.hpp"
 
 #include "engine/engine_context.hpp"
+#include "engine/round_trip.hpp"
 #include "names/permit_id.hpp"
 #include "rlock/error.hpp"
 #include "session/redis_error.hpp"
@@ -208,10 +209,8 @@ lock_state::release_outcome lock_state::on_released(const resp3::value& reply,
 
 multiplexer::id_type lock_state::ask(command question, reply_handler answered,
                                      std::chrono::steady_clock::time_point deadline) const {
-  request_options opts;
-  opts.deadline = deadline != std::chrono::steady_clock::time_point{}
-                      ? deadline
-                      : std::chrono::steady_clock::now() + ctx->cfg.command_timeout;
+  auto opts = round_trip(*this);
+  if (deadline != std::chrono::steady_clock::time_point{}) opts.deadline = deadline;
   return ctx->session.exec(std::move(question), opts, std::move(answered));
 }
 

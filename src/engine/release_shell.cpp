@@ -64,8 +64,8 @@ struct release_operation {
     } else {
       s.kind.release_call(s.identity(), in, op->call);
     }
-    request_options opts;  // a release: retried (the latch makes a retry return the first answer)
-    opts.deadline = clock_type::now() + c.cfg.command_timeout;
+    // A release: retried (the latch makes a retry return the first answer).
+    auto opts = round_trip(s);
     opts.on_deadline = &release_operation::on_deadline;
     opts.context = op.get();
     opts.written_at = &op->written;

@@ -39,10 +39,6 @@ class quorum_flights {
     std::unique_lock lock(m_);
     return cv_.wait_for(lock, bound, [this] { return out_ == 0; });
   }
-  std::size_t out() const {
-    const std::lock_guard lock(m_);
-    return out_;
-  }
 
  private:
   void add() {
@@ -57,7 +53,7 @@ class quorum_flights {
     cv_.notify_all();
   }
 
-  mutable std::mutex m_;
+  std::mutex m_;
   std::condition_variable cv_;
   std::size_t out_ = 0;
 };
