@@ -7,6 +7,7 @@
 #include "rlock/connection_state.hpp"
 #include "rlock/count_down_latch.hpp"
 #include "rlock/detail/kind_list.hpp"
+#include "rlock/election.hpp"
 #include "rlock/error.hpp"
 #include "rlock/fair_lock.hpp"
 #include "rlock/fenced_lock.hpp"

@@ -5,6 +5,8 @@
 // come from the election's channel; after a (re)subscription the record itself is read, since
 // Redis does not replay what was published while the connection was down. Sans I/O: the shell
 // feeds what it hears and reads, and delivers what this returns (src/ELECTION_PLAN.md).
+#include "rlock/election_change.hpp"
+
 #include <charconv>
 #include <cstdint>
 #include <initializer_list>
@@ -16,22 +18,8 @@
 
 namespace rlock::detail {
 
-/// One change of an election: the state after it.
-struct election_change {
-  enum class event : std::uint8_t {
-    elected,     // a new leader won (a new term)
-    proclaimed,  // the leader announced another value
-    resigned,    // the leader gave up the lead (term: the ended one)
-    snapshot,    // read from the record after a (re)subscription: the state as it is
-  };
-  std::uint64_t seq = 0;  // the record's change counter: one more at every change
-  std::int64_t term = 0;  // the leader's term (the fenced token it won); 0: none ever
-  event what = event::snapshot;
-  std::string value;
-  /// Changes numbered between the previous one delivered and this one, never told: a gap that
-  /// a reconnect (or a slow reader) left. The terms say how many leaders it spanned.
-  std::uint64_t skipped = 0;
-};
+/// One change of an election (rlock/election_change.hpp).
+using election_change = rlock::election_change;
 
 /// The channel's words for an event; nothing for `snapshot` (never published).
 constexpr std::string_view election_event_word(election_change::event e) noexcept {
@@ -93,6 +81,7 @@ inline parsed_election_message parse_election_message(std::string_view payload) 
     return fail("no value (expected <seq>:<term>:<event>:<value>)");
   }
   c.value = std::string(payload.substr(colon + 1));
+  c.leading = c.what != election_change::event::resigned;
   out.change = std::move(c);
   return out;
 }

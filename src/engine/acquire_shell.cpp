@@ -220,12 +220,14 @@ struct acquire_operation : attempt_gate::entry {
                                                 std::move(answered));
   }
 
-  /// An attempt's inputs: the lease and the publish command, and the kind's own arguments
+  /// An attempt's inputs: the lease, the publish command and the caller's argument
+  /// (lock_state::argument), and the kind's own arguments
   /// (lock_kind::prepare_attempt: a fair queue's allowance and ticket, a writer's mark, ...).
   void prepare(decimal& own_lease, attempt_room& room, acquire_inputs& in) const {
     const engine_context& c = ctx();
     in.lease_ms = c.lease_arg(lease.value_or(milliseconds{0}), own_lease);
     in.publish = c.session.publish_command();
+    if (s->argument) in.argument = *s->argument;
     if (const auto kind_own = s->kind.prepare_attempt) {
       kind_own({c.cfg, lease ? std::optional(*lease) : std::nullopt,
                 wait ? std::optional(*wait) : std::nullopt, waiter.ticket},

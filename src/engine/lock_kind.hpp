@@ -64,8 +64,9 @@ using acquire_script_call = basic_script_call<5, 7>;
 /// unlock's 3; up to 7 arguments. Also a fair waiter's leave and a force unlock.
 using release_script_call = basic_script_call<6, 7>;
 
-/// What an acquire attempt needs beyond the state. The engine sets the lease and the publish
-/// command; the rest are a kind's own arguments, set by its prepare_attempt (empty otherwise).
+/// What an acquire attempt needs beyond the state. The engine sets the lease, the publish
+/// command and the caller's argument; the rest are a kind's own arguments, set by its
+/// prepare_attempt (empty otherwise).
 struct acquire_inputs {
   std::string_view lease_ms;
   /// `publish` or `spublish` (a semaphore's attempt tells waiters of the permits it gives back).
@@ -89,6 +90,9 @@ struct acquire_inputs {
   /// (config::fenced_lock's token_idle_ttl, for the fenced kind's clock-bounded tokens); empty:
   /// forever (Redisson's counter).
   std::string_view token_ttl_ms;
+  /// What the caller gave the acquisition beyond the lease (lock_state::argument, set by the
+  /// engine): an election campaign's value; empty for every other kind.
+  std::string_view argument;
   /// How long what a waiting attempt leaves on the server lasts (a fair queue entry, a writer's
   /// mark): the bound of the leave that undoes it (lock_kind::leave_call).
   std::chrono::milliseconds trace_lasts{};

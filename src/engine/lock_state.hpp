@@ -130,6 +130,10 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   /// and when the first of them was made: config::local_handoff bounds both.
   std::chrono::steady_clock::time_point streak_since{};
   std::unique_ptr<boost::asio::steady_timer> lost_signal;  // cancelled to wake lost() waiters
+  /// What this owner's next acquisitions pass their kind beyond the lease (an election
+  /// candidate's value, attempt_facts::argument); null for every other kind. Set on the
+  /// executor before the acquisition starts.
+  std::unique_ptr<std::string> argument;
   std::uint32_t handoff_streak = 0;
   /// How this owner's latest acquisition came about (a wake_reason, in one byte). Read from any
   /// thread.

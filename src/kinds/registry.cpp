@@ -5,7 +5,7 @@
 namespace rlock::detail {
 
 std::span<const lock_kind* const> registered_kinds() noexcept {
-  static constexpr std::array<const lock_kind*, 12> kinds{&reentrant_kind,
+  static constexpr std::array<const lock_kind*, 13> kinds{&reentrant_kind,
                                                           &fenced_kind,
                                                           &non_reentrant_kind,
                                                           &fair_kind,
@@ -16,7 +16,8 @@ std::span<const lock_kind* const> registered_kinds() noexcept {
                                                           &read_kind_writers_first,
                                                           &write_kind_writers_first,
                                                           &semaphore_kind,
-                                                          &count_down_latch_kind};
+                                                          &count_down_latch_kind,
+                                                          &election_kind};
   return kinds;
 }
 

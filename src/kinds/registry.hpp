@@ -42,6 +42,10 @@ extern const lock_kind semaphore_kind;
 /// Redisson's RCountDownLatch: an acquisition that takes no hold, waiting for the count to reach
 /// zero (scripts.hpp, latch_*).
 extern const lock_kind count_down_latch_kind;
+/// rlock's leader election: the fenced lock, whose campaign also writes the leader record
+/// `rlock_election:{<key>}` and publishes `elected`, and whose final release `resigned`
+/// (scripts.hpp, election_*).
+extern const lock_kind election_kind;
 /// A semaphore's operation owned by nobody (scripts.hpp, semaphore_admin): `what` is
 /// available, set, add, drain or release; `n` its count in decimal; `latch` names the request
 /// (release); the state is any of the semaphore's (its key is the counter).

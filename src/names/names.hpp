@@ -31,6 +31,10 @@ void append_tagged_name(std::string_view prefix, std::string_view key, std::stri
 inline constexpr std::string_view fair_queue_prefix = "redisson_lock_queue:";
 inline constexpr std::string_view fair_timeout_prefix = "redisson_lock_timeout:";
 inline constexpr std::string_view fair_handoff_prefix = "rlock_fair_handoff:";
+/// An election's leader record (a hash: owner, term, value, since, seq) and the channel its
+/// changes are published on, `rlock_election:{<key>}` and `rlock_election_channel:{<key>}`.
+inline constexpr std::string_view election_record_prefix = "rlock_election:";
+inline constexpr std::string_view election_channel_prefix = "rlock_election_channel:";
 
 /// The semaphore's holds, `{<key>}:timeout` (RPermitExpirableSemaphore's zset: member the permit
 /// id, score its expiry), appended to `out`.

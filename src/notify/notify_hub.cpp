@@ -104,6 +104,9 @@ void notify_hub::remove(waiter& w) {
   w.prev = w.next = nullptr;
   w.channel = nullptr;
   --c->size;
+  if (!c->sinks.empty()) {
+    std::erase_if(c->sinks, [&w](const auto& s) { return s.first == &w; });
+  }
   if (w.woken_first) --c->woken_first;
   if (w.woken && !w.failed) wake_one(*c, w.by_message);
   if (c->size == 0) {
@@ -129,6 +132,7 @@ void notify_hub::on_message(std::string_view channel, std::string_view payload,
                             clock::time_point since) {
   auto it = channels_.find(channel);
   if (it == channels_.end()) return;
+  for (const auto& [w, sink] : it->second.sinks) sink->heard(*sink, payload);
   std::uint32_t ticket = 0;
   switch (it->second.policy(payload, ticket)) {
     case wake_policy::grant:

@@ -15,6 +15,7 @@
 #include <system_error>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace rlock::detail {
 
@@ -83,6 +84,13 @@ class notify_hub {
     void wake_for_handoff();
   };
 
+  /// Hears every payload published on its waiter's channel, before the channel's policy wakes
+  /// anybody: an election's observers are told each change, not only that one came. Called
+  /// from inside on_message, so it only queues, and must not call into the hub.
+  struct payload_sink {
+    void (*heard)(payload_sink&, std::string_view payload) = nullptr;
+  };
+
   struct channel_state {
     std::string name;
     std::string key;  // routes the subscription (Cluster: the lock key's slot)
@@ -95,6 +103,8 @@ class notify_hub {
     std::error_code refused;      // and its code
     /// The earliest `since` of the grants pushed here and not yet taken (grant_since()).
     clock::time_point grant_since = clock::time_point::max();
+    /// Who hears its payloads (listen()), with the waiter each leaves with.
+    std::vector<std::pair<const waiter*, payload_sink*>> sinks;
   };
 
   notify_hub(session& s, const boost::asio::any_io_executor& ex)
@@ -109,6 +119,11 @@ class notify_hub {
 
   /// Makes the hub `w`'s without a channel: a waiter that only sleeps (a polling one).
   void attach(waiter& w) noexcept { w.hub = this; }
+
+  /// Gives `sink` every payload on the channel `w` joined (add() first), until `w` leaves it.
+  void listen(waiter& w, payload_sink& sink) {
+    if (w.channel != nullptr) w.channel->sinks.emplace_back(&w, &sink);
+  }
 
   /// Unlinks `w` in O(1). An unconsumed wake-up passes to the next waiter; the last waiter out
   /// unsubscribes.
@@ -128,6 +143,9 @@ class notify_hub {
     return w.channel != nullptr ? w.channel->refused : closed_;
   }
   std::string refusal_of(const waiter& w) const;
+  /// Why the client closed (fail_all), or nothing while it is open: a waiter that would join
+  /// after it fails instead (nobody would ever confirm or fail its channel).
+  std::error_code closed() const noexcept { return closed_; }
 
   /// The oldest waiter on `channel` that a local handoff may pick (parked, not woken, not
   /// reserved, not failed), or null.

@@ -46,6 +46,10 @@ enum class script : std::uint8_t {
   latch_count_down,
   latch_delete,
   raise_quorum_token,
+  election_campaign,
+  election_resign,
+  election_proclaim,
+  election_leader,
   count,  // not a script: how many there are (script_table has a row for each)
 };
 
@@ -847,6 +851,87 @@ inline constexpr script_row script_table[] = {
      "if c < p then redis.call('hset', KEYS[1], 't', ARGV[1], 'by', ARGV[2]); return {1, c}; end; "
      "if c == p and redis.call('hget', KEYS[1], 'by') == ARGV[2] then return {1, c}; end; "
      "return {0, c};"},
+
+    // rlock's leader election (src/kinds/election.cpp): Redisson's fenced lock on the name (its
+    // hash and its token counter, so a Java RLock or RFencedLock on the name excludes a leader
+    // and is excluded), plus the leader record `rlock_election:{<key>}` (a hash: owner = the
+    // leader's field, term = the token it won, value, since = server ms, seq = one more at every
+    // change, never reset) and the channel `rlock_election_channel:{<key>}`, which hears
+    // `<seq>:<term>:<event>:<value>` at every change. The record is written in the same script
+    // as the lock, so nobody reads a leader whose lock is not taken, or the reverse.
+    {script::election_campaign, command_kind::acquire, true, on_retry::reconciled,
+     // election_campaign — KEYS[1] = lock key, KEYS[2] = token counter
+     // redisson_lock_token:{<key>}, KEYS[3] = record, KEYS[4] = election channel; ARGV[1] =
+     // lease ms, ARGV[2] = owner field, ARGV[3] = the candidate's value, ARGV[4] = publish
+     // command. {-1, term}: leads (elected now with a new term, or already: its term, and no
+     // second hold); {pttl, -1}: another owner holds the lock.
+     RLOCK_NOW_MS_LUA
+     "local function elect() local term = redis.call('incr', KEYS[2]); "
+     "local seq = redis.call('hincrby', KEYS[3], 'seq', 1); "
+     "redis.call('hset', KEYS[3], 'owner', ARGV[2], 'term', term, 'value', ARGV[3], "
+     "'since', now); "
+     "redis.call(ARGV[4], KEYS[4], seq .. ':' .. term .. ':elected:' .. ARGV[3]); "
+     "return term; end; "
+     "if redis.call('exists', KEYS[1]) == 0 then "
+     "redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "
+     "return {-1, elect()}; end; "
+     "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
+     "redis.call('pexpire', KEYS[1], ARGV[1]); "
+     "local r = redis.call('hmget', KEYS[3], 'owner', 'term'); "
+     "if r[1] == ARGV[2] and tonumber(r[2]) ~= nil then return {-1, tonumber(r[2])}; end; "
+     "return {-1, elect()}; end; "
+     "return {redis.call('pttl', KEYS[1]), -1};"},
+    {script::election_resign, command_kind::release, true, on_retry::latched,
+     // election_resign — the release's KEYS[1..3] and ARGV (Redisson's latched unlock: "0" on
+     // the unlock channel wakes the next candidate, Java's too), plus KEYS[4] = record, KEYS[5]
+     // = election channel: the final release of the leader the record names clears the record's
+     // owner and value and publishes `resigned` (its term: the ended one).
+     "local val = redis.call('get', KEYS[3]); "
+     "if val ~= false then return tonumber(val); end; "
+     "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
+     "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+     "if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); "
+     "redis.call('set', KEYS[3], 0, 'px', ARGV[5]); return 0; end; "
+     "redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); "
+     "local r = redis.call('hmget', KEYS[4], 'owner', 'term'); "
+     "if r[1] == ARGV[3] then "
+     "local seq = redis.call('hincrby', KEYS[4], 'seq', 1); "
+     "redis.call('hset', KEYS[4], 'owner', '', 'value', ''); "
+     "redis.call(ARGV[4], KEYS[5], seq .. ':' .. r[2] .. ':resigned:'); end; "
+     "redis.call('set', KEYS[3], 1, 'px', ARGV[5]); return 1;"},
+    {script::election_proclaim, command_kind::release, true, on_retry::latched,
+     // election_proclaim — KEYS[1] = lock key, KEYS[2] = record, KEYS[3] = election channel,
+     // KEYS[4] = request latch; ARGV[1] = owner field, ARGV[2] = the new value, ARGV[3] =
+     // publish command, ARGV[4] = latch TTL ms. 1: announced (`proclaimed`, or nothing to tell:
+     // the value was that already); 0: this owner does not lead (its lock is gone, or the record
+     // names another). Latched: a retry announces nothing twice.
+     "local done = redis.call('get', KEYS[4]); if done ~= false then return tonumber(done); end; "
+     "local function latched(r) redis.call('set', KEYS[4], r, 'px', ARGV[4]); return r; end; "
+     "if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return latched(0); end; "
+     "local r = redis.call('hmget', KEYS[2], 'owner', 'term', 'value'); "
+     "if r[1] ~= ARGV[1] then return latched(0); end; "
+     "if r[3] == ARGV[2] then return latched(1); end; "
+     "local seq = redis.call('hincrby', KEYS[2], 'seq', 1); "
+     "redis.call('hset', KEYS[2], 'value', ARGV[2]); "
+     "redis.call(ARGV[3], KEYS[3], seq .. ':' .. r[2] .. ':proclaimed:' .. ARGV[2]); "
+     "return latched(1);"},
+    {script::election_leader, command_kind::query, false, on_retry::reads_only,
+     // election_leader — KEYS[1] = lock key, KEYS[2] = record, KEYS[3] = token counter.
+     // {owner, term, value, since, seq, now}: owner = the field holding the lock ('' if nobody
+     // does); the term, value and since are the record's when it names that owner, otherwise
+     // (a holder that never campaigned: a Java RLock) the counter, '' and 0; seq = the record's.
+     RLOCK_NOW_MS_LUA
+     "local r = redis.call('hmget', KEYS[2], 'owner', 'term', 'value', 'since', 'seq'); "
+     "local seq = tonumber(r[5]) or 0; "
+     "local holder = ''; "
+     "if redis.call('exists', KEYS[1]) == 1 then "
+     "local fields = redis.call('hkeys', KEYS[1]); "
+     "for i = 1, #fields, 1 do if fields[i] ~= 'mode' then holder = fields[i]; break; end; end; "
+     "end; "
+     "if holder == '' then return {'', tonumber(r[2]) or 0, '', 0, seq, now}; end; "
+     "if r[1] == holder then "
+     "return {holder, tonumber(r[2]) or 0, r[3] or '', tonumber(r[4]) or 0, seq, now}; end; "
+     "return {holder, tonumber(redis.call('get', KEYS[3])) or 0, '', 0, seq, now};"},
 };
 
 inline constexpr std::size_t script_count = std::size(script_table);

@@ -126,8 +126,9 @@ TEST(kind_rules, every_registered_kind_keeps_them_and_is_listed_once) {
     EXPECT_TRUE(seen.insert(k).second) << k->name;
     EXPECT_TRUE(names.insert(k->name).second) << k->name;
   }
-  EXPECT_EQ(seen.size(), 12u);
+  EXPECT_EQ(seen.size(), 13u);
   EXPECT_EQ(seen.count(&d::count_down_latch_kind), 1u);
+  EXPECT_EQ(seen.count(&d::election_kind), 1u);
 }
 
 // rlock::inspect knows no kind: each key_kind a lock can be is read by one registered row, in
