@@ -196,6 +196,55 @@ TEST(cluster, waiters_are_woken_across_shards_by_sharded_unlock_messages) {
   EXPECT_EQ(waiter.stats().expiry_wakeups, 0u);
 }
 
+TEST(cluster, elections_on_every_shard_hand_over_and_are_observed_by_sharded_messages) {
+  auto& cluster = shared_cluster();
+  asio::io_context io;
+  const auto cfg = cluster_config();
+  rlock::client leaders(io.get_executor(), cfg);
+  rlock::client followers(io.get_executor(), cfg);
+  const auto names = one_name_per_master(cluster, cfg.key_prefix, "elect-");
+  ASSERT_EQ(names.size(), 3u);
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await leaders.connect();
+    co_await followers.connect();
+    for (const auto& n : names) {
+      rlock::election first(leaders, n);
+      rlock::election second(followers, n);
+      auto changes = second.observe();
+      const auto t1 = co_await first.campaign("first");
+      std::optional<std::int64_t> t2;
+      asio::co_spawn(
+          io, [&]() -> asio::awaitable<void> { t2 = co_await second.campaign("second"); },
+          asio::detached);
+      // The observer hears the first lead (as a message or as the record), then every change.
+      auto c = co_await changes.next();
+      EXPECT_EQ(c.term, t1);
+      co_await first.proclaim("first-2");
+      c = co_await changes.next();
+      EXPECT_EQ(c.what, rlock::election_change::event::proclaimed);
+      EXPECT_EQ(c.value, "first-2");
+      co_await first.resign();
+      c = co_await changes.next();
+      EXPECT_EQ(c.what, rlock::election_change::event::resigned);
+      c = co_await changes.next();
+      EXPECT_EQ(c.what, rlock::election_change::event::elected);
+      EXPECT_EQ(c.value, "second");
+      EXPECT_TRUE(co_await poll_until([&] { return t2.has_value(); }, 10s));
+      EXPECT_GT(t2.value_or(0), t1);
+      const auto who = co_await first.leader();
+      EXPECT_TRUE(who && who->value == "second");
+      // Sharded: the record and the channel live in the election key's slot.
+      const auto key = cfg.key_prefix + n;
+      raw_client raw(cluster.owner_of(key_slot(key)));
+      EXPECT_EQ(raw.command({"HGET", "rlock_election:{" + key + "}", "value"}).str, "second");
+      co_await second.resign();
+    }
+    co_await leaders.close();
+    co_await followers.close();
+  });
+  EXPECT_EQ(followers.stats().expiry_wakeups, 0u);
+}
+
 TEST(cluster, fair_locks_on_every_shard_hand_over_by_sharded_push_in_order) {
   auto& cluster = shared_cluster();
   asio::io_context io;
