@@ -9,6 +9,7 @@ namespace rlock {
 /// state after the change. Changes are numbered by the leader record's change counter `seq`;
 /// an observer is told each at most once and never one older than the last it was told.
 struct election_change {
+  /// What changed.
   enum class event : std::uint8_t {
     elected,     ///< a new leader won: a new term
     proclaimed,  ///< the leader announced another value
@@ -18,9 +19,9 @@ struct election_change {
     /// reconnect `skipped` (and the terms) say what this observer missed.
     snapshot,
   };
-  std::uint64_t seq = 0;  ///< the record's change counter: one more at every change
-  std::int64_t term = 0;  ///< the leader's term (the fenced token it won); 0: none ever
-  event what = event::snapshot;
+  std::uint64_t seq = 0;         ///< the record's change counter: one more at every change
+  std::int64_t term = 0;         ///< the leader's term (the fenced token it won); 0: none ever
+  event what = event::snapshot;  ///< what changed
   /// Whether somebody leads after this change (false after a resignation, or in a snapshot of
   /// a record whose leader's lock is gone: a leader that died, its lease run out).
   bool leading = false;

@@ -85,6 +85,16 @@ TEST(examples, long_job_renewed_then_aborted_when_lost) {
   EXPECT_NE(r.output.find("job 2 aborted"), std::string::npos) << r.output;
 }
 
+TEST(examples, leader_runs_the_scheduler_only_while_leading_and_prints_every_change) {
+  const auto r = run_example(RLOCK_EXAMPLE_LEADER);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("3 terms led, at most 1 scheduler(s) at once, terms increasing"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("observer: resigned"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("): scheduler tick 3"), std::string::npos) << r.output;
+}
+
 TEST(examples, try_lock_with_a_deadline) {
   const auto r = run_example(RLOCK_EXAMPLE_TRY_LOCK_DEADLINE);
   EXPECT_EQ(r.status, 0) << r.output;
