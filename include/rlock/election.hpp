@@ -5,6 +5,7 @@
 #include "rlock/detail/completion.hpp"
 #include "rlock/election_change.hpp"
 #include "rlock/export.hpp"
+#include "rlock/metrics.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -22,6 +23,7 @@ namespace rlock {
 namespace detail {
 struct lock_state;
 class election_listener;
+struct election_tally;
 }  // namespace detail
 
 /// Who leads an election now (election::leader()).
@@ -40,6 +42,30 @@ struct leader_info {
   /// The leader record's change counter (election_change::seq) when this was read.
   std::uint64_t seq = 0;
 };
+
+/// What one candidate (an election object and its copies) has done, for monitoring
+/// (election::metrics()); to_prometheus() renders it.
+struct election_metrics {
+  std::string name;  ///< the election's name (its `election` label)
+  /// Gauge: whether it leads, as far as it knows (won, not yet resigned or found lost).
+  bool leading = false;
+  std::int64_t term = 0;           ///< the term of its latest win (0: none yet)
+  std::uint64_t campaigns = 0;     ///< campaign() and try_campaign() calls that went out
+  std::uint64_t terms_won = 0;     ///< leads it won
+  std::uint64_t resignations = 0;  ///< leads it gave up (resign())
+  /// Leads that ended without a resignation (found lost: expired, deleted, taken over): each a
+  /// failover to another candidate.
+  std::uint64_t failovers = 0;
+  /// Time it has led in all, the current lead included.
+  std::chrono::milliseconds time_leading{0};
+};
+
+/// `m` in Prometheus' text exposition format, as to_prometheus(client_metrics) renders a client,
+/// with the label `election` set to its name. Throws boost::system::system_error
+/// (errc::invalid_argument) for a prefix or label Prometheus does not accept, or for a label
+/// named `election`.
+RLOCK_EXPORT std::string to_prometheus(const election_metrics& m, std::string_view prefix = "rlock",
+                                       const metric_labels& labels = {});
 
 /// The changes of one election, pushed (election::observe()): next() completes with each change
 /// of leader or value in order, each once. A handle: copies share one subscription, which ends
@@ -212,6 +238,8 @@ class RLOCK_EXPORT election {
   /// The words of the latest failed operation of this candidate (the async_* forms complete
   /// with an error_code only). Empty if none failed. Any thread.
   std::string last_error() const;
+  /// What this candidate (this object and its copies) has done. Local; any thread.
+  election_metrics metrics() const;
 
  private:
   static void start_campaign(const election& e, std::string value, std::optional<milliseconds> wait,
@@ -224,6 +252,7 @@ class RLOCK_EXPORT election {
   static void start_lost(const election& e, detail::handler<> h);
 
   std::shared_ptr<detail::lock_state> state_;
+  std::shared_ptr<detail::election_tally> tally_;
 };
 
 namespace blocking {
@@ -257,6 +286,8 @@ class election {
   void lost() { client_->run(election_.lost()); }
   /// The term of this candidate's latest win.
   std::int64_t term() const noexcept { return election_.term(); }
+  /// What this candidate has done.
+  election_metrics metrics() const { return election_.metrics(); }
 
   /// The changes of the election, one per call of next().
   class observer {

@@ -17,10 +17,46 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
+
+namespace rlock::detail {
+
+/// A candidate's leads as its metrics count them. Atomics: metrics() reads them from any thread;
+/// they change on the client's executor.
+struct election_tally {
+  std::atomic<bool> leading{false};
+  std::atomic<std::uint64_t> campaigns{0};
+  std::atomic<std::uint64_t> terms_won{0};
+  std::atomic<std::uint64_t> resignations{0};
+  std::atomic<std::uint64_t> failovers{0};
+  std::atomic<std::int64_t> since_ns{0};  // steady clock, of the current lead
+  std::atomic<std::int64_t> led_ns{0};    // the ended leads
+
+  static std::int64_t now_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  /// A lead begins (a campaign won).
+  void won() noexcept {
+    if (leading.exchange(true)) return;
+    since_ns = now_ns();
+    ++terms_won;
+  }
+  /// The lead ended: given up, or found lost. Once per lead.
+  void ended(bool lost) noexcept {
+    if (!leading.exchange(false)) return;
+    led_ns += now_ns() - since_ns.load();
+    ++(lost ? failovers : resignations);
+  }
+};
+
+}  // namespace rlock::detail
 
 namespace rlock {
 
@@ -29,9 +65,27 @@ using detail::failure;
 using term_result = std::optional<std::int64_t>;
 
 election::election(client& c, std::string_view name)
-    : state_(detail::kind_access::new_owner(c, name, detail::election_kind)) {}
+    : state_(detail::kind_access::new_owner(c, name, detail::election_kind)),
+      tally_(std::make_shared<detail::election_tally>()) {}
 election::election(client& c, std::string_view name, std::uint64_t owner_id)
-    : state_(detail::kind_access::state_for(c, name, owner_id, detail::election_kind)) {}
+    : state_(detail::kind_access::state_for(c, name, owner_id, detail::election_kind)),
+      tally_(std::make_shared<detail::election_tally>()) {}
+
+election_metrics election::metrics() const {
+  election_metrics m;
+  m.name = std::string(state_->name());
+  const auto& t = *tally_;
+  m.leading = t.leading.load();
+  m.term = state_->token.load(std::memory_order_relaxed);
+  m.campaigns = t.campaigns.load();
+  m.terms_won = t.terms_won.load();
+  m.resignations = t.resignations.load();
+  m.failovers = t.failovers.load();
+  auto led = t.led_ns.load();
+  if (m.leading) led += detail::election_tally::now_ns() - t.since_ns.load();
+  m.time_leading = std::chrono::duration_cast<milliseconds>(std::chrono::nanoseconds(led));
+  return m;
+}
 
 std::string_view election::name() const noexcept { return state_->name(); }
 std::string_view election::key() const noexcept { return state_->key(); }
@@ -51,13 +105,15 @@ std::string election::last_error() const { return state_->last_error(); }
 std::int64_t election::term() const noexcept {
   return state_->token.load(std::memory_order_relaxed);
 }
+
 void election::start_try_campaign(const election& e, std::string value, milliseconds wait,
                                   detail::handler<term_result> h) {
   const auto& s = e.state_;
   const auto ex = s->executor();
   // The candidate's value is its acquisition's argument while the campaign runs: one campaign
   // at a time (a second one would take a second hold of the one lead).
-  detail::ops::on_client(ex, [s, value = std::move(value), wait, h = std::move(h), ex]() mutable {
+  detail::ops::on_client(ex, [s, tally = e.tally_, value = std::move(value), wait, h = std::move(h),
+                              ex]() mutable {
     if (s->argument) {
       failure f(errc::invalid_argument,
                 fmt::format("election '{}': this candidate is campaigning already; one campaign "
@@ -75,11 +131,21 @@ void election::start_try_campaign(const election& e, std::string value, millisec
       return;
     }
     s->argument = std::make_unique<std::string>(std::move(value));
+    ++tally->campaigns;
     // The engine's handler runs on the client's executor (no executor of its own): it ends the
     // campaign there, then passes the answer to the caller's, with the caller's slot.
     auto slot = asio::get_associated_cancellation_slot(h);
-    auto done = [s, h = std::move(h), ex](failure f, term_result term) mutable {
+    auto done = [s, tally, h = std::move(h), ex](failure f, term_result term) mutable {
       s->argument.reset();
+      if (!f && term) {
+        tally->won();
+        // The metrics' watch for a lead that ends without a resignation (success: lost).
+        detail::async_lost(s, detail::handler<>(
+                                  [tally](failure why) {
+                                    if (!why) tally->ended(true);
+                                  },
+                                  ex));
+      }
       detail::ops::deliver(ex, std::move(h), asio::cancellation_slot(), false, std::move(f), term);
     };
     const std::optional<milliseconds> bound =
@@ -134,7 +200,14 @@ void election::start_proclaim(const election& e, std::string value, detail::hand
 }
 
 void election::start_resign(const election& e, detail::handler<> h) {
-  detail::async_release(e.state_, std::move(h));
+  const auto ex = e.state_->executor();
+  auto slot = asio::get_associated_cancellation_slot(h);
+  auto done = [tally = e.tally_, h = std::move(h), ex](failure f) mutable {
+    if (!f) tally->ended(false);
+    detail::ops::deliver(ex, std::move(h), asio::cancellation_slot(), false, std::move(f));
+  };
+  detail::async_release(e.state_,
+                        detail::handler<>(asio::bind_cancellation_slot(slot, std::move(done)), ex));
 }
 
 void election::start_lost(const election& e, detail::handler<> h) {

@@ -337,6 +337,12 @@ TEST(election, a_leader_whose_lock_is_deleted_is_told_and_its_job_cancelled) {
     EXPECT_TRUE(co_await poll_until([&] { return done; }, 10s));
     EXPECT_EQ(outcome, rlock::errc::lock_lost);
     EXPECT_FALSE(finished);
+    auto m = e.metrics();
+    EXPECT_FALSE(m.leading);
+    EXPECT_EQ(m.terms_won, 1u);
+    EXPECT_EQ(m.failovers, 1u);  // ended without a resignation
+    EXPECT_EQ(m.resignations, 0u);
+    EXPECT_GT(m.time_leading, 0ms);
     // Not leading: lost() says so; a new campaign leads with a new term.
     EXPECT_EQ(co_await error_of(e.lost()), rlock::errc::not_owner);
     EXPECT_GT(co_await e.campaign("again"), term_seen);
@@ -355,6 +361,23 @@ TEST(election, with_leadership_returns_the_job_result_and_resigns) {
     const auto r = co_await rlock::with_leadership(e, "me", job);
     EXPECT_EQ(r, e.term() * 10);
     EXPECT_EQ(co_await e.leader(), std::nullopt);  // resigned
+    const auto m = e.metrics();
+    EXPECT_EQ(m.name, "report");
+    EXPECT_FALSE(m.leading);
+    EXPECT_EQ(m.campaigns, 1u);
+    EXPECT_EQ(m.terms_won, 1u);
+    EXPECT_EQ(m.resignations, 1u);
+    EXPECT_EQ(m.failovers, 0u);
+    EXPECT_EQ(m.term, e.term());
+    const auto text = rlock::to_prometheus(m, "svc", {{"service", "billing"}});
+    EXPECT_NE(text.find("svc_election_terms_won_total{service=\"billing\",election=\"report\"} 1"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("# TYPE svc_election_leading gauge"), std::string::npos) << text;
+    EXPECT_EQ(rlock::test::thrown_by([&] {
+                (void)rlock::to_prometheus(m, "svc", {{"election", "x"}});
+              }),
+              rlock::errc::invalid_argument);
     co_await redis.close();
   });
 }
