@@ -312,6 +312,53 @@ TEST(rlockctl, status_and_watch_show_a_fair_locks_queue) {
   EXPECT_TRUE(left) << watch.out();
 }
 
+TEST(rlockctl, leader_tells_who_leads_an_election_and_watch_shows_its_changes) {
+  // An election as rlock::election leaves it: Redisson's lock hash and counter, and the record.
+  const std::string owner = "0b4f8d2e-1111-4222-8333-944455556666:9";
+  plant_lock("el:sched", owner, 1);
+  redis().command({"SET", "redisson_lock_token:{el:sched}", "5"});
+  const auto now = redis().command({"TIME"});
+  ASSERT_EQ(now.elements.size(), 2u);
+  const auto since = std::to_string(std::stoll(now.elements[0].str) * 1000 - 2'000);
+  redis().command({"HSET", "rlock_election:{el:sched}", "owner", owner, "term", "5", "value",
+                   "10.0.0.7:8080", "since", since, "seq", "3"});
+  const auto r = run_process(cmd({"leader", "el:sched", "el:nobody"}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("el:sched: led by 10.0.0.7:8080 (owner " + owner + "), term 5, since "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("el:nobody: no leader"), std::string::npos) << r.out;
+  const auto j = run_process(cmd({"--json", "leader", "el:sched"}));
+  ASSERT_EQ(j.code, 0) << j.err;
+  const auto objects = json_lines(j.out);
+  ASSERT_EQ(objects.size(), 1U) << j.out;
+  EXPECT_EQ(str(objects[0], "leader"), "10.0.0.7:8080");
+  EXPECT_EQ(objects[0].at("term").as_int64(), 5);
+  EXPECT_GE(objects[0].at("led_for_ms").as_int64(), 1'000);
+
+  // leader --watch: the state as it is, then each change as the channel tells it.
+  child_process follow(cmd({"--json", "leader", "el:sched", "--watch"}));
+  ASSERT_TRUE(follow.wait_for_output("\"event\":\"now\"", bound)) << follow.out() << follow.err();
+  // watch: the lock's events and, for an election, its changes of leader.
+  child_process watch(cmd({"--json", "watch", "el:sched"}));
+  ASSERT_TRUE(watch.wait_for_output("\"watching\"", bound)) << watch.out() << watch.err();
+  redis().command({"PUBLISH", "rlock_election_channel:{el:sched}", "4:5:proclaimed:10.0.0.7:9090"});
+  EXPECT_TRUE(follow.wait_for_output("\"proclaimed\"", bound)) << follow.out();
+  EXPECT_TRUE(watch.wait_for_output("\"leader-proclaimed\"", bound)) << watch.out();
+  follow.signal(SIGINT);
+  watch.signal(SIGINT);
+  EXPECT_EQ(follow.wait(bound), 0) << follow.err();
+  EXPECT_EQ(watch.wait(bound), 0) << watch.err();
+  bool told = false;
+  for (const auto& o : json_lines(follow.out())) {
+    if (str(o, "event") == "proclaimed") told = str(o, "value") == "10.0.0.7:9090";
+  }
+  EXPECT_TRUE(told) << follow.out();
+  for (const auto k : {"el:sched", "redisson_lock_token:{el:sched}", "rlock_election:{el:sched}"}) {
+    redis().command({"DEL", k});
+  }
+}
+
 TEST(rlockctl, hold_takes_a_fair_lock_and_a_second_hold_waits_its_turn_in_the_queue) {
   child_process a(cmd({"--json", "hold", "q:fair", "--kind", "fair"}));
   ASSERT_TRUE(a.wait_for_output("\"acquired\"", bound)) << a.out() << a.err();

@@ -57,6 +57,10 @@ int run_hold(const context& ctx, const hold_options& opts);
 
 int run_watch(const context& ctx, const std::vector<std::string>& names);
 
+/// Who leads each election (rlock::election::leader()), since when, and how many clients have
+/// candidates waiting; with `watch`, then every change of leader or value until Ctrl-C.
+int run_leader(const context& ctx, const std::vector<std::string>& names, bool watch);
+
 struct bench_options {
   std::chrono::milliseconds duration{5'000};  // per scenario
   unsigned contenders = 4;

@@ -29,6 +29,8 @@ constexpr const char* examples = R"(Examples:
   rlockctl hold orders:42 --wait 2000 --for 30    take it for 30 s (Ctrl-C releases it early)
   rlockctl unlock orders:42 --force               release it whoever holds it
   rlockctl watch orders:42 orders:43              live view of lock, unlock and expiry events
+  rlockctl leader scheduler                       who leads the election, term, since when
+  rlockctl leader scheduler --watch               then every change of leader, pushed
   rlockctl bench --seconds 3                      a quick S1/S3 measurement
   rlockctl --json status orders:42                one JSON object per line
 
@@ -135,6 +137,13 @@ int main(int argc, char** argv) {
   auto* watch = app.add_subcommand("watch", "print lock, unlock and expiry events live");
   watch->add_option("NAME", watch_names, "lock name(s)")->required();
 
+  std::vector<std::string> leader_names;
+  bool leader_watch = false;
+  auto* leader =
+      app.add_subcommand("leader", "who leads an election, its term, since when, who waits");
+  leader->add_option("NAME", leader_names, "election name(s)")->required();
+  leader->add_flag("--watch", leader_watch, "then print every change of leader until Ctrl-C");
+
   rlockctl::bench_options bench_opts;
   double bench_seconds = 5;
   auto* bench = app.add_subcommand("bench", "quick S1 (lock+unlock) and S3 (handoff) runs");
@@ -218,6 +227,7 @@ int main(int argc, char** argv) {
     if (*list) return rlockctl::run_list(ctx, list_opts);
     if (*unlock) return rlockctl::run_unlock(ctx, unlock_name, force);
     if (*watch) return rlockctl::run_watch(ctx, watch_names);
+    if (*leader) return rlockctl::run_leader(ctx, leader_names, leader_watch);
     if (*hold) {
       if (*lease_opt) hold_opts.lease = ms(lease_ms);
       if (*wait_opt) hold_opts.wait = ms(wait_ms);

@@ -3,9 +3,11 @@
 // the view read the lock again (HGETALL, PTTL) and print what changed, so holders, counts and
 // TTLs printed are what Redis held, not guesses from event names. A fair lock's queue
 // (`redisson_lock_queue:{name}`, list events: class 'l') is read again on each of its events,
-// and who joined or left it is printed.
+// and who joined or left it is printed. A name that is an election's also shows its changes of
+// leader, from its channel `rlock_election_channel:{name}` (rlock::election).
 #include "admin_connection.hpp"
 #include "commands.hpp"
+#include "election/observer_sequence.hpp"
 #include "inspect/lock_probe.hpp"
 #include "lock_story.hpp"
 #include "lock_view.hpp"
@@ -35,9 +37,9 @@ struct watched {
   std::string name;
   std::string key;
   lock_story story{lock_view{}};
-  // Its channels: the unlock channel, its key's keyspace events and, for a hash lock, its
-  // queue's; how many of them are subscribed.
-  int channels = 2;
+  // Its channels: the unlock channel, its key's keyspace events, its election channel and, for
+  // a hash lock, its queue's; how many of them are subscribed.
+  int channels = 3;
   int subscribed = 0;
   bool shown = false;              // "watching" printed
   std::vector<std::string> queue;  // a fair lock's waiters, as last read
@@ -58,7 +60,7 @@ struct event {
 };
 
 /// What a subscribed channel tells of its lock.
-enum class channel_role { unlock, key_events, queue_events };
+enum class channel_role { unlock, key_events, queue_events, election };
 
 // Filled by the connection's callbacks, drained by the command in order: one event at a time,
 // so every change is computed against the view the previous event left.
@@ -173,8 +175,10 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
     by_channel.emplace(first.channel, std::pair{locks.size(), channel_role::unlock});
     by_channel.emplace(fmt::format("__keyspace@{}__:{}", ctx.cfg.database, first.key),
                        std::pair{locks.size(), channel_role::key_events});
+    by_channel.emplace("rlock_election_channel:{" + first.key + "}",
+                       std::pair{locks.size(), channel_role::election});
     if (!first.queue_key.empty()) {  // a hash lock's: it may become fair
-      w.channels = 3;
+      w.channels = 4;
       by_channel.emplace(fmt::format("__keyspace@{}__:{}", ctx.cfg.database, first.queue_key),
                          std::pair{locks.size(), channel_role::queue_events});
     }
@@ -186,6 +190,7 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
     const auto [lock, role] = it->second;
     q->push({lock, role == channel_role::queue_events ? std::string("queue")
                    : role == channel_role::key_events ? std::string(payload)
+                   : role == channel_role::election   ? "election:" + std::string(payload)
                                                       : std::string("unlock-message")});
   };
   redis.events.subscribed = [q, &by_channel](std::string_view channel) {
@@ -226,6 +231,25 @@ asio::awaitable<int> watch_locks(asio::any_io_executor ex, const context& ctx,
       return std::any_of(q->events.begin(), q->events.end(),
                          [&](const event& e) { return e.lock == ev.lock && ends_key(e.what); });
     };
+    if (ev.what.starts_with("election:")) {
+      // A change of leader: told as the election's message says it (the lock's own events
+      // follow from its key).
+      const auto parsed =
+          rlock::detail::parse_election_message(std::string_view(ev.what).substr(9));
+      if (!parsed.change) {
+        out.error("election-message", fmt::format("{}: {}", w.name, parsed.error));
+        continue;
+      }
+      const auto& c = *parsed.change;
+      const auto word = rlock::detail::election_event_word(c.what);
+      boost::json::object o{{"lock", w.name},   {"event", fmt::format("leader-{}", word)},
+                            {"value", c.value}, {"term", c.term},
+                            {"seq", c.seq},     {"at", now_ms()}};
+      out.emit(fmt::format("{} {}: leader {}{}{} (term {})", clock_text(), w.name, word,
+                           c.value.empty() ? "" : " ", c.value, c.term),
+               o);
+      continue;
+    }
     if (ev.what == "queue") {
       // A fair lock's queue changed: who joined, who left (taken the lock, given up, dropped).
       const lock_view read = co_await read_lock(redis, ctx, w.name);
