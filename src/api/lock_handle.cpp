@@ -83,6 +83,7 @@ void lock_handle::start_force_unlock(detail::handler<bool> h) const {
                   lock_state& s, detail::release_script_call& call) mutable {
     s.kind.channel(s.key(), unlock_to);
     s.kind.force_call(s.identity(), detail::latched_release_inputs(s, unlock_to, latch), call);
+    call.latch = latch;
     if (s.local_holds > 0) s.reset(false);
     return detail::failure();
   };

@@ -181,6 +181,7 @@ void election::start_proclaim(const election& e, std::string value, detail::hand
     call.key_count = 4;
     call.args = {st.field(), value, in.publish, in.latch_ttl};
     call.arg_count = 4;
+    call.latch = latch;
     return failure();
   };
   auto done = [s, h = std::move(h), ex](failure f, std::int64_t proclaimed) mutable {

@@ -52,6 +52,9 @@ struct basic_script_call {
   std::uint8_t key_count = 0;
   std::uint8_t arg_count = 0;
   std::string scratch;
+  /// The request latch a latched call run by run_script names among its keys: deleted once the
+  /// call is answered (the latch sweeper), as an unlock's is; empty: none.
+  std::string_view latch;
 
   std::span<const std::string_view> key_span() const noexcept { return {keys.data(), key_count}; }
   std::span<const std::string_view> arg_span() const noexcept { return {args.data(), arg_count}; }

@@ -135,12 +135,17 @@ void run_script(std::shared_ptr<lock_state> s, Make make, std::string what, hand
       return;
     }
     auto& scripts = s->ctx->scripts;
+    auto& latches = s->ctx->latches;
     const auto opts = round_trip(*s);
     auto* call = &p->call;
     auto done = answer_to<T>(std::move(s), std::move(what), std::move(h), read);
     scripts.async_run(call->which, call->key_span(), call->arg_span(), opts,
-                      [p = std::move(p), done = std::move(done)](
+                      [p = std::move(p), done = std::move(done), &latches](
                           std::error_code ec, const resp3::value& reply) mutable {
+                        // Answered: no retry of it can come any more, its latch has done its
+                        // work. Unanswered, the session may write it again: the latch stays
+                        // (and expires by its TTL).
+                        if (!ec && !p->call.latch.empty()) latches.add(p->call.latch);
                         done(ec, reply);  // `p` (the call's bytes) lives until here
                       });
   });

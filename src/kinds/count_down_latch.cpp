@@ -64,6 +64,7 @@ void run_change(const std::shared_ptr<lock_state>& s, script which, std::string 
     if (!count.empty()) call.args[call.arg_count++] = count;
     call.args[call.arg_count++] = in.publish;
     call.args[call.arg_count++] = in.latch_ttl;
+    call.latch = latch;
     return failure();
   };
   run_script(s, std::move(make), std::move(words), std::move(h),

@@ -250,6 +250,7 @@ void run_admin(const std::shared_ptr<lock_state>& s, std::string what, std::int6
     // A request id names the call (the latch keeps its answer for a retry).
     const auto in = detail::latched_release_inputs(st, {}, latch);
     detail::semaphore_admin_call(st.identity(), what, count, in.publish, latch, in.latch_ttl, call);
+    call.latch = latch;
     return failure();
   };
   detail::run_script(
@@ -332,6 +333,7 @@ void semaphore::start_release_id(const semaphore& sem, std::string id, detail::h
     // Latched: a retry after a lost answer answers the first run's (true once it released).
     st.kind.force_call({st.key(), raw, 1}, detail::latched_release_inputs(st, channel, latch),
                        call);
+    call.latch = latch;
     return failure();
   };
   detail::run_script(s, std::move(make), std::move(words), std::move(h),

@@ -53,6 +53,68 @@ void add_context(const history& h, const std::string& lock, nanos from, nanos to
   if (lines.empty()) out.push_back("  (nothing logged)");
 }
 
+/// The observer rule (elections): each observer's changes are a subsequence of the true one.
+/// The true sequence is numbered by the record's `seq`: every observer that was told change `seq`
+/// of an election was told the same term and value (and, unless one read it as a snapshot, the
+/// same event); an observer's changes come in increasing `seq`, each gap counted in `skipped`;
+/// terms never go down along `seq`; and an `elected` change names a term some acquisition of the
+/// election won (unless the server lost data, which may also reset the counter).
+void check_observations(const history& h, bool data_lost, verdict& v) {
+  std::map<std::pair<std::string, std::uint64_t>, const observation*> truth;
+  std::map<std::pair<std::string, std::string>, const observation*> last;  // per observer
+  for (const auto& o : h.observations) {
+    const auto who = o.observer + " of " + o.lock + " seq " + std::to_string(o.seq);
+    const auto key = std::pair{o.lock, o.seq};
+    if (const auto [at, first] = truth.emplace(key, &o); !first) {
+      const auto& t = *at->second;
+      const bool same_event = t.event == o.event || t.event == "snapshot" || o.event == "snapshot";
+      if (!data_lost && (t.term != o.term || t.value != o.value || !same_event)) {
+        v.violations.push_back("observer " + who + ": told " + o.event + " term " +
+                               std::to_string(o.term) + " '" + o.value + "', but " + t.observer +
+                               " was told " + t.event + " term " + std::to_string(t.term) + " '" +
+                               t.value + "'");
+      }
+    }
+    auto& prev = last[{o.observer, o.lock}];
+    if (prev != nullptr) {
+      if (o.seq <= prev->seq) {
+        v.violations.push_back("observer " + who + ": told after seq " + std::to_string(prev->seq) +
+                               " (a repeat or out of order)");
+      } else if (o.skipped != o.seq - prev->seq - 1) {
+        v.violations.push_back("observer " + who + ": skipped " + std::to_string(o.skipped) +
+                               ", but " + std::to_string(o.seq - prev->seq - 1) +
+                               " changes came between it and seq " + std::to_string(prev->seq));
+      }
+    }
+    prev = &o;
+  }
+  if (data_lost) return;  // a server that forgot its record numbers its changes again
+  std::int64_t term = 0;
+  std::string lock;
+  for (const auto& [key, o] : truth) {
+    if (key.first != lock) {
+      lock = key.first;
+      term = 0;
+    }
+    if (o->term < term) {
+      v.violations.push_back("election " + lock + ": seq " + std::to_string(key.second) +
+                             " has term " + std::to_string(o->term) + " after term " +
+                             std::to_string(term));
+    }
+    term = std::max(term, o->term);
+    if (o->event != "elected") continue;
+    // The workload campaigns with its owner's name as the value: the win of this term, if the
+    // workload saw it, is that owner's. (A win given back unseen, its caller cancelled or out
+    // of time, has no acquisition: its term is still held to the order above.)
+    for (const auto& a : h.acquisitions) {
+      if (a.lock == lock && a.token == o->term && a.owner != o->value) {
+        v.violations.push_back("election " + lock + ": term " + std::to_string(o->term) +
+                               " was won by " + a.owner + ", but observers were told " + o->value);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 verdict check(const history& h, const checker_options& opts) {
@@ -266,6 +328,8 @@ verdict check(const history& h, const checker_options& opts) {
                            ms(o.bound, 0) + " (+ slack " + ms(opts.slack, 0) + ") -> " + o.outcome);
     }
   }
+
+  check_observations(h, !losses.empty(), v);
 
   for (const auto& c : h.left.channels) v.leftovers.push_back("channel " + c);
   for (const auto& k : h.left.keys) v.leftovers.push_back("key " + k);

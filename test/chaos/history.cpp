@@ -75,6 +75,10 @@ void history::merge(const history& other) {
   queues.insert(queues.end(), other.queues.begin(), other.queues.end());
   owner_fields.insert(owner_fields.end(), other.owner_fields.begin(), other.owner_fields.end());
   notes.insert(notes.end(), other.notes.begin(), other.notes.end());
+  observations.insert(observations.end(), other.observations.begin(), other.observations.end());
+  for (const auto& e : other.elections) {
+    if (std::find(elections.begin(), elections.end(), e) == elections.end()) elections.push_back(e);
+  }
   for (const auto& c : other.capacities) {
     if (std::none_of(capacities.begin(), capacities.end(),
                      [&](const capacity& mine) { return mine.lock == c.lock; })) {
@@ -118,6 +122,12 @@ std::string history::serialize() const {
   for (const auto& f : owner_fields)
     out << "F\t" << clean(f.field) << '\t' << clean(f.owner) << '\n';
   for (const auto& l : notes) out << "N\t" << l.at << '\t' << clean(l.text) << '\n';
+  for (const auto& o : observations) {
+    out << "V\t" << clean(o.observer) << '\t' << clean(o.lock) << '\t' << o.at << '\t' << o.seq
+        << '\t' << o.term << '\t' << clean(o.event) << '\t' << (o.leading ? 1 : 0) << '\t'
+        << clean(o.value) << '\t' << o.skipped << '\n';
+  }
+  for (const auto& e : elections) out << "E\t" << clean(e) << '\n';
   for (const auto& c : left.channels) out << "C\t" << clean(c) << '\n';
   for (const auto& k : left.keys) out << "K\t" << clean(k) << '\n';
   for (const auto& s : left.client_activity) out << "S\t" << clean(s) << '\n';
@@ -175,6 +185,13 @@ history history::parse(std::string_view text) {
     } else if (tag == "N") {
       need(3);
       h.notes.push_back({std::stoll(f[1]), f[2]});
+    } else if (tag == "V") {
+      need(10);
+      h.observations.push_back({f[1], f[2], std::stoll(f[3]), std::stoull(f[4]), std::stoll(f[5]),
+                                f[6], f[7] == "1", f[8], std::stoull(f[9])});
+    } else if (tag == "E") {
+      need(2);
+      h.elections.push_back(f[1]);
     } else if (tag == "C") {
       need(2);
       h.left.channels.push_back(f[1]);
@@ -189,6 +206,19 @@ history history::parse(std::string_view text) {
     }
   }
   return h;
+}
+
+void recorder::observed(observation o) {
+  o.at = now_ns();
+  std::lock_guard g(mutex_);
+  h_.observations.push_back(std::move(o));
+}
+
+void recorder::election(std::string_view lock) {
+  std::lock_guard g(mutex_);
+  if (std::find(h_.elections.begin(), h_.elections.end(), lock) == h_.elections.end()) {
+    h_.elections.emplace_back(lock);
+  }
 }
 
 recorder::id recorder::acquired(std::string_view lock, std::string_view owner, nanos requested,

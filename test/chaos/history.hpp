@@ -104,6 +104,20 @@ struct note {
   std::string text;
 };
 
+/// A change of an election as one observer was told it (rlock::election_observer::next()): the
+/// checker's observer rule holds each observer's changes to be a subsequence of the true one.
+struct observation {
+  std::string observer;  // who was told: a process and its observer
+  std::string lock;      // the election's name
+  nanos at = 0;
+  std::uint64_t seq = 0;
+  std::int64_t term = 0;
+  std::string event;  // elected, proclaimed, resigned, snapshot
+  bool leading = false;
+  std::string value;
+  std::uint64_t skipped = 0;
+};
+
 /// A run's record, checked afterwards by check(). Text-serialisable so processes can each
 /// write theirs and the parent merge them.
 struct history {
@@ -117,6 +131,10 @@ struct history {
   /// Semaphores: their capacities (the permits rule).
   std::vector<capacity> capacities;
   std::vector<note> notes;
+  /// Elections: each observer's changes (the observer rule), and their names (a counter and a
+  /// record rest on the server after a run).
+  std::vector<observation> observations;
+  std::vector<std::string> elections;
   nanos begin = 0;  // 0: not set (merge() takes the other's)
   nanos end = 0;    // when the workload was over; open acquisitions are believed until here
 
@@ -148,6 +166,10 @@ class recorder {
   void named(std::string_view field, std::string_view owner);
   /// A client logged `text` now.
   void noted(std::string_view text);
+  /// An observer was told a change of an election.
+  void observed(observation o);
+  /// `lock` is an election's name (recorded once per name).
+  void election(std::string_view lock);
   /// `lock`'s fair queue read now.
   void queued(std::string_view lock, std::vector<std::string> fields);
   /// The server was killed at `killed_at` (when its data was lost, if it was) and is back.

@@ -873,6 +873,7 @@ void family_chaos(const char* kind) {
   scenario s(rlock::test::redis_server::options::with_aof());
   auto w = s.workload("p");
   w.kind = kind;
+  if (std::string_view(kind) == "election") w.threads = 0;  // candidates are coroutines
   // Few names: most workers wait, the fair queue is long (a multi-lock's three names give its
   // workers pairs in every order).
   w.names = std::string_view(kind) == "multi" ? std::vector<std::string>{"alpha", "beta", "gamma"}
@@ -929,6 +930,14 @@ void family_chaos(const char* kind) {
   if (std::string_view(kind) == "fair") {
     // The FIFO rule had something to judge: queues of two or more were seen.
     EXPECT_GT(s.last().queues.size(), 10u);
+  }
+  if (std::string_view(kind) == "election") {
+    // The observer rule had something to judge: changes told, in order, on every election.
+    const auto& seen = s.last().observations;
+    EXPECT_GT(seen.size(), 10u);
+    std::size_t elected = 0;
+    for (const auto& o : seen) elected += o.event == "elected" ? 1 : 0;
+    EXPECT_GT(elected, 5u);
   }
   if (std::string_view(kind) == "read-write" || std::string_view(kind) == "semaphore") {
     // The rule was exercised: readers, or holders of permits, did share (two holds of one lock
@@ -1048,6 +1057,11 @@ TEST(chaos, non_reentrant_lock_under_kills_pauses_restarts_and_black_holes_keeps
 }
 TEST(chaos, spin_lock_under_kills_pauses_restarts_and_black_holes_keeps_exclusion) {
   family_chaos("spin");
+}
+// Never two believing leaders, terms strictly increasing, every observer's changes a
+// subsequence of the true one.
+TEST(chaos, elections_under_kills_pauses_restarts_and_black_holes_keep_one_leader_and_order) {
+  family_chaos("election");
 }
 
 }  // namespace scenarios_test

@@ -3,6 +3,7 @@
 #include "chaos/recorded_steps.hpp"
 #include "support/raw_client.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -26,6 +27,7 @@
 #include <rlock/blocking.hpp>
 #include <rlock/client.hpp>
 #include <rlock/detail/kind_list.hpp>
+#include <rlock/election.hpp>
 #include <rlock/error.hpp>
 #include <rlock/log.hpp>
 #include <rlock/multi_lock.hpp>
@@ -281,6 +283,87 @@ asio::awaitable<void> coroutine_semaphore_worker(rlock::client& c, shared_state&
   }
 }
 
+/// An election candidate as the workload's steps see a lock: lost() and, to give the lead up,
+/// unlock() (its resignation).
+struct candidate {
+  rlock::election e;
+  asio::awaitable<void> lost() { return e.lost(); }
+  asio::awaitable<void> unlock() { return e.resign(); }
+};
+
+/// One round of an election worker: campaign (or try_campaign(wait)) with the owner's name as
+/// the value, recorded as an acquisition whose token is the term; sometimes proclaim; resign.
+asio::awaitable<void> coroutine_election_round(rlock::client& c, shared_state& st, int index,
+                                               const std::string& name, std::mt19937_64& rng) {
+  const auto& o = *st.opts;
+  auto& rec = *st.rec;
+  const std::string owner = o.process + "/c" + std::to_string(index);
+  auto ex = co_await asio::this_coro::executor;
+  asio::steady_timer hold(ex);
+  candidate l{rlock::election(c, name, 1000 + static_cast<std::uint64_t>(index))};
+  rec.named(l.e.owner(), owner);
+  const bool try_it = rng() % 3 != 0;
+  const nanos requested = now_ns();
+  const auto op = rec.started(try_it ? op_kind::try_lock : op_kind::lock, name, owner,
+                              try_it ? st.try_bound : -1);
+  std::optional<std::int64_t> term;
+  try {
+    if (try_it) {
+      term = co_await l.e.try_campaign(owner, o.try_wait);
+    } else {
+      term = co_await l.e.campaign(owner);
+    }
+    rec.finished(op, term ? "acquired" : "not acquired");
+  } catch (const std::exception& e) {
+    if (st.drain_expired) throw;
+    rec.finished(op, describe(e));
+  }
+  if (!term) {
+    hold.expires_after(std::chrono::milliseconds(5 + rng() % 20));
+    co_await hold.async_wait(asio::use_awaitable);
+    co_return;
+  }
+  const auto a = rec.acquired(name, owner, requested, false, 0, *term);
+  asio::co_spawn(ex, watch_lost(l, &rec, a), asio::detached);
+  hold.expires_after(std::chrono::milliseconds(rng() % (o.max_hold.count() + 1)));
+  co_await hold.async_wait(asio::use_awaitable);
+  if (rng() % 2 == 0) {
+    try {
+      co_await l.e.proclaim(owner);  // the same value: nothing to tell, no new change
+    } catch (const std::exception&) {
+      // Not leading any more (lost meanwhile): the watch records it.
+    }
+  }
+  co_await unlock_until_known(st, name, owner, a, l);
+}
+
+asio::awaitable<void> coroutine_election_worker(rlock::client& c, shared_state& st, int index) {
+  const auto& o = *st.opts;
+  std::mt19937_64 rng(o.seed * 1000 + static_cast<std::uint64_t>(index));
+  try {
+    for (int it = 0; it < o.max_iterations && std::chrono::steady_clock::now() < st.stop_at; ++it) {
+      co_await coroutine_election_round(c, st, index, o.names[rng() % o.names.size()], rng);
+    }
+  } catch (const std::exception&) {
+    if (!st.drain_expired) throw;
+  }
+}
+
+/// An observer of election `name` for the observer rule: records every change it is told until
+/// it is closed (or its client closes).
+asio::awaitable<void> observe_election(rlock::election_observer obs, recorder* rec,
+                                       std::string observer, std::string name,
+                                       std::atomic<std::uint64_t>* told) {
+  for (;;) {
+    auto [ec, c] = co_await obs.async_next(asio::as_tuple(asio::use_awaitable));
+    if (ec) co_return;
+    *told = c.seq;
+    static constexpr const char* words[] = {"elected", "proclaimed", "resigned", "snapshot"};
+    rec->observed({observer, name, 0, c.seq, c.term, words[static_cast<int>(c.what)], c.leading,
+                   c.value, c.skipped});
+  }
+}
+
 /// Threads take no part in the semaphore workload: the blocking facade keeps its holds inside,
 /// with no lost() to end a belief the watchdog gave up on.
 void no_thread_worker(rlock::blocking::client&, shared_state&, int) {}
@@ -397,6 +480,8 @@ workers workers_for(const std::string& kind) {
   if (kind == "multi")
     return {&coroutine_multi_worker, &thread_worker<rlock::reentrant_lock, void>};
   if (kind == "semaphore") return {&coroutine_semaphore_worker, &no_thread_worker};
+  // Elections: coroutines campaign; observers (run_workload) record what they are told.
+  if (kind == "election") return {&coroutine_election_worker, &no_thread_worker};
   throw std::invalid_argument("workload: unknown lock kind '" + kind + "'");
 }
 
@@ -408,6 +493,7 @@ history run_workload(const workload_options& opts, recorder& rec, std::chrono::m
   st.try_bound = to_ns(opts.try_wait + opts.cfg.command_timeout);
   st.unlock_bound = to_ns(opts.cfg.command_timeout);
   const bool semaphores = opts.kind == "semaphore";
+  const bool elections = opts.kind == "election";
 
   // Both clients connect before any worker starts: connect() is one attempt by design, and a
   // fault aimed at the workload must not hit a client that is still connecting.
@@ -439,6 +525,27 @@ history run_workload(const workload_options& opts, recorder& rec, std::chrono::m
     ioc.stop();
     io.join();
     throw;
+  }
+
+  // An observer per election, on the coroutines' client, from before the first campaign.
+  std::vector<rlock::election_observer> observers;
+  std::vector<std::atomic<std::uint64_t>> told(opts.names.size());
+  std::atomic<int> observing{0};
+  std::promise<void> observers_done;
+  if (elections) {
+    for (const auto& name : opts.names) {
+      rec.election(name);
+      rlock::election view(c, name);
+      observers.push_back(view.observe());
+    }
+    observing = static_cast<int>(observers.size());
+    for (std::size_t i = 0; i < observers.size(); ++i) {
+      asio::co_spawn(
+          ioc, observe_election(observers[i], &rec, opts.process + "/o", opts.names[i], &told[i]),
+          [&](std::exception_ptr) {
+            if (--observing == 0) observers_done.set_value();
+          });
+    }
   }
 
   st.stop_at = std::chrono::steady_clock::now() + opts.duration;
@@ -476,6 +583,23 @@ history run_workload(const workload_options& opts, recorder& rec, std::chrono::m
       [&](std::exception_ptr) { workers_done.set_value(); });
   for (auto& t : threads) t.join();
   workers_done.get_future().get();
+  if (!observers.empty()) {
+    // The observers stop once told the record's last change (bounded: 5 s in all; one that is
+    // not told it by then shows as a gap, never as a violation).
+    rlock::test::raw_client raw(opts.cfg.port);
+    const auto until = std::chrono::steady_clock::now() + 5s;
+    for (std::size_t i = 0; i < observers.size(); ++i) {
+      const auto seq = raw.command(
+          {"HGET", "rlock_election:{" + opts.cfg.key_prefix + opts.names[i] + "}", "seq"});
+      const std::uint64_t last = seq.is_null() ? 0 : std::stoull(seq.str);
+      while (told[i] < last && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(5ms);  // no event to await across the two threads
+      }
+    }
+    for (auto& o : observers) o.close();
+    observers_done.get_future().get();
+    observers.clear();
+  }
 
   // Quiescence has no event to wait for: poll it, bounded (unlock latches are deleted on the
   // next event-loop turn, lost() watchers end when their locks are released).
@@ -526,6 +650,12 @@ void record_server_leftovers(std::uint16_t port, const std::string& prefix, hist
       h.left.keys.push_back("semaphore " + cap.lock + ": " + value.str + " of " +
                             std::to_string(cap.permits) + " permits available at the end");
     }
+  }
+  // An election rests as its token counter and its leader record (Redisson's counter is kept
+  // forever; the record keeps the change counter observers order by).
+  for (const auto& name : h.elections) {
+    resting.push_back("redisson_lock_token:{" + prefix + name + "}");
+    resting.push_back("rlock_election:{" + prefix + name + "}");
   }
   std::string cursor = "0";
   for (int i = 0; i < 10'000; ++i) {

@@ -384,4 +384,66 @@ TEST(recorder, ends_a_belief_once) {
   EXPECT_GE(h.end, h.operations[0].finished);
 }
 
+// The observer rule (elections): each observer's changes a subsequence of the true one.
+namespace observers {
+
+observation seen(std::string observer, std::uint64_t seq, std::int64_t term, std::string event,
+                 std::string value, std::uint64_t skipped = 0) {
+  observation o;
+  o.observer = std::move(observer);
+  o.lock = "L";  // acq()'s lock
+  o.seq = seq;
+  o.term = term;
+  o.leading = event != "resigned";
+  o.event = std::move(event);
+  o.value = std::move(value);
+  o.skipped = skipped;
+  return o;
+}
+
+TEST(checker, observers_told_one_sequence_in_order_with_their_gaps_counted_are_clean) {
+  auto h = base();
+  h.acquisitions = {acq("a", 10, 20), acq("b", 21, 30)};
+  h.acquisitions[0].token = 4;
+  h.acquisitions[1].token = 5;
+  h.observations = {seen("o1", 1, 4, "elected", "a"), seen("o1", 2, 4, "resigned", ""),
+                    seen("o1", 3, 5, "elected", "b"),
+                    // o2 missed two changes across a reconnect and read the record instead
+                    seen("o2", 1, 4, "snapshot", "a"), seen("o2", 3, 5, "snapshot", "b", 1)};
+  EXPECT_TRUE(check(h).clean()) << check(h).report();
+}
+
+TEST(checker, a_repeat_a_wrong_gap_a_disagreement_or_a_term_going_back_is_a_violation) {
+  const auto violations = [](std::vector<observation> seen_list) {
+    auto h = base();
+    h.acquisitions = {acq("a", 10, 20), acq("b", 21, 30)};
+    h.acquisitions[0].token = 4;
+    h.acquisitions[1].token = 5;
+    h.observations = std::move(seen_list);
+    return check(h).violations.size();
+  };
+  EXPECT_EQ(violations({seen("o1", 1, 4, "elected", "a"), seen("o1", 1, 4, "elected", "a")}), 1u);
+  EXPECT_EQ(violations({seen("o1", 1, 4, "elected", "a"), seen("o1", 3, 5, "elected", "b")}), 1u);
+  EXPECT_EQ(violations({seen("o1", 1, 4, "elected", "a"), seen("o2", 1, 4, "elected", "x")}), 1u);
+  EXPECT_EQ(violations({seen("o1", 1, 5, "elected", "b"), seen("o1", 2, 4, "elected", "a")}), 1u);
+  // An elected change that names another owner than the one whose win it was.
+  EXPECT_EQ(violations({seen("o1", 1, 4, "elected", "b")}), 1u);
+}
+
+TEST(checker, observations_survive_serialization_and_merge) {
+  auto h = base();
+  h.observations = {seen("p/o", 7, 3, "proclaimed", "v:with:colons", 2)};
+  h.elections = {"E"};
+  auto back = history::parse(h.serialize());
+  ASSERT_EQ(back.observations.size(), 1u);
+  EXPECT_EQ(back.observations[0].value, "v:with:colons");
+  EXPECT_EQ(back.observations[0].skipped, 2u);
+  EXPECT_EQ(back.elections, std::vector<std::string>{"E"});
+  back.merge(h);
+  EXPECT_EQ(back.observations.size(), 2u);
+  EXPECT_EQ(back.elections.size(), 1u);
+}
+
+}  // namespace observers
+
 }  // namespace
