@@ -56,7 +56,11 @@ SCENARIOS = {
     "F1": "F1: the lock family in its users' shape (5 processes, 50 ms holds; rlock)",
     "M1": "M1: a multi-lock of ten locks against one lock, one node and a 3-master cluster (rlock)",
     "Q1": "Q1: the quorum lock over 3 and 5 independent servers, against one node and the Redlock peers",
+    "E1": "E1: an election's failover, by resignation and by SIGKILL, N candidates and an observer (rlock)",
 }
+E1_HANDOVER_GOAL = 2.0  # issue 53: a resignation hands over within 2 x an S3 handoff at P = 8
+E1_OBSERVER_GOAL_US = 1000.0  # issue 53: observers told within 1 ms p50 of the new leader's answer
+E1_WATCHDOG_PERIODS = 2  # issue 53: a SIGKILLed leader replaced within its lease + 2 periods
 Q1_S1_GOAL = 1.3  # issue 52: S1 at N = 3 against the one-node lock's
 Q1_S3_GOAL = 0.25  # issue 52: S3 handoff p50 against the best Redlock peer's, every P
 # issue 37: a multi-lock of ten free reentrant locks, lock+unlock p50 against one lock's S1.
@@ -1253,6 +1257,55 @@ class Report:
                "script add up on it.\n")
         return md, data
 
+    def section_e1(self):
+        rows, data = [], {}
+        s3 = self.s3.get(("S3", "rlock", 8))
+        s3_p50 = s3["stats"].get("gap_p50_us") if s3 else None
+        for run in self.runs["E1"]:
+            e = run["entry"]
+            p = e.get("params", {})
+            where = "cluster" if e.get("library") == "rlock-cluster" else "one server"
+            n = p.get("candidates")
+            m = run["output"]["metrics"] if run["output"] and not run["failure"] else {}
+            lease = p.get("leader_lease_ms", 1000)
+            rows.append([where, n, num(m.get("handovers")), num(m.get("handover_p50_us")),
+                         num(m.get("handover_p99_us")), num(m.get("observer_after_answer_p50_us")),
+                         num(m.get("observer_after_answer_p99_us")),
+                         num(m.get("observer_after_resign_p50_us")),
+                         num(m.get("replacements")), num(m.get("replaced_p50_ms")),
+                         num(m.get("replaced_p99_ms")), num(m.get("kill_observer_after_answer_p50_us")),
+                         num(m.get("overlaps")),
+                         ("failed: " + run["failure"]) if run["failure"] else "ok"])
+            data["%s/%s" % (where, n)] = m or {"failure": run["failure"]}
+            if m and m.get("overlaps"):
+                self.failures.append("E1 %s N=%s: %s overlapping leads" % (where, n, m["overlaps"]))
+            if n == 8:
+                self.goals.append(goal("E1", "%s, N=8: a resignation hands over within 2 × S3's handoff "
+                                       "p50 at P=8" % where, "handover p50 µs", m.get("handover_p50_us"),
+                                       "S3 rlock P=8 gap p50 µs", s3_p50, "<=", E1_HANDOVER_GOAL))
+            self.goals.append(goal("E1", "%s, N=%s: observers told within 1 ms p50 of the new leader's "
+                                   "answer" % (where, n), "observer after answer p50 µs",
+                                   m.get("observer_after_answer_p50_us"), None, None, "<=",
+                                   E1_OBSERVER_GOAL_US))
+            # The leader lease is renewed every third: a kill replaced within lease + 2 periods.
+            bound_ms = lease + E1_WATCHDOG_PERIODS * lease / 3.0
+            self.goals.append(goal("E1", "%s, N=%s: a SIGKILLed leader replaced within its leader lease "
+                                   "(%s ms) + 2 watchdog periods (max of the kills)" % (where, n, lease),
+                                   "replaced max ms", m.get("replaced_max_ms"), None, None, "<=",
+                                   bound_ms))
+        md = table(["where", "candidates N", "handovers", "handover p50 µs", "handover p99 µs",
+                    "observer after answer p50 µs", "p99 µs", "observer after resign p50 µs",
+                    "kills", "replaced p50 ms", "replaced p99 ms", "observer after answer (kills) p50 µs",
+                    "overlaps", "status"], rows)
+        md += ("\n\nHandover: from the leader's `resign()` call to the next leader's `campaign()` answer "
+               "(leaders hold 1 ms, as S3's holders). Observer: an `election_observer` on a client of its "
+               "own, timed from the new leader's answer (negative: told before it) and from the "
+               "resignation. Kills: a leader with a 1 s leader lease (`watchdog_timeout`) in a "
+               "process of its own, SIGKILLed while every candidate waits; replaced = kill → the next "
+               "`campaign()` answer, which the lease's remaining TTL bounds. S3's reference: %s µs.\n"
+               % num(s3_p50))
+        return md, data
+
     def section_q1(self):
         """S1 and S3 of the quorum lock at N = 3 and 5 (issue 52), each S1 row beside the one-node
         lock and the floors run right before it, and S3 against the Redlock peers (default and
@@ -1535,11 +1588,12 @@ class Report:
         f1_md, f1 = self.section_f1(out)
         m1_md, m1 = self.section_m1()
         q1_md, q1 = self.section_q1()
+        e1_md, e1 = self.section_e1()
         bodies = {"S1": s1_md, "S2": s2_md, "S3": s3_md, "S4": s4_md, "S5": s5_md, "S6": s6_md, "S7": s7_md,
                   "S8": s8_md, "S9": s9_md, "F1": f1_md,
-                  "M1": m1_md, "Q1": q1_md}
+                  "M1": m1_md, "Q1": q1_md, "E1": e1_md}
         data.update({"S1": s1, "S2": s2, "S3": s3, "S4": s4, "S5": s5, "S6": s6, "S7": s7, "S8": s8,
-                     "S9": s9, "F1": f1, "M1": m1, "Q1": q1})
+                     "S9": s9, "F1": f1, "M1": m1, "Q1": q1, "E1": e1})
         plot_p = self.write_plot_data(out)
         for (s, l, p), g in self.s3.items():
             if g["stats"]["overlaps"]:

@@ -33,6 +33,11 @@
 //   s8 --restarts N [--redis-server PATH]
 //                                recovery on a private redis-server it starts itself: SIGKILL +
 //                                restart and CLIENT KILL, N each, and the holder's lost() margin
+//   e1 --concurrency N [--hold-ms LEASE] [--restarts K] [--cluster 1]
+//                                an election's failover among N candidates (a client each) and an
+//                                observer: resignations for --seconds (handover, observer's
+//                                notification), then K leaders with a leader lease of LEASE ms
+//                                SIGKILLed in a process of their own (e1-leader) and replaced
 //   print-acquire-script         the acquire Lua, for the EVALSHA reference
 //   s4-rw --waiters W            a read-write lock's fan-out: W readers behind a writer, commands
 //                                and attempts per reader after the write unlock
@@ -52,6 +57,8 @@
 #include "script/scripts.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -2335,6 +2342,233 @@ void run_quorum_s3_worker(const options& o) {
              quorum_params(o), o.seconds, events.size());
 }
 
+// --- e1: an election's failover --------------------------------------------------------------
+
+/// A leader to kill (e1's second phase): campaigns on `--key`, prints "leading <term>" once it
+/// leads, and waits to be killed (at most --seconds).
+void run_e1_leader(const options& o) {
+  auto cfg = config_for(o);
+  cfg.watchdog_timeout = std::chrono::milliseconds(o.hold_ms);  // --hold-ms: the leader lease
+  with_client(
+      o,
+      [&](asio::io_context&, rlock::client& redis) -> asio::awaitable<void> {
+        rlock::election e(redis, o.key);
+        const auto term = co_await e.campaign("doomed");
+        fmt::print("leading {}\n", term);
+        std::fflush(stdout);
+        co_await sleep_for(std::chrono::duration_cast<clock_type::duration>(
+            std::chrono::duration<double>(o.seconds)));
+      },
+      cfg);
+}
+
+/// E1: failover of an election among --concurrency candidates (each its own client and
+/// connection, as separate instances would be) with an observer beside them. Phase 1,
+/// resignations: each leader holds 1 ms and resigns; the handover is from its resign() call to
+/// the next leader's campaign() answer, and the observer's notification is timed from both.
+/// Phase 2, kills (--restarts K rounds): a leader in a process of its own, with a leader lease
+/// of --hold-ms, is SIGKILLed; the replacement is timed from the kill to the next campaign()
+/// answer, which the lease bounds (lease + 2 watchdog periods is the goal).
+void run_e1(const options& o) {
+  const int candidates = std::max(2, o.concurrency);
+  const auto lease = std::chrono::milliseconds(o.hold_ms);
+  const std::string name = o.key;
+  std::vector<double> handover, observed_after_answer, observed_after_resign, replaced,
+      kill_observed_after_answer;
+  std::size_t overlaps = 0;
+  auto cfg = config_for(o);
+  cfg.watchdog_timeout = lease;
+  std::vector<std::uint16_t> ports(static_cast<std::size_t>(candidates) + 1, o.port);
+  with_clients(
+      o, cfg, ports,
+      [&](asio::io_context& io,
+          std::vector<std::reference_wrapper<rlock::client>>& clients) -> asio::awaitable<void> {
+        rlock::election view(clients.back().get(), name);
+        auto changes = view.observe();
+        // term -> when its leader's campaign answered (ns), and when the previous one resigned.
+        std::map<std::int64_t, std::int64_t> answered_at;
+        std::map<std::int64_t, std::int64_t> resigned_before;
+        std::int64_t last_resign = 0;
+        bool stop_observing = false;
+        bool killing = false;  // phase 2: the observer's times go to the kills' list
+        int observers_running = 1;
+        asio::steady_timer observer_done(io, clock_type::time_point::max());
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+              for (;;) {
+                auto [ec, c] = co_await changes.async_next(asio::as_tuple(asio::use_awaitable));
+                if (ec || stop_observing) break;
+                if (c.what != rlock::election_change::event::elected) continue;
+                const auto now = nanos_now();
+                if (auto a = answered_at.find(c.term); a != answered_at.end()) {
+                  (killing ? kill_observed_after_answer : observed_after_answer)
+                      .push_back(static_cast<double>(now - a->second) / 1e3);
+                } else {
+                  answered_at[-c.term] = now;  // told before the answer: kept, sign-flipped
+                }
+                if (auto r = resigned_before.find(c.term); r != resigned_before.end()) {
+                  observed_after_resign.push_back(static_cast<double>(now - r->second) / 1e3);
+                }
+              }
+              if (--observers_running == 0) observer_done.cancel();
+            },
+            asio::detached);
+        // The observer's subscription is confirmed before the first campaign (its snapshot).
+        co_await sleep_for(50ms);
+
+        // Phase 1: resignations.
+        const auto end = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
+                                                 std::chrono::duration<double>(o.seconds));
+        int running = candidates;
+        bool leading = false;
+        asio::steady_timer all_done(io, clock_type::time_point::max());
+        for (int i = 0; i < candidates; ++i) {
+          asio::co_spawn(
+              io,
+              [&, i]() -> asio::awaitable<void> {
+                rlock::election e(clients[static_cast<std::size_t>(i)].get(), name);
+                const std::string me = "c" + std::to_string(i);
+                for (int round = 0; round < 100'000 && clock_type::now() < end; ++round) {
+                  const auto term = co_await e.campaign(me);
+                  const auto now = nanos_now();
+                  if (leading) ++overlaps;
+                  leading = true;
+                  answered_at[term] = now;
+                  if (last_resign != 0) {
+                    handover.push_back(static_cast<double>(now - last_resign) / 1e3);
+                    resigned_before[term] = last_resign;
+                  }
+                  // An observer told before this answer: its time is kept under -term.
+                  if (auto early = answered_at.find(-term); early != answered_at.end()) {
+                    observed_after_answer.push_back(static_cast<double>(early->second - now) / 1e3);
+                    answered_at.erase(early);
+                  }
+                  co_await sleep_for(1ms);
+                  leading = false;
+                  last_resign = nanos_now();
+                  co_await e.resign();
+                  co_await sleep_for(1ms);
+                }
+                if (--running == 0) all_done.cancel();
+              },
+              asio::detached);
+        }
+        co_await all_done.async_wait(asio::as_tuple(asio::use_awaitable));
+
+        // Phase 2: a leader SIGKILLed, in a process of its own.
+        last_resign = 0;
+        killing = true;
+        for (int k = 0; k < o.restarts; ++k) {
+          int out[2];
+          if (::pipe(out) != 0) throw std::runtime_error("e1: pipe");
+          posix_spawn_file_actions_t actions;
+          ::posix_spawn_file_actions_init(&actions);
+          ::posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+          ::posix_spawn_file_actions_addclose(&actions, out[0]);
+          const std::string port = std::to_string(o.port);
+          const std::string lease_ms = std::to_string(o.hold_ms);
+          std::vector<std::string> args{"/proc/self/exe", "e1-leader",
+                                        "--port",         port,
+                                        "--key",          name,
+                                        "--prefix",       o.prefix,
+                                        "--hold-ms",      lease_ms,
+                                        "--seconds",      "60",
+                                        "--cluster",      o.cluster ? "1" : "0"};
+          std::vector<char*> argv;
+          for (auto& a : args) argv.push_back(a.data());
+          argv.push_back(nullptr);
+          pid_t pid = 0;
+          if (::posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ) != 0) {
+            throw std::runtime_error("e1: spawn");
+          }
+          ::posix_spawn_file_actions_destroy(&actions);
+          ::close(out[1]);
+          // Its "leading" line: read on a thread, so this one keeps serving the clients.
+          auto line = std::async(std::launch::async, [fd = out[0]] {
+            std::string text;
+            char c = 0;
+            while (::read(fd, &c, 1) == 1 && c != '\n') text.push_back(c);
+            ::close(fd);
+            return text;
+          });
+          while (line.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+            co_await sleep_for(2ms);  // the child's process has no event here to await
+          }
+          if (line.get().rfind("leading ", 0) != 0) throw std::runtime_error("e1: no leader");
+          // Every candidate campaigns, then the leader dies; the first answer replaces it.
+          std::optional<std::int64_t> winner;
+          std::int64_t killed_at = 0;
+          std::vector<asio::cancellation_signal> cancel(static_cast<std::size_t>(candidates));
+          int waiting = candidates;
+          asio::steady_timer round_done(io, clock_type::time_point::max());
+          std::vector<rlock::election> es;
+          for (int i = 0; i < candidates; ++i) {
+            es.emplace_back(clients[static_cast<std::size_t>(i)].get(), name);
+          }
+          for (int i = 0; i < candidates; ++i) {
+            es[static_cast<std::size_t>(i)].async_campaign(
+                "c" + std::to_string(i),
+                asio::bind_cancellation_slot(
+                    cancel[static_cast<std::size_t>(i)].slot(),
+                    [&, i](boost::system::error_code ec, std::int64_t term) {
+                      if (!ec && !winner) {
+                        const auto now = nanos_now();
+                        winner = term;
+                        answered_at[term] = now;
+                        replaced.push_back(static_cast<double>(now - killed_at) / 1e3);
+                        if (auto early = answered_at.find(-term); early != answered_at.end()) {
+                          kill_observed_after_answer.push_back(
+                              static_cast<double>(early->second - now) / 1e3);
+                        }
+                        for (int j = 0; j < candidates; ++j) {
+                          if (j != i)
+                            cancel[static_cast<std::size_t>(j)].emit(
+                                asio::cancellation_type::terminal);
+                        }
+                      }
+                      if (--waiting == 0) round_done.cancel();
+                    }));
+          }
+          co_await sleep_for(20ms);  // the candidates asleep on the lock's channel
+          killed_at = nanos_now();
+          ::kill(pid, SIGKILL);
+          ::waitpid(pid, nullptr, 0);
+          co_await round_done.async_wait(asio::as_tuple(asio::use_awaitable));
+          for (auto& e : es) {
+            try {
+              co_await e.resign();
+            } catch (const std::exception&) {
+              // Not the winner (or given back on cancellation): nothing to resign.
+            }
+          }
+          co_await sleep_for(10ms);
+        }
+        stop_observing = true;
+        changes.close();
+        co_await observer_done.async_wait(asio::as_tuple(asio::use_awaitable));
+      });
+  const auto h = summarize(std::move(handover));
+  const auto oa = summarize(std::move(observed_after_answer));
+  const auto orr = summarize(std::move(observed_after_resign));
+  const auto r = summarize(std::move(replaced));
+  const auto ko = summarize(std::move(kill_observed_after_answer));
+  fmt::print(
+      R"({{"library": "rlock", "mode": "e1", "params": {{"seconds": {}, "candidates": {}, )"
+      R"("leader_lease_ms": {}, "kills": {}, "cluster": {}}}, )"
+      R"("metrics": {{"handovers": {}, "handover_p50_us": {:.2f}, "handover_p99_us": {:.2f}, )"
+      R"("observer_after_answer_p50_us": {:.2f}, "observer_after_answer_p99_us": {:.2f}, )"
+      R"("observer_after_resign_p50_us": {:.2f}, "observer_after_resign_p99_us": {:.2f}, )"
+      R"("replacements": {}, "replaced_p50_ms": {:.2f}, "replaced_p99_ms": {:.2f}, )"
+      R"("replaced_max_ms": {:.2f}, "kill_observer_after_answer_p50_us": {:.2f}, )"
+      R"("kill_observer_after_answer_p99_us": {:.2f}, )"
+      R"("overlaps": {}}}}})"
+      "\n",
+      o.seconds, candidates, o.hold_ms, o.restarts, o.cluster ? "true" : "false", h.count, h.p50,
+      h.p99, oa.p50, oa.p99, orr.p50, orr.p99, r.count, r.p50 / 1e3, r.p99 / 1e3, r.max / 1e3,
+      ko.p50, ko.p99, overlaps);
+}
+
 int main(int argc, char** argv) {
   const auto o = parse(argc, argv);
   try {
@@ -2387,6 +2621,10 @@ int main(int argc, char** argv) {
       run_s7_floor(o);
     else if (o.mode == "s8")
       run_s8(o);
+    else if (o.mode == "e1")
+      run_e1(o);
+    else if (o.mode == "e1-leader")
+      run_e1_leader(o);
     else
       usage("unknown mode " + o.mode);
   } catch (const std::exception& e) {
