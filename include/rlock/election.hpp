@@ -265,16 +265,14 @@ class election {
   election(client& c, std::string_view name) : client_(&c), election_(c.async_client(), name) {}
 
   /// Waits until this candidate leads; its term.
-  std::int64_t campaign(std::string value) {
-    return client_->run(election_.campaign(std::move(value)));
-  }
+  std::int64_t campaign(std::string value) { return *take(std::move(value), std::nullopt); }
   /// campaign() waiting at most `wait` (rounded up to whole milliseconds; 0: one attempt).
   template <typename Rep, typename Period>
   std::optional<std::int64_t> try_campaign_for(std::string value,
                                                const std::chrono::duration<Rep, Period>& wait) {
     const auto ms =
         std::max(std::chrono::ceil<std::chrono::milliseconds>(wait), std::chrono::milliseconds(0));
-    return client_->run(election_.try_campaign(std::move(value), ms));
+    return take(std::move(value), ms);
   }
   /// The leader announces another value.
   void proclaim(std::string value) { client_->run(election_.proclaim(std::move(value))); }
@@ -310,6 +308,29 @@ class election {
   rlock::election& async_election() noexcept { return election_; }
 
  private:
+  /// A campaign as an acquisition of the blocking client: a lead won while the caller gets a
+  /// handler's exception instead is resigned, as every blocking acquisition is given back.
+  std::optional<std::int64_t> take(std::string value,
+                                   std::optional<std::chrono::milliseconds> wait) {
+    std::optional<std::int64_t> term;
+    const bool took = client_->run_acquisition(
+        [](rlock::election e, std::string v, std::optional<std::chrono::milliseconds> within,
+           std::optional<std::int64_t>* out) -> boost::asio::awaitable<bool> {
+          if (!within) {
+            *out = co_await e.campaign(std::move(v));
+          } else {
+            *out = co_await e.try_campaign(std::move(v), *within);
+          }
+          co_return out->has_value();
+        }(election_, std::move(value), wait, &term),
+        [e = election_]() {
+          return [](rlock::election mine) -> boost::asio::awaitable<void> {
+            co_await mine.resign();
+          }(e);
+        });
+    return took ? term : std::nullopt;
+  }
+
   client* client_;
   rlock::election election_;
 };

@@ -483,4 +483,86 @@ TEST(lost_answer, a_write_force_unlock_deletes_once) {
   });
 }
 
+// --- elections ---------------------------------------------------------------------------------
+
+TEST(lost_answer, a_campaign_is_reconciled_with_its_own_term_and_announced_once) {
+  lossy t;
+  rlock::test::run(t.io, [&]() -> asio::awaitable<void> {
+    co_await t.redis.connect();
+    rlock::election e(t.redis, "elect");
+    const std::string key(e.key());
+    const std::string field(e.owner());
+    EXPECT_EQ(co_await e.campaign("first"), 1);
+    co_await e.resign();
+    const auto told = co_await t.answer_lost(
+        [&]() -> asio::awaitable<std::string> {
+          const auto term = co_await e.try_campaign("second", 20s);
+          co_return term ? std::to_string(*term) : "none";
+        },
+        [&] { return t.hget(key, field) == "1"; });
+    EXPECT_EQ(told, "2");
+    EXPECT_EQ(e.term(), 2);
+    // Written once: one term taken, one change counted, one hold.
+    EXPECT_EQ(t.get("redisson_lock_token:{" + key + "}"), "2");
+    EXPECT_EQ(t.hget(e.record_key(), "seq"), "3");  // elected, resigned, elected
+    EXPECT_EQ(t.hget(e.record_key(), "value"), "second");
+    EXPECT_EQ(t.hget(key, field), "1");
+    EXPECT_GE(t.redis.stats().reconciled_acquires, 1u);
+    co_await e.resign();
+    co_await t.redis.close();
+  });
+}
+
+TEST(lost_answer, a_proclaim_announces_once_and_a_later_change_stays) {
+  lossy t;
+  rlock::test::run(t.io, [&]() -> asio::awaitable<void> {
+    co_await t.redis.connect();
+    rlock::election e(t.redis, "proclaim");
+    co_await e.campaign("v1");
+    const std::string record = e.record_key();
+    const auto told = co_await t.answer_lost(
+        [&]() -> asio::awaitable<std::string> {
+          co_await e.proclaim("v2");
+          co_return "proclaimed";
+        },
+        [&] { return t.hget(record, "value") == "v2"; },
+        // Meanwhile the record moves on (as another proclaim of the leader would move it): the
+        // retry must not announce v2 over it.
+        [&] {
+          t.raw.command({"HSET", record, "value", "v3", "seq", "9"});
+        });
+    EXPECT_EQ(told, "proclaimed");
+    EXPECT_EQ(t.hget(record, "value"), "v3");
+    EXPECT_EQ(t.hget(record, "seq"), "9");
+    co_await e.resign();
+    co_await t.redis.close();
+  });
+}
+
+TEST(lost_answer, a_resignation_resigns_once_and_leaves_the_next_leader_alone) {
+  lossy t;
+  rlock::test::run(t.io, [&]() -> asio::awaitable<void> {
+    co_await t.redis.connect();
+    rlock::election e(t.redis, "resign");
+    const std::string key(e.key());
+    co_await e.campaign("me");
+    const auto told = co_await t.answer_lost(
+        [&]() -> asio::awaitable<std::string> {
+          co_await e.resign();
+          co_return "resigned";
+        },
+        [&] { return !t.exists(key); },
+        // Another instance leads before the retry arrives.
+        [&] {
+          t.raw.command({"HSET", key, "other:1", "1"});
+          t.raw.command({"PEXPIRE", key, "30000"});
+        });
+    EXPECT_EQ(told, "resigned");
+    EXPECT_EQ(t.hget(key, "other:1"), "1");         // the retry released nothing
+    EXPECT_EQ(t.hget(e.record_key(), "seq"), "2");  // elected, resigned: once
+    t.raw.command({"DEL", key});
+    co_await t.redis.close();
+  });
+}
+
 }  // namespace lost_answer_test

@@ -351,6 +351,56 @@ TEST(election, a_leader_whose_lock_is_deleted_is_told_and_its_job_cancelled) {
   });
 }
 
+TEST(election, a_partitioned_leader_stops_believing_before_another_is_elected) {
+  asio::io_context io;
+  rlock::test::fault_proxy proxy(rlock::test::shared_server().port());
+  auto leader_cfg = make_config();
+  leader_cfg.port = proxy.port();
+  leader_cfg.watchdog_timeout = 900ms;  // the leader lease: renewed every 300 ms
+  leader_cfg.command_timeout = 200ms;
+  rlock::client leader_client(io.get_executor(), leader_cfg);
+  auto other_cfg = make_config();
+  other_cfg.key_prefix = leader_cfg.key_prefix;
+  rlock::client other_client(io.get_executor(), other_cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await leader_client.connect();
+    co_await other_client.connect();
+    rlock::election leader(leader_client, "partitioned");
+    rlock::election next(other_client, "partitioned");
+    const auto t1 = co_await leader.campaign("old");
+    std::optional<std::chrono::steady_clock::time_point> stopped_believing, elected;
+    std::int64_t t2 = 0;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await leader.lost();
+          stopped_believing = std::chrono::steady_clock::now();
+        },
+        asio::detached);
+    const auto attempts = other_client.stats().acquire_attempts;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          t2 = co_await next.campaign("new");
+          elected = std::chrono::steady_clock::now();
+        },
+        asio::detached);
+    EXPECT_TRUE(co_await asleep_after(other_client, attempts + 2));
+    proxy.black_hole();  // the leader's side of the network is gone, its process lives on
+    EXPECT_TRUE(co_await poll_until([&] { return elected.has_value(); }, 10s));
+    EXPECT_TRUE(stopped_believing.has_value());
+    if (stopped_believing && elected) {
+      // The old leader stopped believing before the new one was told it leads.
+      EXPECT_LT(*stopped_believing, *elected);
+    }
+    EXPECT_GT(t2, t1);
+    proxy.heal();
+    co_await next.resign();
+    co_await leader_client.close();
+    co_await other_client.close();
+  });
+}
+
 TEST(election, with_leadership_returns_the_job_result_and_resigns) {
   asio::io_context io;
   rlock::client redis(io.get_executor(), make_config());
