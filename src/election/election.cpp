@@ -114,7 +114,7 @@ void election::start_try_campaign(const election& e, std::string value, millisec
   // at a time (a second one would take a second hold of the one lead).
   detail::ops::on_client(ex, [s, tally = e.tally_, value = std::move(value), wait, h = std::move(h),
                               ex]() mutable {
-    if (s->argument) {
+    if (s->argument() != nullptr) {
       failure f(errc::invalid_argument,
                 fmt::format("election '{}': this candidate is campaigning already; one campaign "
                             "at a time (copies of an election are the same candidate)",
@@ -130,13 +130,13 @@ void election::start_try_campaign(const election& e, std::string value, millisec
                            term_result(s->token.load(std::memory_order_relaxed)));
       return;
     }
-    s->argument = std::make_unique<std::string>(std::move(value));
+    s->set_argument(std::move(value));
     ++tally->campaigns;
     // The engine's handler runs on the client's executor (no executor of its own): it ends the
     // campaign there, then passes the answer to the caller's, with the caller's slot.
     auto slot = asio::get_associated_cancellation_slot(h);
     auto done = [s, tally, h = std::move(h), ex](failure f, term_result term) mutable {
-      s->argument.reset();
+      s->clear_argument();
       if (!f && term) {
         tally->won();
         // The metrics' watch for a lead that ends without a resignation (success: lost).

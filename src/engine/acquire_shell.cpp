@@ -227,7 +227,9 @@ struct acquire_operation : attempt_gate::entry {
     const engine_context& c = ctx();
     in.lease_ms = c.lease_arg(lease.value_or(milliseconds{0}), own_lease);
     in.publish = c.session.publish_command();
-    if (s->argument) in.argument = *s->argument;
+    if (s->kind.takes_argument) {
+      if (const auto* given = s->argument()) in.argument = *given;
+    }
     if (const auto kind_own = s->kind.prepare_attempt) {
       kind_own({c.cfg, lease ? std::optional(*lease) : std::nullopt,
                 wait ? std::optional(*wait) : std::nullopt, waiter.ticket},

@@ -94,7 +94,7 @@ struct acquire_inputs {
   /// forever (Redisson's counter).
   std::string_view token_ttl_ms;
   /// What the caller gave the acquisition beyond the lease (lock_state::argument, set by the
-  /// engine): an election campaign's value; empty for every other kind.
+  /// engine for a kind that takes_argument): an election campaign's value; empty otherwise.
   std::string_view argument;
   /// How long what a waiting attempt leaves on the server lasts (a fair queue entry, a writer's
   /// mark): the bound of the leave that undoes it (lock_kind::leave_call).
@@ -263,6 +263,10 @@ struct lock_kind {
   /// another kind on the channel: the write half under rw_priority::writers, whom the readers
   /// sharing its channel wait for (a reader woken first would only find the writer's mark).
   bool woken_first = false;
+  /// Whether its acquisitions pass the caller's argument (lock_state::argument,
+  /// acquire_inputs::argument): an election's campaign value. Asked per attempt, so a kind
+  /// without one costs no lookup.
+  bool takes_argument = false;
   /// Whether an acquisition takes a hold. False for a kind that only waits for a condition on
   /// the server (a count-down latch's zero): "acquired" means the condition holds; nothing is
   /// recorded, renewed, released or given back, and no acquisition metrics are counted.

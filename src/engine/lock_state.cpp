@@ -87,8 +87,8 @@ void lock_state::log_line(log_level level, std::string_view text) const {
 }
 
 lock_state::~lock_state() {
-  ctx->owners.set_last_error(this, {});
-  if (registered) ctx->owners.forget(*this);
+  owners().set_last_error(this, {});
+  if (registered) owners().forget(*this);
 }
 
 void lock_state::on_lease_lost(std::string_view why) {
@@ -217,10 +217,16 @@ multiplexer::id_type lock_state::ask(command question, reply_handler answered,
 void lock_state::set_last_error(const failure& e) {
   if (!e) return;
   // The failure's own words (Redis's, the bound's); the code's message if it has none.
-  ctx->owners.set_last_error(this, e.text().empty() ? e.code.message() : std::string(e.text()));
+  owners().set_last_error(this, e.text().empty() ? e.code.message() : std::string(e.text()));
 }
 
-std::string lock_state::last_error() const { return ctx->owners.last_error(this); }
+std::string lock_state::last_error() const { return owners().last_error(this); }
+
+void lock_state::set_argument(std::string value) { owners().set_argument(this, std::move(value)); }
+void lock_state::clear_argument() { owners().clear_argument(this); }
+const std::string* lock_state::argument() const { return owners().argument(this); }
+
+owner_table& lock_state::owners() const noexcept { return ctx->owners; }
 
 void lock_state::reset(bool was_lost) {
   local_holds = 0;

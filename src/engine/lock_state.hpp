@@ -29,6 +29,7 @@
 namespace rlock::detail {
 
 class engine_context;
+class owner_table;
 
 /// The failure of a round trip of a lock operation `what` ("lock 'x'", "PTTL"): Redis's text for
 /// an error reply, the bound for a timeout, the session's last error for a lost connection.
@@ -130,10 +131,6 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   /// and when the first of them was made: config::local_handoff bounds both.
   std::chrono::steady_clock::time_point streak_since{};
   std::unique_ptr<boost::asio::steady_timer> lost_signal;  // cancelled to wake lost() waiters
-  /// What this owner's next acquisitions pass their kind beyond the lease (an election
-  /// candidate's value, attempt_facts::argument); null for every other kind. Set on the
-  /// executor before the acquisition starts.
-  std::unique_ptr<std::string> argument;
   std::uint32_t handoff_streak = 0;
   /// How this owner's latest acquisition came about (a wake_reason, in one byte). Read from any
   /// thread.
@@ -169,6 +166,14 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   void set_last_error(const failure& e);
   std::string last_error() const;
 
+  /// What this owner's acquisitions in progress pass their kind beyond the lease
+  /// (lock_kind::takes_argument: an election candidate's value), or none: kept by the client
+  /// beside the state, not in it. Set before the acquisition starts, cleared when it ends; the
+  /// client's executor only.
+  void set_argument(std::string value);
+  void clear_argument();
+  const std::string* argument() const;
+
   /// Asks the server about this lock: `question` is a query (the session asks it again after a
   /// reconnect), answered or failed by `deadline` (none: command_timeout from now). The
   /// request's id, for a withdraw. `answered` may own this state.
@@ -184,6 +189,8 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   void count_hold_ended() const;
   bool logging() const noexcept;
   void log_line(log_level level, std::string_view text) const;
+  /// The client's table beside the states: the owners' last errors and arguments.
+  owner_table& owners() const noexcept;
 
   // The key, then the field: one string and one heap block for both.
   const std::uint32_t key_size_;

@@ -37,11 +37,25 @@ class owner_table {
   void set_last_error(const lock_state* owner, std::string text);
   std::string last_error(const lock_state* owner);
 
+  /// What an owner's acquisitions in progress pass their kind beyond the lease
+  /// (lock_kind::takes_argument: an election candidate's value), kept here rather than in every
+  /// state (S5 and S6 count a state's bytes). The client's executor only.
+  void set_argument(const lock_state* owner, std::string value) {
+    arguments_[owner] = std::move(value);
+  }
+  void clear_argument(const lock_state* owner) { arguments_.erase(owner); }
+  /// The argument set, or none.
+  const std::string* argument(const lock_state* owner) const {
+    const auto it = arguments_.find(owner);
+    return it == arguments_.end() ? nullptr : &it->second;
+  }
+
  private:
   std::mutex mutex_;
   std::unordered_map<std::string, std::weak_ptr<lock_state>> states_;
   std::unordered_map<const lock_state*, std::string> last_errors_;  // under mutex_
   std::atomic<bool> any_last_error_{false};
+  std::unordered_map<const lock_state*, std::string> arguments_;  // executor only
 };
 
 /// A fresh owner id from the per-process counter (also used for blocking-facade threads).

@@ -112,6 +112,7 @@ constinit const lock_kind election_kind = define_kind({
     .channel = &append_unlock_channel,
     .waiting = wait_mode::lock_channel,
     .on_message = &on_unlock_message,
+    .takes_argument = true,  // the candidate's value
 });
 
 }  // namespace rlock::detail
