@@ -10,6 +10,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -108,7 +109,7 @@ class RLOCK_EXPORT election_observer {
 /// reads who leads and observes every change, pushed.
 ///
 /// **Model.** An election is Redisson's fenced lock on the name plus a leader record beside it
-/// (docs/guide/election.md; docs/reference/wire-format.md has the keys, channels and scripts):
+/// (docs/guide/kinds/election.md has the keys, channels and scripts):
 /// - the lock hash `<key>` and the token counter `redisson_lock_token:{<key>}`, exactly as
 ///   Redisson's RFencedLock keeps them, so a Java RLock or RFencedLock on the same name excludes
 ///   a leader and is excluded by it;
