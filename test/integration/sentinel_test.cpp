@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <vector>
 
 namespace sentinel_test {
 
@@ -275,6 +276,59 @@ TEST(sentinel, a_failover_moves_holder_and_waiter_to_the_new_master) {
         co_await waiter.close();
       },
       60s);
+  t.wait_settled();
+}
+
+TEST(sentinel, an_election_keeps_its_leader_and_its_observers_order_across_a_failover) {
+  asio::io_context io;
+  auto& t = topology();
+  const auto old_master = t.wait_settled();
+  const auto cfg = sentinel_config();
+  rlock::client leader_client(io.get_executor(), cfg);
+  rlock::client observer_client(io.get_executor(), cfg);
+  rlock::test::run(
+      io,
+      [&]() -> asio::awaitable<void> {
+        co_await leader_client.connect();
+        co_await observer_client.connect();
+        rlock::election leader(leader_client, "moved-election");
+        rlock::election view(observer_client, "moved-election");
+        auto changes = view.observe();
+        const auto term = co_await leader.campaign("before");
+        std::vector<rlock::election_change> seen;
+        seen.push_back(co_await changes.next());  // elected, or the record read after it
+        EXPECT_EQ(seen.back().term, term);
+        t.failover();
+        co_await off_thread([&] {
+          const auto port = t.wait_switched(old_master);
+          t.wait_demoted(old_master);
+          return port;
+        });
+        EXPECT_TRUE(co_await poll_until(
+            [&] {
+              return leader_client.state() == rlock::connection_state::connected &&
+                     observer_client.state() == rlock::connection_state::connected &&
+                     leader_client.stats().reconnects >= 1 &&
+                     observer_client.stats().reconnects >= 1;
+            },
+            20s));
+        // Still the leader on the new master (the replica had its record and lock), and its
+        // next change reaches the observer, after whatever the move made it read.
+        co_await leader.proclaim("after");
+        for (int i = 0; i < 4 && seen.back().value != "after"; ++i) {
+          seen.push_back(co_await changes.next());
+        }
+        EXPECT_EQ(seen.back().value, "after");
+        EXPECT_EQ(seen.back().term, term);
+        for (std::size_t i = 1; i < seen.size(); ++i) EXPECT_GT(seen[i].seq, seen[i - 1].seq);
+        const auto who = co_await view.leader();
+        EXPECT_TRUE(who && who->owner == leader.owner() && who->value == "after");
+        co_await leader.resign();
+        changes.close();
+        co_await leader_client.close();
+        co_await observer_client.close();
+      },
+      90s);
   t.wait_settled();
 }
 
