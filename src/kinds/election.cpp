@@ -48,26 +48,10 @@ void campaign_call(const lock_identity& s, const acquire_inputs& in, acquire_scr
   call.arg_count = 4;
 }
 
-/// {-1, term} or {pttl, -1}: the fenced lock's reply.
-acquire_reply campaign_decode(const resp3::value& reply) noexcept {
-  acquire_reply out;
-  if (reply.type != resp3::type::array || reply.elements.size() != 2) return out;
-  const auto& first = reply.elements[0];
-  const auto& second = reply.elements[1];
-  if (first.type != resp3::type::number || second.type != resp3::type::number) return out;
-  if (first.integer == -1 && second.integer > 0) {
-    out.what = acquire_reply::outcome::acquired;
-    out.token = second.integer;
-  } else if (second.integer == -1 && first.integer >= -1) {
-    out.what = acquire_reply::outcome::busy;
-    out.ttl = server_wait(first.integer);
-  }
-  return out;
-}
-
 /// A lost campaign: this owner's hold count and the record's term, in one round trip. While it
 /// holds the lock nobody else writes the record (every writer checks the holder), and the
-/// campaign wrote both in one script: a hold means the record's term is this campaign's.
+/// campaign wrote both in one script: a hold means the record's term is this campaign's (read as
+/// the fenced lock reads its counter: token_judge).
 command campaign_question(const lock_identity& s) {
   command c = reentrant_question(s);
   std::string record;
@@ -76,14 +60,6 @@ command campaign_question(const lock_identity& s) {
       command(command_kind::query, "HGET", {std::string_view(record)}, {std::string_view("term")})
           .take_payload());
   return c;
-}
-
-reconcile_result campaign_judge(std::uint64_t holds, const resp3::value& answer) noexcept {
-  if (answer.type != resp3::type::array || answer.elements.size() != 2) return {};
-  if (!ran(holds, answer.elements[0])) return {};
-  const std::int64_t term = integer_of(answer.elements[1]);
-  if (term <= 0) return {reconcile_result::outcome::ran_no_token};
-  return {reconcile_result::outcome::ran, term};
 }
 
 /// Redisson's latched unlock, plus `resigned` on the election channel when it ends the lead.
@@ -101,9 +77,9 @@ void resign_call(const lock_identity& s, const release_inputs& in, release_scrip
 constinit const lock_kind election_kind = define_kind({
     .name = "election",
     .acquire_call = &campaign_call,
-    .decode = &campaign_decode,
+    .decode = &token_decode,  // {-1, term} or {pttl, -1}
     .reconcile_question = &campaign_question,
-    .judge = &campaign_judge,
+    .judge = &token_judge,
     .release_call = &resign_call,
     .transfer_call = nullptr,  // every leader takes a new term: no handoff
     .force_call = &force_call,

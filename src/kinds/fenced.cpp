@@ -55,42 +55,12 @@ void fenced_acquire(const lock_identity& s, const acquire_inputs& in, acquire_sc
   call.arg_count = clocked ? 3 : 2;
 }
 
-acquire_reply fenced_decode(const resp3::value& reply) noexcept {
-  // {-1, token} or {pttl, -1}. A token is positive (an INCR result); a busy lock's PTTL is >= 0,
-  // or -1 for a key without a TTL, which reads {-1, -1}: busy, not a token.
-  acquire_reply out;
-  if (reply.type != resp3::type::array || reply.elements.size() != 2) return out;
-  const auto& first = reply.elements[0];
-  const auto& second = reply.elements[1];
-  if (first.type != resp3::type::number || second.type != resp3::type::number) return out;
-  if (first.integer == -1 && second.integer > 0) {
-    out.what = acquire_reply::outcome::acquired;
-    out.token = second.integer;
-  } else if (second.integer == -1 && first.integer >= -1) {
-    out.what = acquire_reply::outcome::busy;
-    out.ttl = server_wait(first.integer);
-  }
-  return out;
-}
-
 /// The hold count and the token counter, in one round trip (the counter shares the key's slot).
 command fenced_question(const lock_identity& s) {
   command c = reentrant_question(s);
   const std::string counter = token_counter(s.key);
   c.then(command(command_kind::query, "GET", {std::string_view(counter)}).take_payload());
   return c;
-}
-
-/// A fenced acquisition whose answer (with its token) was lost: while the owner holds the lock
-/// nobody else can acquire, so the counter moved since the lost attempt only by this owner's own
-/// acquisitions: the value read is this acquisition's token or a later one of the same owner,
-/// above every token an earlier holder got, which is what a fenced resource checks.
-reconcile_result fenced_judge(std::uint64_t holds, const resp3::value& answer) noexcept {
-  if (answer.type != resp3::type::array || answer.elements.size() != 2) return {};
-  if (!ran(holds, answer.elements[0])) return {};
-  const std::int64_t token = integer_of(answer.elements[1]);
-  if (token <= 0) return {reconcile_result::outcome::ran_no_token};
-  return {reconcile_result::outcome::ran, token};
 }
 
 // rlock::inspect: a lock's hash beside a token counter.
@@ -120,9 +90,9 @@ constexpr probe_row fenced_probe{
 constinit const lock_kind fenced_kind = define_kind({
     .name = "fenced",
     .acquire_call = &fenced_acquire,
-    .decode = &fenced_decode,
+    .decode = &token_decode,
     .reconcile_question = &fenced_question,
-    .judge = &fenced_judge,
+    .judge = &token_judge,
     .release_call = &release_call,
     .transfer_call = nullptr,  // every acquisition takes a new token: no handoff
     .force_call = &force_call,

@@ -97,4 +97,38 @@ inline reconcile_result reentrant_judge(std::uint64_t holds, const resp3::value&
   return {ran(holds, answer) ? reconcile_result::outcome::ran : reconcile_result::outcome::not_run};
 }
 
+// --- RFencedLock: acquisitions that answer a token ----------------------------------------------
+
+/// A fenced acquisition's reply (the fenced lock's, the election's campaign).
+inline acquire_reply token_decode(const resp3::value& reply) noexcept {
+  // {-1, token} or {pttl, -1}. A token is positive (an INCR result); a busy lock's PTTL is >= 0,
+  // or -1 for a key without a TTL, which reads {-1, -1}: busy, not a token.
+  acquire_reply out;
+  if (reply.type != resp3::type::array || reply.elements.size() != 2) return out;
+  const auto& first = reply.elements[0];
+  const auto& second = reply.elements[1];
+  if (first.type != resp3::type::number || second.type != resp3::type::number) return out;
+  if (first.integer == -1 && second.integer > 0) {
+    out.what = acquire_reply::outcome::acquired;
+    out.token = second.integer;
+  } else if (second.integer == -1 && first.integer >= -1) {
+    out.what = acquire_reply::outcome::busy;
+    out.ttl = server_wait(first.integer);
+  }
+  return out;
+}
+
+/// A fenced acquisition whose answer (with its token) was lost, asked `{hold count, token}`: while
+/// the owner holds the lock nobody else can acquire, so the counter moved since the lost attempt
+/// only by this owner's own acquisitions: the value read is this acquisition's token or a later one
+/// of the same owner, above every token an earlier holder got, which is what a fenced resource
+/// checks.
+inline reconcile_result token_judge(std::uint64_t holds, const resp3::value& answer) noexcept {
+  if (answer.type != resp3::type::array || answer.elements.size() != 2) return {};
+  if (!ran(holds, answer.elements[0])) return {};
+  const std::int64_t token = integer_of(answer.elements[1]);
+  if (token <= 0) return {reconcile_result::outcome::ran_no_token};
+  return {reconcile_result::outcome::ran, token};
+}
+
 }  // namespace rlock::detail::hash_lock

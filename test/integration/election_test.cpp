@@ -43,18 +43,6 @@ std::error_code aborted() {
   return std::error_code(boost::system::error_code(asio::error::operation_aborted));
 }
 
-// Redisson's RFencedLock acquire (RedissonFencedLock.tryLockInnerAsync): KEYS = [name, token
-// counter], ARGV = [lease_ms, owner_field]. {-1, token} | {pttl, -1}.
-constexpr std::string_view redisson_fenced_acquire = R"lua(
-if (redis.call('exists', KEYS[1]) == 0 or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then
-  local token = redis.call('incr', KEYS[2]);
-  redis.call('hincrby', KEYS[1], ARGV[2], 1);
-  redis.call('pexpire', KEYS[1], ARGV[1]);
-  return {-1, token};
-end;
-return {redis.call('pttl', KEYS[1]), -1};
-)lua";
-
 /// Waits (at most 5 s) until `redis` made `attempts` acquire attempts in all: a candidate that
 /// made its two (the first, and the one once its channel is confirmed) is asleep on it.
 asio::awaitable<bool> asleep_after(rlock::client& redis, std::uint64_t attempts) {
@@ -276,8 +264,8 @@ TEST(election, a_java_holder_excludes_a_campaign_and_its_unlock_wakes_it) {
     const std::string key(candidate.key());
     const std::string counter = "redisson_lock_token:{" + key + "}";
     const std::string field = "5f0c7a3e-0000-4000-8000-000000000001:77";
-    auto java_token =
-        java.command({"EVAL", redisson_fenced_acquire, "2", key, counter, "30000", field});
+    auto java_token = java.command(
+        {"EVAL", rlock::test::redisson_fenced_acquire, "2", key, counter, "30000", field});
     EXPECT_EQ(java_token.elements.size(), 2u);
     EXPECT_EQ(co_await candidate.try_campaign("cpp", 0ms), std::nullopt);
     const auto who = co_await candidate.leader();
@@ -294,8 +282,8 @@ TEST(election, a_java_holder_excludes_a_campaign_and_its_unlock_wakes_it) {
     EXPECT_TRUE(co_await poll_until([&] { return term.has_value(); }, 5s));
     EXPECT_EQ(term.value_or(0), 2);  // above the Java holder's token
     // And the leader excludes Java's acquire.
-    auto refused =
-        java.command({"EVAL", redisson_fenced_acquire, "2", key, counter, "30000", field});
+    auto refused = java.command(
+        {"EVAL", rlock::test::redisson_fenced_acquire, "2", key, counter, "30000", field});
     EXPECT_TRUE(refused.elements.size() == 2u && refused.elements[1].integer == -1);
     co_await candidate.resign();
     co_await redis.close();

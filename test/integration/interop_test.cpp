@@ -45,6 +45,7 @@ using clock_type = std::chrono::steady_clock;
 // Redisson's scripts, verbatim from the wire document.
 
 using rlock::test::redisson_acquire;
+using rlock::test::redisson_fenced_acquire;
 using rlock::test::redisson_release;
 
 // Redisson >= 3.24.1: KEYS = [name, channel, latch], ARGV = ["0", lease_ms, owner_field,
@@ -69,18 +70,6 @@ end;
 // KEYS = [name, channel], ARGV = ["0"]
 constexpr std::string_view redisson_force_unlock = R"lua(
 if (redis.call('del', KEYS[1]) == 1) then redis.call('publish', KEYS[2], ARGV[1]); return 1 else return 0 end
-)lua";
-
-// Redisson's RFencedLock (RedissonFencedLock.tryLockInnerAsync, the form returning the token):
-// KEYS = [name, token counter], ARGV = [lease_ms, owner_field]. {-1, token} | {pttl, -1}.
-constexpr std::string_view redisson_fenced_acquire = R"lua(
-if (redis.call('exists', KEYS[1]) == 0 or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then
-  local token = redis.call('incr', KEYS[2]);
-  redis.call('hincrby', KEYS[1], ARGV[2], 1);
-  redis.call('pexpire', KEYS[1], ARGV[1]);
-  return {-1, token};
-end;
-return {redis.call('pttl', KEYS[1]), -1};
 )lua";
 
 // Redisson's RNonReentrantLock acquire (4.4.0; RedissonNonReentrantLock.tryLockInnerAsync), as
