@@ -115,6 +115,14 @@ class election_listener final : public notify_hub::waiter,
                    parsed.error);
       return;
     }
+    if (self.order_.stale_message(*parsed.change)) {
+      // Below the last change told: a late message, or a record begun again after the server
+      // lost its data; the record says which (read on the executor: not from inside the hub).
+      boost::asio::post(self.s_->executor(), [weak = self.weak_from_this()] {
+        if (auto me = weak.lock(); me && !me->left_) me->read_record();
+      });
+      return;
+    }
     self.enqueue(self.order_.on_message(std::move(*parsed.change)));
   }
   static void on_unparked(notify_hub::waiter& w) {

@@ -94,12 +94,27 @@ class observer_sequence {
   /// by a snapshot read meanwhile).
   std::optional<election_change> on_message(election_change c) { return take(std::move(c)); }
 
-  /// The record read after the channel was (re)confirmed: the state as it is, delivered as a
-  /// snapshot when it is newer than every change delivered. A record never written (seq 0)
-  /// tells nothing.
+  /// The record read after the channel was (re)confirmed, or after a message numbered below
+  /// the last one told (stale_message()): the state as it is, delivered as a snapshot when it is
+  /// newer than every change delivered. A record numbered *below* the last change told was
+  /// written again from nothing: the server lost its data (a restart without persistence, a
+  /// FLUSHALL), and the order starts again from it (told, skipped 0). A record never written
+  /// (seq 0) tells nothing.
   std::optional<election_change> on_snapshot(election_change c) {
     c.what = election_change::event::snapshot;
+    if (c.seq > 0 && c.seq < last_seq_) {
+      last_seq_ = c.seq;
+      last_term_ = c.term;
+      c.skipped = 0;
+      return c;
+    }
     return take(std::move(c));
+  }
+
+  /// A message numbered below the last change told: stale, or the first of a record written
+  /// again after the server lost its data. Only a read of the record can tell which.
+  bool stale_message(const election_change& c) const noexcept {
+    return last_seq_ != 0 && c.seq < last_seq_;
   }
 
   /// The change counter of the latest change delivered (0: none yet).

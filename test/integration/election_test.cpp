@@ -254,6 +254,40 @@ TEST(election, an_observer_cut_off_is_told_the_state_as_it_is_and_what_it_skippe
   });
 }
 
+TEST(election, an_observer_goes_on_after_the_server_lost_the_election) {
+  asio::io_context io;
+  rlock::client redis(io.get_executor(), make_config());
+  rlock::test::raw_client raw(rlock::test::shared_server().port());
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    rlock::election a(redis, "forgotten");
+    rlock::election b(redis, "forgotten");
+    auto changes = a.observe();
+    co_await a.campaign("a");
+    co_await a.proclaim("a2");
+    co_await a.proclaim("a3");
+    election_change c;
+    for (int i = 0; i < 4 && c.seq < 3; ++i) c = co_await changes.next();
+    EXPECT_EQ(c.seq, 3u);
+    // The server forgets the election (as a restart without persistence or a FLUSHALL would):
+    // its next record starts again from seq 1, below what the observer was told.
+    raw.command({"DEL", std::string(a.key()), "redisson_lock_token:{" + std::string(a.key()) + "}",
+                 a.record_key()});
+    EXPECT_EQ(co_await b.campaign("b"), 1);
+    c = co_await changes.next();
+    EXPECT_EQ(c.what, event::snapshot);  // the record read says what the message could not
+    EXPECT_EQ(c.seq, 1u);
+    EXPECT_EQ(c.value, "b");
+    EXPECT_EQ(c.skipped, 0u);
+    co_await b.proclaim("b2");
+    c = co_await changes.next();
+    EXPECT_EQ(c.what, event::proclaimed);
+    EXPECT_EQ(c.seq, 2u);
+    co_await b.resign();
+    co_await redis.close();
+  });
+}
+
 TEST(election, a_java_holder_excludes_a_campaign_and_its_unlock_wakes_it) {
   asio::io_context io;
   rlock::client redis(io.get_executor(), make_config());

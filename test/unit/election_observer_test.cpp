@@ -87,4 +87,25 @@ TEST(election_message, refuses_what_is_not_one_and_says_why) {
   }
 }
 
+TEST(election_observer, a_record_begun_again_after_data_loss_restarts_the_order) {
+  observer_sequence o;
+  ASSERT_TRUE(o.on_message(change(40, 12, event::elected, "a")));
+  // The server forgot everything (FLUSHALL): the next leader's record starts at seq 1, term 1.
+  const auto after = change(1, 1, event::elected, "b");
+  EXPECT_TRUE(o.stale_message(after));
+  EXPECT_FALSE(o.on_message(after));  // a message alone cannot tell a reset from a late one
+  // The record read then says it: told as it is, and the order goes on from it.
+  const auto told = o.on_snapshot(change(1, 1, event::elected, "b"));
+  ASSERT_TRUE(told);
+  EXPECT_EQ(told->what, event::snapshot);
+  EXPECT_EQ(told->skipped, 0u);
+  EXPECT_EQ(o.last_seq(), 1u);
+  const auto next = o.on_message(change(2, 1, event::proclaimed, "b2"));
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->skipped, 0u);
+  // A late message (below the last told) while the record is current: the read tells nothing new.
+  EXPECT_TRUE(o.stale_message(change(1, 1, event::elected, "b")));
+  EXPECT_FALSE(o.on_snapshot(change(2, 1, event::proclaimed, "b2")));
+}
+
 }  // namespace
