@@ -176,7 +176,7 @@ class RLOCK_EXPORT election {
     return detail::initiate<std::int64_t>(
         std::forward<CompletionToken>(token), *this,
         [value = std::move(value)](const election& e, detail::handler<std::int64_t> h) mutable {
-          start_campaign(e, std::move(value), std::nullopt, std::move(h));
+          start_campaign(e, std::move(value), std::move(h));
         });
   }
   /// try_campaign() with a completion token; `void(error_code, std::optional<std::int64_t>)`.
@@ -243,8 +243,7 @@ class RLOCK_EXPORT election {
   election_metrics metrics() const;
 
  private:
-  static void start_campaign(const election& e, std::string value, std::optional<milliseconds> wait,
-                             detail::handler<std::int64_t> h);
+  static void start_campaign(const election& e, std::string value, detail::handler<std::int64_t> h);
   static void start_try_campaign(const election& e, std::string value, milliseconds wait,
                                  detail::handler<std::optional<std::int64_t>> h);
   static void start_proclaim(const election& e, std::string value, detail::handler<> h);

@@ -156,7 +156,7 @@ void election::start_try_campaign(const election& e, std::string value, millisec
   });
 }
 
-void election::start_campaign(const election& e, std::string value, std::optional<milliseconds>,
+void election::start_campaign(const election& e, std::string value,
                               detail::handler<std::int64_t> h) {
   const auto ex = e.state_->executor();
   // No bound: a wait of -1 ms stands for it here (try_campaign's waits are never negative).
@@ -277,7 +277,7 @@ asio::awaitable<std::int64_t> election::campaign(std::string value) {
   return detail::awaitable_of<std::int64_t>(
       *this,
       [value = std::move(value)](const election& e, detail::handler<std::int64_t> h) mutable {
-        start_campaign(e, std::move(value), std::nullopt, std::move(h));
+        start_campaign(e, std::move(value), std::move(h));
       });
 }
 asio::awaitable<term_result> election::try_campaign(std::string value, milliseconds wait) {
