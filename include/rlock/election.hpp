@@ -3,6 +3,7 @@
 #include "rlock/blocking.hpp"
 #include "rlock/client.hpp"
 #include "rlock/detail/completion.hpp"
+#include "rlock/detail/election_calls.hpp"
 #include "rlock/election_change.hpp"
 #include "rlock/export.hpp"
 #include "rlock/metrics.hpp"
@@ -18,12 +19,14 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace rlock {
 
 namespace detail {
 struct lock_state;
 class election_listener;
+class change_queue;
 struct election_tally;
 }  // namespace detail
 
@@ -98,8 +101,12 @@ class RLOCK_EXPORT election_observer {
 
  private:
   friend class election;
+  friend class quorum_election;
   struct subscription;
   explicit election_observer(std::shared_ptr<subscription> s) noexcept : sub_(std::move(s)) {}
+  /// An observer of `queue`, fed by `ears`, which it joins.
+  static election_observer make(std::shared_ptr<detail::change_queue> queue,
+                                std::vector<std::shared_ptr<detail::election_listener>> ears);
   static void start_next(const election_observer& o, detail::handler<election_change> h);
   std::shared_ptr<subscription> sub_;
 };
@@ -134,7 +141,7 @@ class RLOCK_EXPORT election_observer {
 /// candidate campaigns once at a time; campaign() while it leads answers its term at once.
 /// Whether it still leads is lost()'s to tell (pushed by the watchdog), and a resource's to
 /// check with the term.
-class RLOCK_EXPORT election {
+class RLOCK_EXPORT election : public detail::election_calls<election> {
  public:
   /// Waits, in whole milliseconds.
   using milliseconds = std::chrono::milliseconds;
@@ -170,58 +177,6 @@ class RLOCK_EXPORT election {
   /// Every change of leader or value from now on, pushed (election_observer).
   election_observer observe();
 
-  /// campaign() with a completion token; `void(error_code, std::int64_t)`.
-  template <detail::completion_token CompletionToken = default_completion_token>
-  auto async_campaign(std::string value, CompletionToken&& token = {}) {
-    return detail::initiate<std::int64_t>(
-        std::forward<CompletionToken>(token), *this,
-        [value = std::move(value)](const election& e, detail::handler<std::int64_t> h) mutable {
-          start_campaign(e, std::move(value), std::move(h));
-        });
-  }
-  /// try_campaign() with a completion token; `void(error_code, std::optional<std::int64_t>)`.
-  template <detail::completion_token CompletionToken = default_completion_token>
-  auto async_try_campaign(std::string value, milliseconds wait, CompletionToken&& token = {}) {
-    return detail::initiate<std::optional<std::int64_t>>(
-        std::forward<CompletionToken>(token), *this,
-        [value = std::move(value), wait](const election& e,
-                                         detail::handler<std::optional<std::int64_t>> h) mutable {
-          start_try_campaign(e, std::move(value), wait, std::move(h));
-        });
-  }
-  /// proclaim() with a completion token; `void(error_code)`.
-  template <detail::completion_token CompletionToken = default_completion_token>
-  auto async_proclaim(std::string value, CompletionToken&& token = {}) {
-    return detail::initiate<>(
-        std::forward<CompletionToken>(token), *this,
-        [value = std::move(value)](const election& e, detail::handler<> h) mutable {
-          start_proclaim(e, std::move(value), std::move(h));
-        });
-  }
-  /// resign() with a completion token; `void(error_code)`.
-  template <detail::completion_token CompletionToken = default_completion_token>
-  auto async_resign(CompletionToken&& token = {}) {
-    return detail::initiate<>(
-        std::forward<CompletionToken>(token), *this,
-        [](const election& e, detail::handler<> h) { start_resign(e, std::move(h)); });
-  }
-  /// leader() with a completion token; `void(error_code, std::optional<leader_info>)`.
-  template <detail::completion_token CompletionToken = default_completion_token>
-  auto async_leader(CompletionToken&& token = {}) {
-    return detail::initiate<std::optional<leader_info>>(
-        std::forward<CompletionToken>(token), *this,
-        [](const election& e, detail::handler<std::optional<leader_info>> h) {
-          start_leader(e, std::move(h));
-        });
-  }
-  /// lost() with a completion token; `void(error_code)`: success when the lead was lost.
-  template <detail::completion_token CompletionToken = default_completion_token>
-  auto async_lost(CompletionToken&& token = {}) {
-    return detail::initiate<>(
-        std::forward<CompletionToken>(token), *this,
-        [](const election& e, detail::handler<> h) { start_lost(e, std::move(h)); });
-  }
-
   /// The term of this candidate's latest win (0 before the first). Local; any thread.
   std::int64_t term() const noexcept;
   /// The election's name (without the key prefix).
@@ -243,6 +198,7 @@ class RLOCK_EXPORT election {
   election_metrics metrics() const;
 
  private:
+  friend class detail::election_calls<election>;
   static void start_campaign(const election& e, std::string value, detail::handler<std::int64_t> h);
   static void start_try_campaign(const election& e, std::string value, milliseconds wait,
                                  detail::handler<std::optional<std::int64_t>> h);
@@ -297,6 +253,7 @@ class election {
 
    private:
     friend class election;
+    friend class quorum_election;
     observer(client* c, election_observer o) : client_(c), observer_(std::move(o)) {}
     client* client_;
     election_observer observer_;

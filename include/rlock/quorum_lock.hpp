@@ -28,6 +28,7 @@ class client;
 
 namespace detail {
 struct quorum_core;
+struct quorum_access;
 }  // namespace detail
 namespace blocking {
 class quorum_lock;
@@ -235,6 +236,7 @@ class RLOCK_EXPORT quorum_lock {
   static void start_lost(const quorum_lock& q, detail::handler<> h);
 
   friend class blocking::quorum_lock;
+  friend struct detail::quorum_access;
   /// Its work away on the nodes counted in `flights` (shared by blocking::quorum_lock's owners).
   quorum_lock(std::vector<std::reference_wrapper<client>> nodes, std::string_view name,
               quorum_options options, std::shared_ptr<detail::quorum_flights> flights);

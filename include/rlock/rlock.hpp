@@ -16,6 +16,7 @@
 #include "rlock/lock_handle.hpp"
 #include "rlock/multi_lock.hpp"
 #include "rlock/non_reentrant_lock.hpp"
+#include "rlock/quorum_election.hpp"
 #include "rlock/quorum_lock.hpp"
 #include "rlock/read_write_lock.hpp"
 #include "rlock/reentrant_lock.hpp"

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "rlock/election.hpp"
+#include "rlock/quorum_election.hpp"
 #include "rlock/with_lock.hpp"
 
 #include <boost/asio/awaitable.hpp>
@@ -18,8 +19,8 @@ namespace detail {
 
 // The coroutine holds its election through a shared_ptr parameter and names what it passes on
 // (g++ 12 and temporaries in co_await expressions: with_lock.hpp).
-template <typename Fn>
-auto lead_and_run(std::shared_ptr<election> e, std::string value, Fn fn) -> boost::asio::awaitable<
+template <typename Election, typename Fn>
+auto lead_and_run(std::shared_ptr<Election> e, std::string value, Fn fn) -> boost::asio::awaitable<
     typename awaitable_value<std::invoke_result_t<Fn&, std::int64_t>>::type> {
   namespace asio = boost::asio;
   const std::int64_t term = co_await e->campaign(std::move(value));
@@ -48,6 +49,14 @@ auto lead_and_run(std::shared_ptr<election> e, std::string value, Fn fn) -> boos
 template <typename Fn>
 auto with_leadership(election e, std::string value, Fn fn) {
   return detail::lead_and_run(std::make_shared<election>(std::move(e)), std::move(value),
+                              std::move(fn));
+}
+
+/// with_leadership() for an election over a quorum of independent masters: the same, with its
+/// lead lost when the majority's validity ends.
+template <typename Fn>
+auto with_leadership(quorum_election e, std::string value, Fn fn) {
+  return detail::lead_and_run(std::make_shared<quorum_election>(std::move(e)), std::move(value),
                               std::move(fn));
 }
 

@@ -5,6 +5,7 @@
 #include "rlock/election.hpp"
 
 #include "election/election_listener.hpp"
+#include "election/election_tally.hpp"
 #include "election/leader_record.hpp"
 #include "engine/delivery.hpp"
 #include "engine/kind_access.hpp"
@@ -23,40 +24,7 @@
 #include <optional>
 #include <string>
 #include <utility>
-
-namespace rlock::detail {
-
-/// A candidate's leads as its metrics count them. Atomics: metrics() reads them from any thread;
-/// they change on the client's executor.
-struct election_tally {
-  std::atomic<bool> leading{false};
-  std::atomic<std::uint64_t> campaigns{0};
-  std::atomic<std::uint64_t> terms_won{0};
-  std::atomic<std::uint64_t> resignations{0};
-  std::atomic<std::uint64_t> failovers{0};
-  std::atomic<std::int64_t> since_ns{0};  // steady clock, of the current lead
-  std::atomic<std::int64_t> led_ns{0};    // the ended leads
-
-  static std::int64_t now_ns() noexcept {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
-  /// A lead begins (a campaign won).
-  void won() noexcept {
-    if (leading.exchange(true)) return;
-    since_ns = now_ns();
-    ++terms_won;
-  }
-  /// The lead ended: given up, or found lost. Once per lead.
-  void ended(bool lost) noexcept {
-    if (!leading.exchange(false)) return;
-    led_ns += now_ns() - since_ns.load();
-    ++(lost ? failovers : resignations);
-  }
-};
-
-}  // namespace rlock::detail
+#include <vector>
 
 namespace rlock {
 
@@ -72,19 +40,8 @@ election::election(client& c, std::string_view name, std::uint64_t owner_id)
       tally_(std::make_shared<detail::election_tally>()) {}
 
 election_metrics election::metrics() const {
-  election_metrics m;
-  m.name = std::string(state_->name());
-  const auto& t = *tally_;
-  m.leading = t.leading.load();
-  m.term = state_->token.load(std::memory_order_relaxed);
-  m.campaigns = t.campaigns.load();
-  m.terms_won = t.terms_won.load();
-  m.resignations = t.resignations.load();
-  m.failovers = t.failovers.load();
-  auto led = t.led_ns.load();
-  if (m.leading) led += detail::election_tally::now_ns() - t.since_ns.load();
-  m.time_leading = std::chrono::duration_cast<milliseconds>(std::chrono::nanoseconds(led));
-  return m;
+  return tally_->metrics(std::string(state_->name()),
+                         state_->token.load(std::memory_order_relaxed));
 }
 
 std::string_view election::name() const noexcept { return state_->name(); }
@@ -241,27 +198,46 @@ void election::start_leader(const election& e, detail::handler<std::optional<lea
 
 // --- observe ----------------------------------------------------------------------------------
 
-/// What copies of an observer share: the listener, which leaves with the last of them.
+/// What copies of an observer share: its queue and its ears (one per node), which leave with
+/// the last of them.
 struct election_observer::subscription {
-  explicit subscription(std::shared_ptr<detail::election_listener> l) : listener(std::move(l)) {}
+  subscription(std::shared_ptr<detail::change_queue> q,
+               std::vector<std::shared_ptr<detail::election_listener>> e)
+      : queue(std::move(q)), ears(std::move(e)) {}
   subscription(const subscription&) = delete;
   subscription& operator=(const subscription&) = delete;
-  ~subscription() { listener->leave(); }
-  std::shared_ptr<detail::election_listener> listener;
+  ~subscription() { close(); }
+  void close() {
+    for (auto& e : ears) e->leave();
+    queue->close();
+  }
+  std::shared_ptr<detail::change_queue> queue;
+  std::vector<std::shared_ptr<detail::election_listener>> ears;
 };
 
 election_observer election::observe() {
-  auto l = std::make_shared<detail::election_listener>(state_);
-  l->join();
-  return election_observer(std::make_shared<election_observer::subscription>(std::move(l)));
+  auto q = std::make_shared<detail::change_queue>(
+      state_->executor(), std::string(state_->name()), detail::election_numbering::one_record,
+      [s = state_](const detail::failure& f) { s->set_last_error(f); });
+  auto ear = std::make_shared<detail::election_listener>(
+      state_, q, detail::token_counter(state_->key()), true);
+  return election_observer::make(
+      std::move(q), std::vector<std::shared_ptr<detail::election_listener>>{std::move(ear)});
+}
+
+election_observer election_observer::make(
+    std::shared_ptr<detail::change_queue> queue,
+    std::vector<std::shared_ptr<detail::election_listener>> ears) {
+  for (auto& e : ears) e->join();
+  return election_observer(std::make_shared<subscription>(std::move(queue), std::move(ears)));
 }
 
 void election_observer::start_next(const election_observer& o, detail::handler<election_change> h) {
-  o.sub_->listener->next(std::move(h));
+  o.sub_->queue->next(std::move(h));
 }
-void election_observer::close() { sub_->listener->leave(); }
+void election_observer::close() { sub_->close(); }
 election_observer::executor_type election_observer::get_executor() const noexcept {
-  return sub_->listener->executor();
+  return sub_->queue->executor();
 }
 
 asio::awaitable<election_change> election_observer::next() {

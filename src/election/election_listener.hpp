@@ -1,12 +1,12 @@
 #pragma once
 
-// An election observer's ear on its client: a wait-hub waiter on the election's channel that
-// hears every payload (notify_hub::payload_sink), orders what it hears with an
-// observer_sequence, and after every (re)confirmation of the channel reads the record (Redis does
-// not replay what was published while a connection was down). Lives on the client's executor;
-// what it tells waits in a queue for the observer's next().
+// An election observer's ear on one client: a wait-hub waiter on the election's channel that
+// hears every payload (notify_hub::payload_sink) and after every (re)confirmation of the channel
+// reads the record (Redis does not replay what was published while a connection was down). Lives
+// on its client's executor; what it hears goes to the observer's change_queue, which orders it
+// (one ear per node of a quorum-backed election feeds one queue).
+#include "election/change_queue.hpp"
 #include "election/leader_record.hpp"
-#include "election/observer_sequence.hpp"
 #include "engine/delivery.hpp"
 #include "engine/engine_context.hpp"
 #include "engine/lock_state.hpp"
@@ -16,14 +16,12 @@
 #include "rlock/election_change.hpp"
 #include "rlock/error.hpp"
 
-#include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 
 #include <fmt/format.h>
 
 #include <array>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,14 +37,18 @@ class election_listener final : public notify_hub::waiter,
                                 public notify_hub::payload_sink,
                                 public std::enable_shared_from_this<election_listener> {
  public:
-  /// At most this many changes wait for next(); an observer that does not read drops the oldest
-  /// (its next change tells how many it skipped).
-  static constexpr std::size_t queue_bound = 1024;
-
-  explicit election_listener(std::shared_ptr<lock_state> s) : s_(std::move(s)) {
+  /// An ear for `queue` on the client of `s` (its key names the election). `counter` is the key
+  /// of the term's counter the record read answers beside (the fenced lock's, or the quorum's).
+  /// `one_record`: the only ear of its queue, whose stale messages ask for a read of the record
+  /// (the one record may have begun again); a quorum's ears leave the order to the others.
+  election_listener(std::shared_ptr<lock_state> s, std::shared_ptr<change_queue> queue,
+                    std::string counter, bool one_record)
+      : s_(std::move(s)),
+        queue_(std::move(queue)),
+        counter_(std::move(counter)),
+        one_record_(one_record) {
     append_tagged_name(election_channel_prefix, s_->key(), channel_);
     append_tagged_name(election_record_prefix, s_->key(), record_);
-    counter_ = token_counter(s_->key());
     keys_ = {s_->key(), record_, counter_};
     heard = &election_listener::on_heard;
     on_unpark = &election_listener::on_unparked;
@@ -70,34 +72,14 @@ class election_listener final : public notify_hub::waiter,
     });
   }
 
-  /// Leaves the channel; a next() waiting completes with operation_aborted. Any thread.
+  /// Leaves the channel. Any thread.
   void leave() {
     boost::asio::post(s_->executor(), [self = shared_from_this()] {
       self->left_ = true;
       if (self->joined_) self->waiter::leave();
       self->joined_ = false;
-      self->fail(
-          listener_failure(boost::asio::error::operation_aborted, "the observer was closed"));
     });
   }
-
-  /// Completes `h` with the next change (queued, or the next one heard). Any thread. Its
-  /// cancellation is installed here, in the initiating call: one emitted before `h` reaches the
-  /// executor still ends it (the two are posted in order).
-  void next(handler<election_change> h) {
-    auto slot = boost::asio::get_associated_cancellation_slot(h);
-    if (slot.is_connected()) {
-      slot.assign([weak = weak_from_this(), ex = s_->executor()](boost::asio::cancellation_type) {
-        boost::asio::post(ex, [weak] {
-          if (auto self = weak.lock()) self->cancel();
-        });
-      });
-    }
-    boost::asio::post(s_->executor(), [self = shared_from_this(), h = std::move(h),
-                                       slot]() mutable { self->take(std::move(h), slot); });
-  }
-
-  const boost::asio::any_io_executor& executor() const noexcept { return s_->executor(); }
 
  private:
   /// The channel's messages wake nobody: its payloads go to the sinks.
@@ -115,15 +97,22 @@ class election_listener final : public notify_hub::waiter,
                    parsed.error);
       return;
     }
-    if (self.order_.stale_message(*parsed.change)) {
-      // Below the last change told: a late message, or a record begun again after the server
-      // lost its data; the record says which (read on the executor: not from inside the hub).
-      boost::asio::post(self.s_->executor(), [weak = self.weak_from_this()] {
-        if (auto me = weak.lock(); me && !me->left_) me->read_record();
-      });
+    if (self.one_record_) {
+      // The queue lives on this executor.
+      if (self.queue_->offer_message(std::move(*parsed.change))) {
+        // Below the last change told: a late message, or a record begun again after the
+        // server lost its data; the record says which (read on the executor: not from inside
+        // the hub).
+        boost::asio::post(self.s_->executor(), [weak = self.weak_from_this()] {
+          if (auto me = weak.lock(); me && !me->left_) me->read_record();
+        });
+      }
       return;
     }
-    self.enqueue(self.order_.on_message(std::move(*parsed.change)));
+    boost::asio::post(self.queue_->executor(),
+                      [q = self.queue_, c = std::move(*parsed.change)]() mutable {
+                        (void)q->offer_message(std::move(c));  // a node behind: the others lead
+                      });
   }
   static void on_unparked(notify_hub::waiter& w) {
     auto self = static_cast<election_listener&>(w).shared_from_this();
@@ -169,7 +158,12 @@ class election_listener final : public notify_hub::waiter,
             self->s_->log(log_level::warning, "election '{}': the record was not read: {}",
                           self->s_->name(), f.text());
           } else if (auto r = read_leader_record(reply)) {
-            if (r->seq > 0) self->enqueue(self->order_.on_snapshot(snapshot_of(*r)));
+            if (r->seq > 0) {
+              boost::asio::dispatch(self->queue_->executor(),
+                                    [q = self->queue_, c = snapshot_of(*r)]() mutable {
+                                      q->offer_snapshot(std::move(c));
+                                    });
+            }
           } else {
             self->s_->log(log_level::warning, "election '{}': unexpected record reply {}",
                           self->s_->name(), resp3::brief(reply));
@@ -178,89 +172,22 @@ class election_listener final : public notify_hub::waiter,
         });
   }
 
-  void enqueue(std::optional<election_change> c) {
-    if (!c) return;
-    // Bounded: the order's counter keeps the gap, and the next change tells it as `skipped`.
-    if (ready_.size() == queue_bound) {
-      const auto dropped = ready_.front();
-      ready_.pop_front();
-      ready_.front().skipped += dropped.skipped + 1;
-    }
-    ready_.push_back(std::move(*c));
-    if (waiting_) boost::asio::post(s_->executor(), [self = shared_from_this()] { self->give(); });
-  }
-
-  void take(handler<election_change> h, boost::asio::cancellation_slot slot) {
-    if (waiting_) {
-      const auto ex = s_->executor();
-      ops::deliver(ex, std::move(h), slot, false,
-                   listener_failure(errc::invalid_argument,
-                                    fmt::format("election '{}': an observer's next() is already "
-                                                "waiting; call it once at a time",
-                                                s_->name())),
-                   election_change{});
-      return;
-    }
-    waiting_.emplace(std::move(h));
-    slot_ = slot;
-    if (std::exchange(cancelled_, false)) {
-      answer(listener_failure(boost::asio::error::operation_aborted, "next() was cancelled"), {});
-      return;
-    }
-    give();
-  }
-
-  /// A cancellation of next(): of the one waiting, or of the one posted behind it.
-  void cancel() {
-    if (waiting_) {
-      answer(listener_failure(boost::asio::error::operation_aborted, "next() was cancelled"), {});
-    } else {
-      cancelled_ = true;
-    }
-  }
-
-  /// Gives the waiting next() what is there: a change, or the failure once the queue is empty.
-  void give() {
-    if (!waiting_) return;
-    if (!ready_.empty()) {
-      auto c = std::move(ready_.front());
-      ready_.pop_front();
-      answer({}, std::move(c));
-    } else if (error_) {
-      answer(listener_failure(*error_), {});
-    }
-  }
-
-  void answer(listener_failure f, election_change c) {
-    if (!waiting_) return;
-    auto h = std::move(*waiting_);
-    waiting_.reset();
-    const auto slot = std::exchange(slot_, boost::asio::cancellation_slot());
-    if (f) s_->set_last_error(f);
-    ops::deliver(s_->executor(), std::move(h), slot, false, std::move(f), std::move(c));
-  }
-
   void fail(listener_failure f) {
-    if (!error_) error_.emplace(std::move(f));
-    give();
+    boost::asio::dispatch(queue_->executor(),
+                          [q = queue_, f = std::move(f)]() mutable { q->fail(std::move(f)); });
   }
 
   std::shared_ptr<lock_state> s_;  // the election's names, client, executor and last error
+  std::shared_ptr<change_queue> queue_;
   std::string channel_;
   std::string record_;
   std::string counter_;
   std::array<std::string_view, 3> keys_{};  // election_leader's: lock, record, counter
-  observer_sequence order_;
-  std::deque<election_change> ready_;
-  std::optional<handler<election_change>> waiting_;
-  boost::asio::cancellation_slot slot_;
-  std::optional<listener_failure>
-      error_;  // the channel failed or the observer closed: after the queue
+  bool one_record_;
   bool joined_ = false;
   bool left_ = false;
   bool reading_ = false;
   bool read_again_ = false;
-  bool cancelled_ = false;  // a next() was cancelled before it arrived here
 };
 
 }  // namespace rlock::detail

@@ -86,9 +86,24 @@ inline parsed_election_message parse_election_message(std::string_view payload) 
   return out;
 }
 
+/// How an observer's changes are numbered.
+enum class election_numbering : std::uint8_t {
+  /// One record on one deployment: its `seq` counts every change; a record numbered below the
+  /// last change told was written again from nothing (the server lost its data).
+  one_record,
+  /// A quorum-backed election: a record per node, written by the leader with `(term, seq)`
+  /// (terms from the quorum's token; `seq` counted on from the highest a majority held). Changes
+  /// are ordered by term, then by seq; a node that answers lower is behind (it missed writes
+  /// while down), never a restart.
+  term_then_seq,
+};
+
 /// One observer's order: what it was told last, and what to tell next.
 class observer_sequence {
  public:
+  explicit observer_sequence(election_numbering n = election_numbering::one_record) noexcept
+      : numbering_(n) {}
+
   /// A change heard on the channel: returned to be delivered when it is newer than every
   /// change delivered, with `skipped` set; nothing when it is not (a repeat, or one overtaken
   /// by a snapshot read meanwhile).
@@ -96,25 +111,28 @@ class observer_sequence {
 
   /// The record read after the channel was (re)confirmed, or after a message numbered below
   /// the last one told (stale_message()): the state as it is, delivered as a snapshot when it is
-  /// newer than every change delivered. A record numbered *below* the last change told was
-  /// written again from nothing: the server lost its data (a restart without persistence, a
-  /// FLUSHALL), and the order starts again from it (told, skipped 0). A record never written
-  /// (seq 0) tells nothing.
+  /// newer than every change delivered. With one record, a record numbered *below* the last
+  /// change told was written again from nothing: the server lost its data (a restart without
+  /// persistence, a FLUSHALL), and the order starts again from it (told, skipped 0). A record
+  /// never written (seq 0) tells nothing.
   std::optional<election_change> on_snapshot(election_change c) {
     c.what = election_change::event::snapshot;
-    if (c.seq > 0 && c.seq < last_seq_) {
+    if (numbering_ == election_numbering::one_record && c.seq > 0 && c.seq < last_seq_) {
       last_seq_ = c.seq;
       last_term_ = c.term;
       c.skipped = 0;
       return c;
     }
+    if (c.seq == 0) return std::nullopt;
     return take(std::move(c));
   }
 
-  /// A message numbered below the last change told: stale, or the first of a record written
-  /// again after the server lost its data. Only a read of the record can tell which.
+  /// A message older than the last change told: stale, or (one record) the first of a record
+  /// written again after the server lost its data. Only a read of the record can tell which.
   bool stale_message(const election_change& c) const noexcept {
-    return last_seq_ != 0 && c.seq < last_seq_;
+    if (last_seq_ == 0) return false;
+    if (numbering_ == election_numbering::one_record) return c.seq < last_seq_;
+    return c.term < last_term_ || (c.term == last_term_ && c.seq < last_seq_);
   }
 
   /// The change counter of the latest change delivered (0: none yet).
@@ -123,15 +141,25 @@ class observer_sequence {
   std::int64_t last_term() const noexcept { return last_term_; }
 
  private:
+  bool newer(const election_change& c) const noexcept {
+    if (numbering_ == election_numbering::one_record) return c.seq > last_seq_;
+    return c.term > last_term_ || (c.term == last_term_ && c.seq > last_seq_);
+  }
+
   std::optional<election_change> take(election_change c) {
-    if (c.seq <= last_seq_) return std::nullopt;
-    // The first change an observer hears is where it starts: nothing before it was owed.
-    c.skipped = last_seq_ == 0 ? 0 : c.seq - last_seq_ - 1;
+    if (!newer(c)) return std::nullopt;
+    // The first change an observer hears is where it starts: nothing before it was owed. A new
+    // term counted from a lower seq (a quorum's change after writes a majority never had)
+    // skipped nothing that can be counted.
+    c.skipped = last_seq_ == 0 || c.seq <= last_seq_ ? 0 : c.seq - last_seq_ - 1;
     last_seq_ = c.seq;
-    if (c.term > last_term_) last_term_ = c.term;
+    if (numbering_ == election_numbering::term_then_seq || c.term > last_term_) {
+      last_term_ = c.term;
+    }
     return c;
   }
 
+  election_numbering numbering_;
   std::uint64_t last_seq_ = 0;
   std::int64_t last_term_ = 0;
 };

@@ -35,6 +35,9 @@ inline constexpr std::string_view fair_handoff_prefix = "rlock_fair_handoff:";
 /// changes are published on, `rlock_election:{<key>}` and `rlock_election_channel:{<key>}`.
 inline constexpr std::string_view election_record_prefix = "rlock_election:";
 inline constexpr std::string_view election_channel_prefix = "rlock_election_channel:";
+/// The counter a fenced quorum lock raises on each node, `rlock_quorum_token:{<key>}` (a
+/// quorum-backed election's terms).
+inline constexpr std::string_view quorum_token_prefix = "rlock_quorum_token:";
 
 /// The semaphore's holds, `{<key>}:timeout` (RPermitExpirableSemaphore's zset: member the permit
 /// id, score its expiry), appended to `out`.

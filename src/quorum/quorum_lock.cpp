@@ -19,6 +19,7 @@
 #include "names/names.hpp"
 #include "quorum/node_listener.hpp"
 #include "quorum/node_refusals.hpp"
+#include "quorum/quorum_access.hpp"
 #include "quorum/quorum_hold.hpp"
 #include "quorum/quorum_readiness.hpp"
 #include "quorum/quorum_round.hpp"
@@ -570,9 +571,6 @@ void leave_all(quorum_wait& w) {
   w.listeners.clear();
 }
 
-/// The counter a fenced quorum lock raises on each node: `rlock_quorum_token:{<key>}`.
-constexpr std::string_view quorum_token_prefix = "rlock_quorum_token:";
-
 /// The nodes' labels, in order, for errors that name them.
 std::vector<std::string> labels_of(const quorum_core& core) {
   std::vector<std::string> out;
@@ -1069,5 +1067,16 @@ std::string quorum_lock::last_error() const {
   return core_->error_text;
 }
 quorum_lock::executor_type quorum_lock::get_executor() const noexcept { return core_->ex; }
+
+std::vector<std::shared_ptr<detail::lock_state>> detail::quorum_access::node_states(
+    const quorum_lock& q) {
+  std::vector<std::shared_ptr<lock_state>> out;
+  out.reserve(q.core_->nodes.size());
+  for (const auto& n : q.core_->nodes) out.push_back(n.s);
+  return out;
+}
+std::shared_ptr<detail::quorum_flights> detail::quorum_access::flights(const quorum_lock& q) {
+  return q.core_->flights;
+}
 
 }  // namespace rlock

@@ -50,6 +50,7 @@ enum class script : std::uint8_t {
   election_resign,
   election_proclaim,
   election_leader,
+  quorum_election_announce,
   count,  // not a script: how many there are (script_table has a row for each)
 };
 
@@ -916,7 +917,8 @@ inline constexpr script_row script_table[] = {
      "redis.call(ARGV[3], KEYS[3], seq .. ':' .. r[2] .. ':proclaimed:' .. ARGV[2]); "
      "return latched(1);"},
     {script::election_leader, command_kind::query, false, on_retry::reads_only,
-     // election_leader — KEYS[1] = lock key, KEYS[2] = record, KEYS[3] = token counter.
+     // election_leader — KEYS[1] = lock key, KEYS[2] = record, KEYS[3] = token counter
+     // (Redisson's, a string; or a quorum's, a hash whose field t is the token).
      // {owner, term, value, since, seq, now}: owner = the field holding the lock ('' if nobody
      // does); the term, value and since are the record's when it names that owner, otherwise
      // (a holder that never campaigned: a Java RLock) the counter, '' and 0; seq = the record's.
@@ -931,7 +933,36 @@ inline constexpr script_row script_table[] = {
      "if holder == '' then return {'', tonumber(r[2]) or 0, '', 0, seq, now}; end; "
      "if r[1] == holder then "
      "return {holder, tonumber(r[2]) or 0, r[3] or '', tonumber(r[4]) or 0, seq, now}; end; "
-     "return {holder, tonumber(redis.call('get', KEYS[3])) or 0, '', 0, seq, now};"},
+     "local counter = 0; "
+     "if redis.call('type', KEYS[3]).ok == 'hash' then "
+     "counter = tonumber(redis.call('hget', KEYS[3], 't')) or 0; "
+     "else counter = tonumber(redis.call('get', KEYS[3])) or 0; end; "
+     "return {holder, counter, '', 0, seq, now};"},
+
+    // A quorum-backed election (src/election/quorum_election.cpp) keeps the same record and
+    // channel on every node, written by the leader with the quorum's token as the term and a
+    // `seq` it counts on from the highest a majority held: changes are ordered by (term, seq).
+    {script::quorum_election_announce, command_kind::release, true, on_retry::same_twice,
+     // quorum_election_announce — KEYS[1] = record, KEYS[2] = election channel; ARGV[1] = the
+     // leader's field on this node, ARGV[2] = term, ARGV[3] = seq, ARGV[4] = event (elected,
+     // proclaimed, resigned), ARGV[5] = value, ARGV[6] = publish command. 1: this change is the
+     // record's (written and published now, or by its own earlier run: a retry publishes nothing
+     // twice); 0: the record holds a later change, (term, seq) above this one.
+     RLOCK_NOW_MS_LUA
+     "local r = redis.call('hmget', KEYS[1], 'term', 'seq'); "
+     "local t = tonumber(r[1]) or 0; local s = tonumber(r[2]) or 0; "
+     "local term = tonumber(ARGV[2]); local seq = tonumber(ARGV[3]); "
+     "if t > term or (t == term and s > seq) then return 0; end; "
+     "if t == term and s == seq then return 1; end; "
+     "if ARGV[4] == 'elected' then "
+     "redis.call('hset', KEYS[1], 'owner', ARGV[1], 'term', term, 'value', ARGV[5], 'since', now, "
+     "'seq', seq); "
+     "elseif ARGV[4] == 'proclaimed' then "
+     "redis.call('hset', KEYS[1], 'owner', ARGV[1], 'term', term, 'value', ARGV[5], 'seq', seq); "
+     "if t ~= term then redis.call('hset', KEYS[1], 'since', now); end; "
+     "else redis.call('hset', KEYS[1], 'owner', '', 'term', term, 'value', '', 'seq', seq); end; "
+     "redis.call(ARGV[6], KEYS[2], seq .. ':' .. term .. ':' .. ARGV[4] .. ':' .. ARGV[5]); "
+     "return 1;"},
 };
 
 inline constexpr std::size_t script_count = std::size(script_table);

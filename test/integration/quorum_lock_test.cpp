@@ -2,8 +2,11 @@
 // one attempt per node in one round, a majority held and the rest given back, exclusion
 // between owners and with Redisson's RedissonRedLock (its scripts, played per node), waiting
 // woken by the unlock pushes, reentrance, a minority down, a majority down (an error naming the
-// nodes), and a holder told lost() when a majority loses the key.
+// nodes), and a holder told lost() when a majority loses the key. Then rlock::quorum_election
+// over it: the record on every node, observers of every node told each change once, a minority
+// or a majority down, a lead lost to a majority, the announce script's retries, the blocking form.
 #include "rlock/rlock.hpp"
+#include "rlock/with_leadership.hpp"
 #include "script/scripts.hpp"
 #include "support/lock_env.hpp"
 #include "support/raw_client.hpp"
@@ -11,6 +14,8 @@
 #include "support/redisson_scripts.hpp"
 #include "support/run.hpp"
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -25,6 +30,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -752,6 +758,300 @@ TEST(quorum_lock_arguments, are_checked_when_made) {
               rlock::quorum_lock q(refs{c, d}, "x", bad);
             }),
             rlock::errc::invalid_argument);
+}
+
+// --- rlock::quorum_election: an election whose lead is this lock (its token the term) ----------
+
+/// Whether `clients` subscribed to the election `name`'s channel on every node.
+bool observed_everywhere(quorum_env& env, const std::string& name) {
+  const std::string channel = "rlock_election_channel:{" + env.prefix + name + "}";
+  for (auto& r : env.raw) {
+    const auto n = r->command({"PUBSUB", "NUMSUB", channel});
+    if (n.elements.size() != 2 || n.elements[1].integer < 1) return false;
+  }
+  return true;
+}
+
+/// The next change an observer is told, within 5 s (none: not told).
+asio::awaitable<std::optional<rlock::election_change>> next_within(rlock::election_observer& o) {
+  asio::steady_timer limit(co_await asio::this_coro::executor, 5s);
+  asio::cancellation_signal stop;
+  limit.async_wait([&](boost::system::error_code ec) {
+    if (!ec) stop.emit(asio::cancellation_type::terminal);
+  });
+  std::optional<rlock::election_change> out;
+  try {
+    out = co_await o.async_next(asio::bind_cancellation_slot(stop.slot(), asio::use_awaitable));
+  } catch (const boost::system::system_error&) {
+  }
+  limit.cancel();
+  co_return out;
+}
+
+/// A campaign spawned beside the test (its arguments held by the coroutine, not by a lambda).
+asio::awaitable<void> campaign_beside(rlock::quorum_election e, std::string value) {
+  (void)co_await e.campaign(std::move(value));
+}
+/// with_leadership spawned beside the test; the error it ended with in `ended`.
+template <typename Job>
+asio::awaitable<void> lead_beside(rlock::quorum_election e, Job job, std::error_code* ended) {
+  try {
+    co_await rlock::with_leadership(std::move(e), "a", std::move(job));
+  } catch (const boost::system::system_error& x) {
+    *ended = x.code();
+  }
+}
+
+using event = rlock::election_change::event;
+
+class quorum_election : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(quorum_election, leads_on_a_majority_announces_on_every_node_and_hands_over_by_resignation) {
+  quorum_env env(GetParam());
+  rlock::test::run(env.io, [&]() -> asio::awaitable<void> {
+    co_await env.connect();
+    rlock::quorum_election a(quorum_env::refs(env.a), "scheduler");
+    rlock::quorum_election b(quorum_env::refs(env.b), "scheduler");
+    EXPECT_EQ(a.quorum(), GetParam() / 2 + 1);
+    EXPECT_EQ(co_await b.leader(), std::nullopt);  // nobody ever led
+    auto observer = b.observe();
+    EXPECT_TRUE(co_await rlock::test::poll_until(
+        [&] { return observed_everywhere(env, "scheduler"); }, 5s));
+
+    const std::int64_t first = co_await a.campaign("10.0.0.1");
+    EXPECT_GT(first, 0);
+    EXPECT_EQ(a.term(), first);
+    EXPECT_TRUE(a.lock().is_held());
+    const std::string key = env.prefix + "scheduler";
+    const std::string record = "rlock_election:{" + key + "}";
+    for (std::size_t i = 0; i < GetParam(); ++i) {
+      // Every node keeps the record; the term is the quorum's token.
+      EXPECT_EQ(env.raw[i]->command({"HGET", record, "term"}).str, std::to_string(first));
+      EXPECT_EQ(env.raw[i]->command({"HGET", record, "value"}).str, "10.0.0.1");
+      EXPECT_EQ(env.raw[i]->command({"HGET", record, "seq"}).str, "1");
+    }
+    const auto who = co_await b.leader();
+    RLOCK_CO_ASSERT(who.has_value());
+    EXPECT_EQ(who->value, "10.0.0.1");
+    EXPECT_EQ(who->term, first);
+    EXPECT_EQ(who->seq, 1u);
+    // Heard on every node's channel, told once.
+    auto told = co_await next_within(observer);
+    RLOCK_CO_ASSERT(told.has_value());
+    EXPECT_EQ(told->what, event::elected);
+    EXPECT_EQ(told->term, first);
+    EXPECT_EQ(told->seq, 1u);
+    EXPECT_EQ(told->value, "10.0.0.1");
+
+    co_await a.proclaim("10.0.0.2");
+    told = co_await next_within(observer);
+    RLOCK_CO_ASSERT(told.has_value());
+    EXPECT_EQ(told->what, event::proclaimed);  // not a repeat of `elected` from another node
+    EXPECT_EQ(told->seq, 2u);
+    EXPECT_EQ(told->skipped, 0u);
+    EXPECT_EQ(told->value, "10.0.0.2");
+    EXPECT_EQ(co_await error_of(b.proclaim("x")), rlock::errc::not_owner);
+
+    // A second candidate waits, woken by the resignation's unlock pushes.
+    const auto waiting = spawn_beside(env.io, campaign_beside(b, "10.0.0.3"));
+    EXPECT_TRUE(co_await rlock::test::poll_until(
+        [&] { return env.listening_everywhere("scheduler"); }, 5s));
+    co_await a.resign();
+    EXPECT_TRUE(co_await completed(waiting, 10s));
+    EXPECT_GT(b.term(), first);  // strictly greater
+    told = co_await next_within(observer);
+    RLOCK_CO_ASSERT(told.has_value());
+    EXPECT_EQ(told->what, event::resigned);
+    EXPECT_EQ(told->term, first);
+    EXPECT_EQ(told->seq, 3u);
+    told = co_await next_within(observer);
+    RLOCK_CO_ASSERT(told.has_value());
+    EXPECT_EQ(told->what, event::elected);
+    EXPECT_EQ(told->term, b.term());
+    EXPECT_EQ(told->seq, 4u);  // counted on from the majority's highest
+    EXPECT_EQ(told->value, "10.0.0.3");
+    EXPECT_EQ(told->skipped, 0u);
+    const auto am = a.metrics();
+    EXPECT_EQ(am.terms_won, 1u);
+    EXPECT_EQ(am.resignations, 1u);
+    EXPECT_FALSE(am.leading);
+    EXPECT_TRUE(b.metrics().leading);
+    co_await b.resign();
+    observer.close();
+    co_await env.close();
+  });
+}
+
+TEST_P(quorum_election, a_minority_down_still_elects_and_is_observed_and_a_majority_down_is_told) {
+  quorum_env env(GetParam(), 30s, 300ms);
+  rlock::test::run(
+      env.io,
+      [&]() -> asio::awaitable<void> {
+        co_await env.connect();
+        rlock::quorum_election a(quorum_env::refs(env.a), "minority");
+        rlock::quorum_election b(quorum_env::refs(env.b), "minority");
+        const std::size_t minority = GetParam() - a.quorum();
+        for (std::size_t i = 0; i < minority; ++i) env.servers[i]->kill_hard();
+        auto observer = b.observe();
+        const std::int64_t term = co_await a.campaign("here");
+        EXPECT_GT(term, 0);
+        const auto who = co_await b.leader();
+        RLOCK_CO_ASSERT(who.has_value());
+        EXPECT_EQ(who->term, term);
+        EXPECT_EQ(who->value, "here");
+        // Told by the live nodes (as the change, or as the record read once subscribed).
+        auto told = co_await next_within(observer);
+        RLOCK_CO_ASSERT(told.has_value());
+        EXPECT_EQ(told->term, term);
+        EXPECT_EQ(told->value, "here");
+        co_await a.proclaim("there");
+        told = co_await next_within(observer);
+        RLOCK_CO_ASSERT(told.has_value());
+        EXPECT_EQ(told->what, event::proclaimed);
+        EXPECT_EQ(told->value, "there");
+        co_await a.resign();
+        // One more down: no majority answers; a campaign and leader() say so, naming nodes.
+        env.servers[minority]->kill_hard();
+        EXPECT_EQ(co_await error_of(b.try_campaign("late", 1s)), rlock::errc::quorum_unavailable);
+        EXPECT_EQ(co_await error_of(b.leader()), rlock::errc::quorum_unavailable);
+        EXPECT_NE(b.last_error().find(std::to_string(env.servers[0]->port())), std::string::npos)
+            << b.last_error();
+        observer.close();
+        co_await env.close();
+      },
+      60s);
+}
+
+TEST_P(quorum_election, a_leader_whose_majority_loses_the_key_is_told_and_the_next_term_is_higher) {
+  quorum_env env(GetParam(), 1500ms);
+  rlock::test::run(
+      env.io,
+      [&]() -> asio::awaitable<void> {
+        co_await env.connect();
+        rlock::quorum_election a(quorum_env::refs(env.a), "taken");
+        rlock::quorum_election b(quorum_env::refs(env.b), "taken");
+        // The job runs while leading (with_leadership), and is cancelled when the lead is lost.
+        std::int64_t first = 0;
+        bool cancelled = false;
+        std::error_code ended;
+        auto job = [&](std::int64_t term) -> asio::awaitable<void> {
+          first = term;
+          asio::steady_timer forever(env.io, 60s);
+          try {
+            co_await forever.async_wait(asio::use_awaitable);
+          } catch (const boost::system::system_error&) {
+            cancelled = true;
+            throw;
+          }
+        };
+        const auto told = spawn_beside(env.io, lead_beside(a, job, &ended));
+        EXPECT_TRUE(co_await rlock::test::poll_until([&] { return first != 0; }, 5s));
+        const std::string key = env.prefix + "taken";
+        for (std::size_t i = 0; i < a.quorum(); ++i) {
+          env.raw[i]->command({"DEL", key});
+          env.raw[i]->command({"EVAL", redisson_acquire, "1", key, "30000", "java-uuid:3"});
+        }
+        EXPECT_TRUE(co_await completed(told, 10s));
+        EXPECT_TRUE(cancelled);
+        EXPECT_EQ(ended, rlock::errc::lock_lost);
+        EXPECT_FALSE(a.metrics().leading);
+        EXPECT_EQ(a.metrics().failovers, 1u);
+        EXPECT_EQ(co_await error_of(a.proclaim("still?")), rlock::errc::not_owner);
+        for (std::size_t i = 0; i < GetParam(); ++i) env.raw[i]->command({"DEL", key});
+        const std::int64_t second = co_await b.campaign("b");
+        EXPECT_GT(second, first);
+        const auto who = co_await a.leader();
+        RLOCK_CO_ASSERT(who.has_value());
+        EXPECT_EQ(who->term, second);
+        EXPECT_EQ(who->value, "b");
+        co_await b.resign();
+        co_await env.close();
+      },
+      60s);
+}
+
+INSTANTIATE_TEST_SUITE_P(nodes, quorum_election, ::testing::Values(3u, 5u));
+
+TEST(quorum_election_announce, keeps_the_highest_change_and_publishes_each_once) {
+  rlock::test::redis_server server;
+  rlock::test::raw_client raw(server.port());
+  const auto source =
+      rlock::detail::script_table[static_cast<std::size_t>(
+                                      rlock::detail::script::quorum_election_announce)]
+          .source;
+  const std::string record = "rlock_election:{e}";
+  const std::string channel = "rlock_election_channel:{e}";
+  auto publishes = [&] {
+    const auto info = raw.command({"INFO", "commandstats"});
+    const std::string tag = "cmdstat_publish:calls=";
+    const auto at = info.str.find(tag);
+    return at == std::string::npos ? 0 : std::stoll(info.str.substr(at + tag.size()));
+  };
+  auto announce = [&](std::string_view term, std::string_view seq, std::string_view word,
+                      std::string_view value) {
+    return raw.command_int(
+        {"EVAL", source, "2", record, channel, "u:1", term, seq, word, value, "publish"});
+  };
+  EXPECT_EQ(announce("4", "1", "elected", "a"), 1);
+  EXPECT_EQ(publishes(), 1);
+  // The same change written again after a lost answer: kept, published once.
+  EXPECT_EQ(announce("4", "1", "elected", "a"), 1);
+  EXPECT_EQ(publishes(), 1);
+  EXPECT_EQ(announce("4", "2", "proclaimed", "b"), 1);
+  EXPECT_EQ(publishes(), 2);
+  // Older changes (a lower seq in the term, a lower term) are refused and not published.
+  EXPECT_EQ(announce("4", "1", "elected", "a"), 0);
+  EXPECT_EQ(announce("3", "9", "proclaimed", "old"), 0);
+  EXPECT_EQ(publishes(), 2);
+  EXPECT_EQ(raw.command({"HGET", record, "value"}).str, "b");
+  // A later term at a lower seq (counted from another majority) is newer.
+  EXPECT_EQ(announce("5", "2", "elected", "c"), 1);
+  EXPECT_EQ(raw.command({"HGET", record, "owner"}).str, "u:1");
+  EXPECT_EQ(announce("5", "3", "resigned", ""), 1);
+  EXPECT_EQ(raw.command({"HGET", record, "owner"}).str, "");
+  EXPECT_EQ(raw.command({"HGET", record, "term"}).str, "5");
+  EXPECT_EQ(publishes(), 4);
+}
+
+TEST(quorum_election_blocking, campaigns_reads_and_resigns_from_threads) {
+  std::vector<std::unique_ptr<rlock::test::redis_server>> servers;
+  std::vector<std::unique_ptr<rlock::blocking::client>> a;
+  std::vector<std::unique_ptr<rlock::blocking::client>> b;
+  const auto prefix = rlock::test::unique_prefix();
+  for (int i = 0; i < 3; ++i) {
+    servers.push_back(std::make_unique<rlock::test::redis_server>());
+    rlock::config cfg;
+    cfg.port = servers.back()->port();
+    cfg.key_prefix = prefix;
+    a.push_back(std::make_unique<rlock::blocking::client>(cfg));
+    b.push_back(std::make_unique<rlock::blocking::client>(cfg));
+  }
+  auto refs = [](auto& cs) {
+    std::vector<std::reference_wrapper<rlock::blocking::client>> out;
+    for (auto& c : cs) out.emplace_back(*c);
+    return out;
+  };
+  rlock::blocking::quorum_election first(refs(a), "job");
+  rlock::blocking::quorum_election second(refs(b), "job");
+  const auto term = first.campaign("one");
+  EXPECT_GT(term, 0);
+  EXPECT_EQ(second.try_campaign_for("two", 0ms), std::nullopt);
+  const auto who = second.leader();
+  ASSERT_TRUE(who.has_value());
+  EXPECT_EQ(who->value, "one");
+  first.proclaim("one'");
+  EXPECT_EQ(second.leader()->value, "one'");
+  first.resign();
+  const auto next = second.try_campaign_for("two", 5s);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_GT(*next, term);
+  // The end of a candidate that leads resigns: the other takes the lead at once.
+  {
+    rlock::blocking::quorum_election gone(refs(a), "job2");
+    (void)gone.campaign("x");
+  }
+  rlock::blocking::quorum_election after(refs(b), "job2");
+  EXPECT_TRUE(after.try_campaign_for("y", 0ms).has_value());
 }
 
 }  // namespace quorum_lock_test

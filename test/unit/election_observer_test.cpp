@@ -108,4 +108,31 @@ TEST(election_observer, a_record_begun_again_after_data_loss_restarts_the_order)
   EXPECT_FALSE(o.on_snapshot(change(2, 1, event::proclaimed, "b2")));
 }
 
+TEST(election_observer, a_quorum_numbering_orders_by_term_then_seq_and_never_restarts) {
+  observer_sequence o(rlock::detail::election_numbering::term_then_seq);
+  ASSERT_TRUE(o.on_message(change(7, 3, event::proclaimed, "a2")));
+  // The next leader counted on from a majority that never had seq 7 (a minority did): a new term
+  // at the same seq is newer, and counts nothing skipped.
+  const auto next = o.on_message(change(7, 4, event::elected, "b"));
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->skipped, 0u);
+  // The same change heard from another node: told once.
+  EXPECT_FALSE(o.on_message(change(7, 4, event::elected, "b")));
+  EXPECT_FALSE(o.stale_message(change(7, 4, event::elected, "b")));
+  // A node that missed writes answers an older record: behind, not a restart.
+  EXPECT_TRUE(o.stale_message(change(6, 3, event::elected, "a")));
+  EXPECT_FALSE(o.on_snapshot(change(6, 3, event::elected, "a")));
+  EXPECT_EQ(o.last_term(), 4);
+  EXPECT_EQ(o.last_seq(), 7u);
+  // Within a term, gaps in seq are counted.
+  const auto later = o.on_message(change(10, 4, event::proclaimed, "b3"));
+  ASSERT_TRUE(later);
+  EXPECT_EQ(later->skipped, 2u);
+  // A lower seq under a higher term is still newer (the term decides first).
+  const auto won = o.on_snapshot(change(9, 6, event::elected, "c"));
+  ASSERT_TRUE(won);
+  EXPECT_EQ(won->skipped, 0u);
+  EXPECT_EQ(o.last_term(), 6);
+}
+
 }  // namespace
