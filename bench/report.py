@@ -1407,7 +1407,10 @@ class Report:
     def section_s8(self):
         rows, data = [], {}
         rtt_ms = (self.ping_p50_us() or 0) / 1000.0
+        deposed = [r for r in self.runs["S8"] if r["entry"].get("mode") == "s8-deposed"]
         for run in self.runs["S8"]:
+            if run["entry"].get("mode") == "s8-deposed":
+                continue
             m = run["output"]["metrics"] if run["output"] and not run["failure"] else {}
             n = run["entry"].get("params", {}).get("restarts")
             data[str(n)] = m or {"failure": run["failure"]}
@@ -1434,7 +1437,46 @@ class Report:
                "initial backoff, full jitter, 2 s cap). Margin: the holder can neither renew nor "
                "reconnect (its ACL user deleted), another client waits; the gap from the holder's "
                "`lost()` to the other's acquisition, 1 s lease.")
+        if deposed:
+            md += "\n\n" + self.s8_deposed(deposed, data)
         return md, data
+
+    def s8_deposed(self, runs, data):
+        """Holders told at push speed (config::track_holds): per deployment and kind."""
+        rows = []
+        for run in runs:
+            lib = run["entry"].get("library")
+            m = run["output"]["metrics"] if run["output"] and not run["failure"] else {}
+            data["deposed-" + str(lib)] = m or {"failure": run["failure"]}
+            where = "3-master cluster" if lib == "rlock-cluster" else "one server"
+            if not m:
+                rows.append([where, "failed: " + (run["failure"] or "?"), "", "", "", ""])
+                continue
+            for kind, k in sorted(m.get("kinds", {}).items()):
+                rows.append([where, kind, num(k.get("p50_ms")), num(k.get("p99_ms")),
+                             k.get("count"), "flush only" if kind == "read" else "del, overwrite, flush"])
+                self.goals.append(goal("S8", "deposed %s on %s: change -> lost() p50 <= 2 ms" % (kind, where),
+                                       "p50 ms", k.get("p50_ms"), None, None, "<=", 2.0))
+            for change, k in sorted(m.get("changes", {}).items()):
+                rows.append([where, "every kind, " + change, num(k.get("p50_ms")), num(k.get("p99_ms")),
+                             k.get("count"), ""])
+            rows.append([where, "commands per lock+unlock pair, tracking on / off",
+                         "%s / %s" % (num(m.get("commands_per_pair_tracking")),
+                                      num(m.get("commands_per_pair_untracked"))), "", "", ""])
+            self.goals.append(goal("S8", "deposed on %s: every change told (none missed)" % where,
+                                   "missed", m.get("missed"), None, None, "<=", 0.0))
+            self.goals.append(goal("S8", "deposed on %s: no extra command per pair" % where,
+                                   "commands per pair", m.get("commands_per_pair_tracking"),
+                                   "untracked", m.get("commands_per_pair_untracked"), "<=", 1.0))
+        md = table(["deployment", "kind / change", "p50 ms", "p99 ms", "n", "changes"], rows)
+        md += ("\n\nDeposed holders: each kind held (watchdog lease 30 s), then another client "
+               "sends DEL, an overwrite (MULTI: DEL, HSET of another owner's field) or FLUSHALL; from "
+               "that command's send to the holder's `lost()`. The server pushes an invalidation "
+               "(CLIENT TRACKING ON OPTOUT NOLOOP), the client renews that hold at once and the "
+               "renewal finds it gone. A read hold is measured by FLUSHALL only (other readers write "
+               "its key: a DEL waits for the next round). Commands per pair: INFO stats' "
+               "total_commands_processed over 1000 lock+unlock pairs.")
+        return md
 
     # -- plots --
     def write_plot_data(self, out):

@@ -54,6 +54,7 @@
 #include "resp3/parser.hpp"
 #include "resp3/request.hpp"
 #include "rlock/rlock.hpp"
+#include "script/loaded_source.hpp"
 #include "script/scripts.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -1316,7 +1317,7 @@ void run_s3_fair_floor(const options& o) {
   int to_child[2];
   if (::pipe(to_parent) != 0 || ::pipe(to_child) != 0) usage("pipe failed");
   const auto load = [](tight_client& c, rd::script which) {
-    return c.command({"SCRIPT", "LOAD", rd::script_source(which)}).str;
+    return c.command({"SCRIPT", "LOAD", rd::loaded_source(which)}).str;
   };
   const pid_t child = ::fork();
   if (child == 0) {
@@ -1411,7 +1412,7 @@ void run_s3_floor(const options& o, bool acquire) {
   int to_parent[2];
   int ready[2];
   if (::pipe(to_parent) != 0 || ::pipe(ready) != 0) usage("pipe failed");
-  const auto script = std::string(rlock::detail::script_source(rlock::detail::script::acquire));
+  const auto script = std::string(rlock::detail::loaded_source(rlock::detail::script::acquire));
   // What a winner tells the parent: the round it won and when its reply came.
   struct won {
     std::int64_t round;
@@ -1474,7 +1475,7 @@ void run_s3_floor(const options& o, bool acquire) {
   // holder's hold with rlock's unlock script, whose publish wakes the children, after a hold of
   // --hold-ms as F1's holders keep it. Otherwise a PUBLISH after 1 ms, as in S3.
   const auto release_sha =
-      pub.command({"SCRIPT", "LOAD", rlock::detail::script_source(rlock::detail::script::release)})
+      pub.command({"SCRIPT", "LOAD", rlock::detail::loaded_source(rlock::detail::script::release)})
           .str;
   const auto acquire_sha = pub.command({"SCRIPT", "LOAD", script}).str;
   std::string holder = "floor:0";
@@ -1550,8 +1551,8 @@ void run_s3_quorum_floor(const options& o) {
   const std::string channel = rd::unlock_channel(key);
   const std::size_t n = o.ports.size();
   const std::size_t quorum = n / 2 + 1;
-  const auto acquire = std::string(rd::script_source(rd::script::acquire));
-  const auto release = std::string(rd::script_source(rd::script::release));
+  const auto acquire = std::string(rd::loaded_source(rd::script::acquire));
+  const auto release = std::string(rd::loaded_source(rd::script::release));
   asio::io_context io;
   std::vector<std::unique_ptr<tight_client>> holder, waiter, sub;
   std::string acquire_sha, release_sha;
@@ -1677,8 +1678,8 @@ void run_s1_floor(const options& o) {
     if (!c) c = std::make_unique<tight_client>(io, port);
     return *c;
   };
-  const auto acquire = std::string(rd::script_source(rd::script::acquire));
-  const auto release = std::string(rd::script_source(rd::script::release));
+  const auto acquire = std::string(rd::loaded_source(rd::script::acquire));
+  const auto release = std::string(rd::loaded_source(rd::script::release));
   struct member {
     std::string key, channel;
     std::uint16_t port;
@@ -1859,8 +1860,8 @@ void run_s1_floor(const options& o) {
 /// The least that T blocking threads can cost, for S7's blocking-vs-coroutines ratio.
 void run_s7_floor(const options& o) {
   const int threads = std::max(1, o.threads);
-  const auto acquire = std::string(rlock::detail::script_source(rlock::detail::script::acquire));
-  const auto release = std::string(rlock::detail::script_source(rlock::detail::script::release));
+  const auto acquire = std::string(rlock::detail::loaded_source(rlock::detail::script::acquire));
+  const auto release = std::string(rlock::detail::loaded_source(rlock::detail::script::release));
   const auto s = time_threads(o, threads, [&](int t) {
     // The connection dies before the io_context it lives on (member order).
     struct connection {
@@ -2036,7 +2037,7 @@ void run_s2_floor(const options& o) {
   for (auto& c : conns) c.client = std::make_unique<tight_client>(io, o.port);
   // The very scripts rlock loads in its handshake (src/script/scripts.hpp).
   auto load = [&](rlock::detail::script s) {
-    auto reply = conns.front().client->command({"SCRIPT", "LOAD", rlock::detail::script_source(s)});
+    auto reply = conns.front().client->command({"SCRIPT", "LOAD", rlock::detail::loaded_source(s)});
     if (reply.is_error() || reply.str.size() != 40) {
       throw std::runtime_error("SCRIPT LOAD failed: " + reply_text(reply));
     }
@@ -2281,6 +2282,210 @@ void run_s8(const options& o) {
 }
 
 }  // namespace
+
+// --- S8 deposed: a holder told at push speed that another client changed its lock (issue 53) ---
+
+/// The master that holds `key`: the port itself, or on a cluster the slot's owner.
+std::uint16_t port_of_key(const options& o, std::string_view key) {
+  if (!o.cluster) return o.port;
+  asio::io_context io;
+  tight_client seed(io, o.port);
+  const auto slot = seed.command({"CLUSTER", "KEYSLOT", key}).integer;
+  const auto slots = seed.command({"CLUSTER", "SLOTS"});
+  for (const auto& range : slots.elements) {
+    if (range.elements.size() < 3) continue;
+    if (slot >= range.elements[0].integer && slot <= range.elements[1].integer) {
+      return static_cast<std::uint16_t>(range.elements[2].elements.at(1).integer);
+    }
+  }
+  throw std::runtime_error(fmt::format("no master owns the slot of {}", key));
+}
+
+/// Commands the server ran in all (INFO stats), less this question's own.
+std::int64_t commands_processed(std::uint16_t port) {
+  asio::io_context io;
+  tight_client raw(io, port);
+  const auto info = raw.command({"INFO", "stats"});
+  const std::string tag = "total_commands_processed:";
+  const auto at = info.str.find(tag);
+  return at == std::string::npos ? 0 : std::stoll(info.str.substr(at + tag.size()));
+}
+
+/// One kind as the deposed scenario holds it: take it, arm lost(), and its key.
+struct deposable {
+  std::string kind;
+  std::function<asio::awaitable<void>()> take;
+  std::function<void(std::function<void()>)> on_lost;
+  std::string key;
+  bool shared = false;  // other holders change its key: only a flush is measured
+};
+
+deposable deposable_of(rlock::client& c, const std::string& kind, const std::string& name) {
+  deposable d;
+  d.kind = kind;
+  auto with = [&d](auto lock) {
+    d.key = std::string(lock.key());
+    d.take = [lock]() mutable -> asio::awaitable<void> { co_await lock.lock(); };
+    d.on_lost = [lock](std::function<void()> f) mutable {
+      lock.async_lost([f = std::move(f)](boost::system::error_code ec) {
+        if (!ec) f();
+      });
+    };
+  };
+  if (kind == "reentrant") {
+    with(c.get_lock(name));
+  } else if (kind == "fenced") {
+    with(c.get_fenced_lock(name));
+  } else if (kind == "non-reentrant") {
+    with(c.get_non_reentrant_lock(name));
+  } else if (kind == "fair") {
+    with(c.get_fair_lock(name));
+  } else if (kind == "spin") {
+    with(c.get_spin_lock(name));
+  } else if (kind == "write") {
+    with(c.get_read_write_lock(name).write_lock());
+  } else if (kind == "read") {
+    with(c.get_read_write_lock(name).read_lock());
+    d.shared = true;
+  } else if (kind == "election") {
+    auto e = std::make_shared<rlock::election>(c, name);
+    d.key = std::string(e->key());
+    d.take = [e]() -> asio::awaitable<void> { (void)co_await e->campaign("s8"); };
+    d.on_lost = [e](std::function<void()> f) {
+      e->async_lost([f = std::move(f)](boost::system::error_code ec) {
+        if (!ec) f();
+      });
+    };
+  } else {
+    throw std::runtime_error("s8-deposed: unknown kind " + kind);
+  }
+  return d;
+}
+
+/// Every kind held, then changed by another client (DEL, an overwrite by another owner, a
+/// FLUSHALL), `--restarts` times each: from the change's send to lost(), with
+/// config::track_holds on; and the commands a lock+unlock pair costs with it on and off.
+void run_s8_deposed(const options& o) {
+  const int rounds = std::max(1, o.restarts);
+  const std::vector<std::string> kinds = {"reentrant", "fenced", "non-reentrant", "fair",
+                                          "spin",      "write",  "election",      "read"};
+  const std::vector<std::string> changes = {"del", "overwrite", "flush"};
+  std::map<std::string, std::vector<double>> by_change;  // µs
+  std::map<std::string, std::vector<double>> by_kind;
+  std::size_t missed = 0;
+  std::uint64_t checks = 0;
+  std::uint64_t renewals = 0;
+  std::vector<std::uint16_t> ports{o.port};
+  with_clients(
+      o, config_for(o), ports,
+      [&](asio::io_context& io,
+          std::vector<std::reference_wrapper<rlock::client>>& clients) -> asio::awaitable<void> {
+        rlock::client& c = clients.front().get();
+        const auto renewals_before = c.stats().renewal_calls;
+        for (const auto& kind : kinds) {
+          for (const auto& change : changes) {
+            const bool shared = kind == "read";
+            if (shared && change != "flush") continue;
+            for (int i = 0; i < rounds; ++i) {
+              auto d = deposable_of(c, kind, fmt::format("s8-deposed-{}-{}-{}", kind, change, i));
+              co_await d.take();
+              // Shared with the lost() handler, which may outlive a round that missed it.
+              struct told {
+                explicit told(asio::io_context& c) : bell(c, clock_type::time_point::max()) {}
+                std::int64_t at = 0;
+                asio::steady_timer bell;
+              };
+              auto t = std::make_shared<told>(io);
+              d.on_lost([t] {
+                t->at = nanos_now();
+                t->bell.cancel();
+              });
+              const auto port = port_of_key(o, d.key);
+              std::int64_t sent_ns = 0;
+              auto external = std::async(std::launch::async, [&] {
+                asio::io_context raw_io;
+                tight_client raw(raw_io, port);
+                sent_ns = nanos_now();
+                if (change == "del") {
+                  (void)raw.command({"DEL", d.key});
+                } else if (change == "overwrite") {
+                  (void)raw.command({"MULTI"});
+                  (void)raw.command({"DEL", d.key});
+                  (void)raw.command({"HSET", d.key, "java-uuid:1", "1"});
+                  (void)raw.command({"EXEC"});
+                } else {
+                  (void)raw.command({"FLUSHALL"});
+                }
+              });
+              if (t->at == 0) {
+                t->bell.expires_after(5s);
+                (void)co_await t->bell.async_wait(asio::as_tuple(asio::use_awaitable));
+              }
+              external.get();
+              if (t->at == 0) {
+                ++missed;
+                continue;
+              }
+              const double us = static_cast<double>(t->at - sent_ns) / 1e3;
+              by_change[change].push_back(us);
+              by_kind[kind].push_back(us);
+            }
+          }
+        }
+        checks = c.stats().hold_checks;
+        renewals = c.stats().renewal_calls - renewals_before;
+      });
+  // The commands a lock+unlock pair costs, tracking on and off (the handshake's one
+  // CLIENT TRACKING per connection is not a pair's).
+  auto per_pair = [&](bool track) {
+    auto cfg = config_for(o);
+    cfg.track_holds = track;
+    double out = 0;
+    with_clients(
+        o, cfg, ports,
+        [&](asio::io_context&,
+            std::vector<std::reference_wrapper<rlock::client>>& cs) -> asio::awaitable<void> {
+          auto lock = cs.front().get().get_lock(track ? "s8-pairs-on" : "s8-pairs-off");
+          const auto port = port_of_key(o, lock.key());
+          constexpr int pairs = 1000;
+          const auto before = commands_processed(port);
+          for (int i = 0; i < pairs; ++i) {
+            co_await lock.lock();
+            co_await lock.unlock();
+          }
+          out = static_cast<double>(commands_processed(port) - before - 1) / pairs;
+        });
+    return out;
+  };
+  const double on = per_pair(true);
+  const double off = per_pair(false);
+  std::string kinds_json;
+  for (const auto& [kind, us] : by_kind) {
+    const auto k = summarize(us);
+    kinds_json +=
+        fmt::format(R"({}"{}": {{"p50_ms": {:.3f}, "p99_ms": {:.3f}, "count": {}}})",
+                    kinds_json.empty() ? "" : ", ", kind, k.p50 / 1e3, k.p99 / 1e3, k.count);
+  }
+  std::string changes_json;
+  for (const auto& [change, us] : by_change) {
+    const auto k = summarize(us);
+    changes_json +=
+        fmt::format(R"({}"{}": {{"p50_ms": {:.3f}, "p99_ms": {:.3f}, "count": {}}})",
+                    changes_json.empty() ? "" : ", ", change, k.p50 / 1e3, k.p99 / 1e3, k.count);
+  }
+  std::vector<double> all;
+  for (const auto& [kind, us] : by_kind) all.insert(all.end(), us.begin(), us.end());
+  const auto a = summarize(all);
+  fmt::print(
+      R"({{"library": "rlock", "mode": "s8-deposed", "params": {{"rounds": {}, )"
+      R"("cluster": {}}}, "metrics": {{"p50_ms": {:.3f}, "p99_ms": {:.3f}, "max_ms": {:.3f}, )"
+      R"("count": {}, "missed": {}, "hold_checks": {}, "renewal_calls": {}, )"
+      R"("commands_per_pair_tracking": {:.3f}, "commands_per_pair_untracked": {:.3f}, )"
+      R"("kinds": {{{}}}, "changes": {{{}}}}}}})"
+      "\n",
+      rounds, o.cluster ? "true" : "false", a.p50 / 1e3, a.p99 / 1e3, a.max / 1e3, a.count, missed,
+      checks, renewals, on, off, kinds_json, changes_json);
+}
 
 // --- Q1: the quorum lock (issue 52) ------------------------------------------------------------
 
@@ -2574,7 +2779,7 @@ int main(int argc, char** argv) {
   try {
     if (o.mode == "print-acquire-script")
       // For redis-benchmark's EVALSHA reference: exactly the script rlock runs.
-      fmt::print("{}\n", rlock::detail::script_source(rlock::detail::script::acquire));
+      fmt::print("{}\n", rlock::detail::loaded_source(rlock::detail::script::acquire));
     else if (!o.ports.empty() && o.mode == "s1")
       run_quorum_s1(o);
     else if (!o.ports.empty() && o.mode == "s3-worker")
@@ -2621,6 +2826,8 @@ int main(int argc, char** argv) {
       run_s7_floor(o);
     else if (o.mode == "s8")
       run_s8(o);
+    else if (o.mode == "s8-deposed")
+      run_s8_deposed(o);
     else if (o.mode == "e1")
       run_e1(o);
     else if (o.mode == "e1-leader")

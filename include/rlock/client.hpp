@@ -42,6 +42,9 @@ struct client_stats {
   std::uint64_t expiry_wakeups = 0;
   /// Watchdog renewal scripts sent (each renews up to 100 locks).
   std::uint64_t renewal_calls = 0;
+  /// Holds checked at once, by a renewal of their own, because the server said another client
+  /// changed their keys, flushed them, or the connection was made again (config::track_holds).
+  std::uint64_t hold_checks = 0;
   /// Watchdog locks reported lost.
   std::uint64_t lost_locks = 0;
   /// Connections made again after a loss.

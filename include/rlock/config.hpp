@@ -118,6 +118,16 @@ struct RLOCK_EXPORT config {
   /// made with another value throws errc::invalid_argument.
   std::chrono::milliseconds watchdog_timeout{30'000};
 
+  /// Tells a holder at push speed that another client changed its lock (an operator's DEL or
+  /// force_unlock, an overwrite, a FLUSHALL): every connection sends `CLIENT TRACKING ON OPTOUT
+  /// NOLOOP` in its handshake, the server pushes an invalidation when another client writes a
+  /// key this one read, and a held lock's key invalidated is checked at once (one renewal)
+  /// instead of at the watchdog's next round; lost() completes if it is gone. A (re)connection
+  /// checks every hold once. Only where Redis is 7.0.5 or later (NOLOOP inside scripts); an
+  /// older server, or one that refuses CLIENT TRACKING (an ACL), keeps the watchdog's rounds
+  /// alone. Holds with an explicit lease are not renewed and are not checked. false: off.
+  bool track_holds = true;
+
   /// Prepended to every lock name to form its Redis key (and thus its channel). Off by default,
   /// as in Redisson: a Java service and a C++ service share a lock only if both use the same key.
   std::string key_prefix;

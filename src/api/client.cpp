@@ -152,6 +152,16 @@ void client_impl::on_message(std::string_view channel, std::string_view payload,
 
 void client_impl::on_subscribed(std::string_view channel) { hub_.on_subscribed(channel); }
 
+void client_impl::on_invalidate(std::span<const std::string_view> keys, bool all) {
+  // A key of a hold changed by another client, or everything forgotten: its holder is told at
+  // once if the renewal finds it gone (docs/guide/faults.md, "Deposed holders").
+  if (all) {
+    dog_.check_all();
+  } else {
+    dog_.check(keys);
+  }
+}
+
 void client_impl::on_refused(std::string_view channel, std::error_code ec, std::string_view text) {
   hub_.on_refused(channel, ec, text);
 }
@@ -265,6 +275,7 @@ client_stats client::stats() const noexcept {
       impl_->ctx_.metrics.counters.notified_wakeups.load(std::memory_order_relaxed);
   s.expiry_wakeups = impl_->ctx_.metrics.counters.expiry_wakeups.load(std::memory_order_relaxed);
   s.renewal_calls = impl_->dog_.renew_calls();
+  s.hold_checks = impl_->dog_.checks();
   s.lost_locks = impl_->ctx_.metrics.counters.lost_locks.load(std::memory_order_relaxed);
   const auto link = impl_->session_->stats();
   s.reconnects = link.reconnects;

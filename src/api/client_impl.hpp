@@ -73,6 +73,7 @@ class client_impl final : public std::enable_shared_from_this<client_impl>,
   void on_message(std::string_view channel, std::string_view payload,
                   std::chrono::steady_clock::time_point since) override;
   void on_subscribed(std::string_view channel) override;
+  void on_invalidate(std::span<const std::string_view> keys, bool all) override;
   void on_refused(std::string_view channel, std::error_code ec, std::string_view text) override;
   void on_state(connection_state state, std::error_code reason,
                 const std::string& diagnostic) override;

@@ -263,6 +263,10 @@ struct lock_kind {
   /// another kind on the channel: the write half under rw_priority::writers, whom the readers
   /// sharing its channel wait for (a reader woken first would only find the writer's mark).
   bool woken_first = false;
+  /// Whether other owners' holds change the key while this owner holds it (read holds of a
+  /// read-write lock, a semaphore's permits): a tracking invalidation of the key then says
+  /// nothing about this hold, and is not checked (a FLUSHALL or a reconnection still is).
+  bool shared_key = false;
   /// Whether its acquisitions pass the caller's argument (lock_state::argument,
   /// acquire_inputs::argument): an election's campaign value. Asked per attempt, so a kind
   /// without one costs no lookup.

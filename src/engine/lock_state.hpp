@@ -111,6 +111,7 @@ struct lock_state final : std::enable_shared_from_this<lock_state>, watchdog::le
   script renewal_script() const noexcept override { return kind.renew; }
   void on_lease_lost(std::string_view why) override;
   void on_watchdog_stopped() override { reset(false); }
+  bool checked_when_changed() const noexcept override { return !kind.shared_key; }
 
   // Ordered by size: a lock_state is per owner (bench S5 holds 100 000, S6 one per waiter).
   const std::shared_ptr<engine_context> ctx;  // the client, as the engine sees it

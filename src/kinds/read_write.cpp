@@ -243,6 +243,7 @@ constexpr lock_kind read_half{
     .on_message = &on_unlock_message,  // "0" after the last reader: one; "1" after a writer: all
     .field_suffix = {},
     .settings_error = &read_write_settings_error,
+    .shared_key = true,  // other readers' holds change the hash too
 };
 
 constexpr lock_kind write_half{

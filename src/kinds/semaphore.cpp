@@ -198,6 +198,7 @@ constinit const lock_kind semaphore_kind = define_kind({
     .field_suffix = {},
     .permit_id_field = true,
     .refusals = permits_refusals,
+    .shared_key = true,  // every other permit's acquire and release changes it too
     .probe = &semaphore_probe,
 });
 

@@ -1,6 +1,7 @@
 #include "script/script_batch.hpp"
 
 #include "rlock/error.hpp"
+#include "script/loaded_source.hpp"
 #include "session/redis_error.hpp"
 
 #include <charconv>
@@ -14,7 +15,7 @@ std::string batch_source(script s) {
   // 7, a string before; both become that call's error reply. The two tables a call sees are
   // reused: a batch allocates no table per call.
   std::string out = "local function run(KEYS, ARGV)\n";
-  out.append(script_source(s));
+  out.append(loaded_source(s));
   out.append(
       "\nend\n"
       "local n = tonumber(ARGV[1])\n"

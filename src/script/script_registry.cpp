@@ -2,6 +2,7 @@
 
 #include "resp3/request.hpp"
 #include "rlock/error.hpp"
+#include "script/loaded_source.hpp"
 #include "session/redis_error.hpp"
 
 #include <boost/asio/post.hpp>
@@ -21,7 +22,7 @@ bool is_noscript(const resp3::value& v) { return v.is_error() && v.str.starts_wi
 
 /// `SCRIPT LOAD source`, for the node of `route`.
 command load_command(script s, std::string_view route = {}) {
-  return command::about(command_kind::load, route, "SCRIPT", {"LOAD", script_source(s)});
+  return command::about(command_kind::load, route, "SCRIPT", {"LOAD", loaded_source(s)});
 }
 
 /// A SCRIPT LOAD reply checked: the SHA1, or why not.

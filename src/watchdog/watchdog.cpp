@@ -1,6 +1,7 @@
 #include "watchdog/watchdog.hpp"
 
 #include <algorithm>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -62,6 +63,7 @@ void watchdog::add(lease& l, std::shared_ptr<void> keep_alive, clock::time_point
   (tail_ != nullptr ? tail_->next_ : head_) = &l;
   tail_ = &l;
   ++size_;
+  index(l);
   if (next_round_ == clock::time_point::max()) next_round_ = clock::now() + lease_ / 3;
   arm_for(believe_until(l));
   if (claimed) {
@@ -75,6 +77,7 @@ void watchdog::remove(lease& l) noexcept {
   (l.prev_ != nullptr ? l.prev_->next_ : head_) = l.next_;
   (l.next_ != nullptr ? l.next_->prev_ : tail_) = l.prev_;
   l.prev_ = l.next_ = nullptr;
+  unindex(l);
   --size_;
   if (size_ == 0) {
     // Nothing left to renew. The timer is left to fire once and find nothing: cancelling it and
@@ -97,6 +100,60 @@ void watchdog::stop() noexcept {
   earliest_ = clock::time_point::max();
   armed_at_ = clock::time_point::max();
   timer_.cancel();
+}
+
+void watchdog::index(lease& l) {
+  const auto [at, fresh] = by_key_.try_emplace(l.lease_key(), &l);
+  if (fresh) {
+    l.same_key_ = nullptr;
+    return;
+  }
+  // Behind the first: the map's key views the first lease's own bytes (unindex re-keys it when
+  // that one goes).
+  l.same_key_ = std::exchange(at->second->same_key_, &l);
+}
+
+void watchdog::unindex(lease& l) noexcept {
+  const auto at = by_key_.find(l.lease_key());
+  if (at == by_key_.end()) return;
+  if (at->second == &l) {
+    // The map's key views this lease's own bytes: the next lease of the key gets an entry
+    // that views its own.
+    lease* next = l.same_key_;
+    by_key_.erase(at);
+    if (next != nullptr) by_key_.emplace(next->lease_key(), next);
+  } else {
+    for (lease* p = at->second; p != nullptr; p = p->same_key_) {
+      if (p->same_key_ == &l) {
+        p->same_key_ = l.same_key_;
+        break;
+      }
+    }
+  }
+  l.same_key_ = nullptr;
+}
+
+void watchdog::check(std::span<const std::string_view> keys) {
+  std::vector<lease*> order;
+  for (const auto key : keys) {
+    const auto at = by_key_.find(key);
+    if (at == by_key_.end()) continue;
+    for (lease* l = at->second; l != nullptr; l = l->same_key_) {
+      if (l->checked_when_changed()) order.push_back(l);
+    }
+  }
+  if (order.empty()) return;
+  checks_.fetch_add(order.size(), std::memory_order_relaxed);
+  send_grouped(order, owner_.lock(), false);
+}
+
+void watchdog::check_all() {
+  if (head_ == nullptr) return;
+  std::vector<lease*> order;
+  order.reserve(size_);
+  for (lease* l = head_; l != nullptr; l = l->next_) order.push_back(l);
+  checks_.fetch_add(order.size(), std::memory_order_relaxed);
+  send_grouped(order, owner_.lock(), false);
 }
 
 void watchdog::report_lost(lease& l, std::string_view why) {
@@ -160,10 +217,15 @@ void watchdog::start_round() {
   // more than one of either.
   std::vector<lease*> order;
   order.reserve(size_);
+  for (lease* l = head_; l != nullptr; l = l->next_) order.push_back(l);
+  send_grouped(order, owner, true);
+}
+
+void watchdog::send_grouped(std::vector<lease*>& order, const std::shared_ptr<void>& owner,
+                            bool round) {
   bool grouped = false;
-  for (lease* l = head_; l != nullptr; l = l->next_) {
-    grouped = grouped || l->group_ != head_->group_ || l->renew_ != head_->renew_;
-    order.push_back(l);
+  for (const lease* l : order) {
+    grouped = grouped || l->group_ != order.front()->group_ || l->renew_ != order.front()->renew_;
   }
   if (grouped) {
     std::stable_sort(order.begin(), order.end(), [](const lease* a, const lease* b) {
@@ -178,7 +240,7 @@ void watchdog::start_round() {
            order[next]->renew_ == renew) {
       ++next;
     }
-    send(std::span<lease* const>(order.data() + first, next - first), owner, true);
+    send(std::span<lease* const>(order.data() + first, next - first), owner, round);
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/unordered/unordered_flat_map.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -58,6 +59,10 @@ class watchdog {
     virtual void on_lease_lost(std::string_view why) = 0;
     /// Called when the watchdog stops (the client closes) while the lease is registered.
     virtual void on_watchdog_stopped() = 0;
+    /// Whether a change of its key by another client means it may be gone, worth a check at
+    /// once (check()): false where other holders change the key too (a read hold, a semaphore
+    /// permit), whose checks would cost a round trip per other holder's acquire or release.
+    virtual bool checked_when_changed() const noexcept { return true; }
 
     bool renewing() const noexcept { return keep_alive_ != nullptr; }
 
@@ -69,6 +74,7 @@ class watchdog {
     // The small ones last, together: one per held lock (bench S5) and per waiter (S6).
     lease* prev_ = nullptr;
     lease* next_ = nullptr;
+    lease* same_key_ = nullptr;         // the next lease of its key (check(): by_key_)
     std::uint64_t generation_ = 0;      // bumped at every add: tells a stale batch reply apart
     clock::time_point confirmed_{};     // send time of the last acquire/renewal known to have run
     std::shared_ptr<void> keep_alive_;  // the owner stays alive while renewed
@@ -101,6 +107,16 @@ class watchdog {
 
   /// Forgets every lease and stops the timer.
   void stop() noexcept;
+
+  /// Another client changed these keys (a tracking invalidation): each lease of one of them
+  /// whose checked_when_changed() is renewed at once, alone with the others of its script and
+  /// group, instead of at the next round: a renewal answered "not ours" reports it lost now.
+  void check(std::span<const std::string_view> keys);
+  /// Every lease renewed at once, whatever its kind: the server forgot what this client read (a
+  /// FLUSHALL, a new connection) and may have lost the keys (a failover, a restart).
+  void check_all();
+  /// Checks made so far (leases renewed by check() and check_all(), for tests and benchmarks).
+  std::uint64_t checks() const noexcept { return checks_.load(std::memory_order_relaxed); }
 
   /// The send time of `l`'s last acquire or renewal known to have run (epoch if not renewed).
   clock::time_point confirmed(const lease& l) const noexcept {
@@ -157,6 +173,10 @@ class watchdog {
   void arm_for(clock::time_point deadline);
   void on_timer();
   void start_round();
+  /// Renewal calls for `order`, grouped by script and group, batch_size at most each.
+  void send_grouped(std::vector<lease*>& order, const std::shared_ptr<void>& owner, bool round);
+  void index(lease& l);
+  void unindex(lease& l) noexcept;
   void on_batch(batch& b, std::error_code ec, const resp3::value& reply);
   void report_lost(lease& l, std::string_view why);
 
@@ -176,6 +196,10 @@ class watchdog {
   std::uint64_t next_generation_ = 1;
   std::atomic<std::uint64_t> renew_calls_{0};
   std::atomic<std::uint64_t> renew_failures_{0};
+  std::atomic<std::uint64_t> checks_{0};
+  /// The leases of each key (a chain through lease::same_key_), for check(). Open addressing:
+  /// no allocation per lease (bench S5 counts a held lock's bytes).
+  boost::unordered_flat_map<std::string_view, lease*> by_key_;
   failure_hook on_failure_;
   std::weak_ptr<void> owner_;
 };

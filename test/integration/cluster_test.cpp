@@ -598,6 +598,34 @@ TEST(cluster, renewals_never_span_slots_and_keep_every_lock) {
   EXPECT_EQ(m.lost_locks, 0u);
 }
 
+TEST(cluster, a_deleted_key_is_told_at_push_speed_on_its_master) {
+  auto& cluster = shared_cluster();
+  asio::io_context io;
+  auto cfg = cluster_config();
+  cfg.watchdog_timeout = 30s;  // the next round is 10 s away: a lost() within 5 s was pushed
+  rlock::client redis(io.get_executor(), cfg);
+  run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    for (const auto& name : one_name_per_master(cluster, cfg.key_prefix, "deposed-")) {
+      auto lock = redis.get_lock(name);
+      co_await lock.lock();
+      bool lost = false;
+      asio::steady_timer bell(io, std::chrono::steady_clock::time_point::max());
+      lock.async_lost([&](boost::system::error_code ec) {
+        lost = !ec;
+        bell.cancel();
+      });
+      raw_client raw(cluster.owner_of(key_slot(lock.key())));
+      EXPECT_EQ(raw.command_int({"DEL", lock.key()}), 1);
+      co_await rlock::test::wait_until(
+          bell, [&] { return lost; }, 5s);
+      EXPECT_TRUE(lost) << name;
+    }
+    EXPECT_EQ(redis.stats().hold_checks, 3u);
+    co_await redis.close();
+  });
+}
+
 TEST(cluster, a_seed_that_is_not_a_cluster_node_fails_connect_clearly) {
   rlock::test::redis_server plain;
   asio::io_context io;
@@ -853,8 +881,8 @@ TEST(cluster, a_node_that_answers_moved_in_a_loop_fails_the_request_within_its_b
               "*1\r\n%2\r\n$5\r\nslots\r\n*2\r\n:0\r\n:16383\r\n$5\r\nnodes\r\n*1\r\n"
               "%4\r\n$2\r\nid\r\n$4\r\nfake\r\n$4\r\nport\r\n:" +
               port + "\r\n$2\r\nip\r\n$9\r\n127.0.0.1\r\n$4\r\nrole\r\n$6\r\nmaster\r\n";
-        } else if (cmd == "PING") {
-          out += "+PONG\r\n";
+        } else if (cmd == "PING" || cmd == "CLIENT") {
+          out += cmd == "PING" ? "+PONG\r\n" : "+OK\r\n";  // CLIENT TRACKING: handshake
         } else {
           ++redirects;
           out += "-MOVED 42 127.0.0.1:" + port + "\r\n";

@@ -11,6 +11,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <gtest/gtest.h>
@@ -226,6 +227,149 @@ TEST(watchdog, force_unlock_by_another_client_is_reported_lost) {
     EXPECT_EQ(co_await error_of(holder.unlock()), rlock::errc::not_owner);
     co_await holder_client.close();
     co_await other_client.close();
+  });
+}
+
+// --- deposed holders told at push speed (config::track_holds) -------------------------------
+// The watchdog's lease here is 30 s: its next round is 10 s away, so a lost() within the 5 s
+// these tests wait came from the server's invalidation push and the check it started.
+
+/// Whether `held` was told lost() within `limit`.
+template <typename Lost>
+asio::awaitable<bool> told_within(Lost lost, std::chrono::seconds limit) {
+  asio::steady_timer limit_timer(co_await asio::this_coro::executor, limit);
+  const auto first = co_await (std::move(lost) || limit_timer.async_wait(asio::use_awaitable));
+  co_return first.index() == 0;
+}
+
+TEST(deposed, every_exclusive_kind_is_told_at_once_when_another_client_deletes_its_key) {
+  asio::io_context io;
+  const auto cfg = make_config(30s);
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    const auto renewals = redis.stats().renewal_calls;
+    auto reentrant = redis.get_lock("deposed-reentrant");
+    auto fenced = redis.get_fenced_lock("deposed-fenced");
+    auto non_reentrant = redis.get_non_reentrant_lock("deposed-non-reentrant");
+    auto fair = redis.get_fair_lock("deposed-fair");
+    auto spin = redis.get_spin_lock("deposed-spin");
+    auto rw = redis.get_read_write_lock("deposed-write");
+    auto write = rw.write_lock();
+    rlock::election election(redis, "deposed-election");
+    co_await reentrant.lock();
+    co_await fenced.lock();
+    co_await non_reentrant.lock();
+    co_await fair.lock();
+    co_await spin.lock();
+    co_await write.lock();
+    (void)co_await election.campaign("me");
+    // The holder's own acquisitions and renewals invalidate nothing for it (NOLOOP).
+    EXPECT_EQ(redis.stats().hold_checks, 0u);
+    EXPECT_EQ(raw.command_int({"DEL", reentrant.key()}), 1);
+    EXPECT_TRUE(co_await told_within(reentrant.lost(), 5s));
+    EXPECT_EQ(raw.command_int({"DEL", fenced.key()}), 1);
+    EXPECT_TRUE(co_await told_within(fenced.lost(), 5s));
+    EXPECT_EQ(raw.command_int({"DEL", non_reentrant.key()}), 1);
+    EXPECT_TRUE(co_await told_within(non_reentrant.lost(), 5s));
+    EXPECT_EQ(raw.command_int({"DEL", fair.key()}), 1);
+    EXPECT_TRUE(co_await told_within(fair.lost(), 5s));
+    // Overwritten: deleted and taken by another owner (a Java client) in one go.
+    raw.command({"MULTI"});
+    raw.command({"DEL", spin.key()});
+    raw.command({"HSET", spin.key(), "java-uuid:7", "1"});
+    raw.command({"EXEC"});
+    EXPECT_TRUE(co_await told_within(spin.lost(), 5s));
+    EXPECT_EQ(raw.command_int({"DEL", write.key()}), 1);
+    EXPECT_TRUE(co_await told_within(write.lost(), 5s));
+    EXPECT_EQ(raw.command_int({"DEL", std::string(election.key())}), 1);
+    EXPECT_TRUE(co_await told_within(election.lost(), 5s));
+    EXPECT_FALSE(election.metrics().leading);
+    // One check each, and no watchdog round meanwhile.
+    EXPECT_EQ(redis.stats().hold_checks, 7u);
+    EXPECT_EQ(redis.stats().lost_locks, 7u);
+    EXPECT_EQ(redis.stats().renewal_calls - renewals, 7u);
+    co_await redis.close();
+  });
+}
+
+TEST(deposed, a_flush_tells_every_holder_and_a_waiters_reads_start_no_check) {
+  asio::io_context io;
+  const auto cfg = make_config(30s);
+  rlock::client holder(io.get_executor(), cfg);
+  rlock::client other(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await holder.connect();
+    co_await other.connect();
+    auto lock = holder.get_lock("flushed-lock");
+    // Three read holds of one client on one key (three owners), the first given back: the
+    // others stay found by their key.
+    auto first = holder.get_read_write_lock("flushed-read").read_lock();
+    auto read = holder.get_read_write_lock("flushed-read").read_lock();
+    auto third = holder.get_read_write_lock("flushed-read").read_lock();
+    co_await lock.lock();
+    co_await first.lock();
+    co_await read.lock();
+    co_await third.lock();
+    co_await first.unlock();
+    // Another client's attempts read the key (and track it for itself): nothing changes for the
+    // holder, and the other client, holding nothing, checks nothing when the key changes.
+    EXPECT_FALSE(co_await other.get_lock("flushed-lock").try_lock());
+    auto other_read = other.get_read_write_lock("flushed-read").read_lock();
+    co_await other_read.lock();  // a read hold changes the shared hash: no check for `read`
+    co_await other_read.unlock();
+    EXPECT_EQ(holder.stats().hold_checks, 0u);
+    EXPECT_EQ(other.stats().hold_checks, 0u);
+    // A FLUSHALL: every hold is checked, shared kinds included.
+    raw.command({"FLUSHALL"});
+    EXPECT_TRUE(co_await told_within(lock.lost(), 5s));
+    EXPECT_TRUE(co_await told_within(read.lost(), 5s));
+    EXPECT_TRUE(co_await told_within(third.lost(), 5s));
+    EXPECT_EQ(holder.stats().hold_checks, 3u);
+    co_await holder.close();
+    co_await other.close();
+  });
+}
+
+TEST(deposed, a_reconnection_checks_every_hold_and_tracks_it_again) {
+  asio::io_context io;
+  auto cfg = make_config(30s);
+  cfg.client_name = "deposed-reconnect";
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("reconnected");
+    co_await lock.lock();
+    raw.command({"CLIENT", "KILL", "SKIPME", "yes", "TYPE", "normal"});  // every other client
+    EXPECT_TRUE(co_await rlock::test::poll_until(
+        [&] { return redis.stats().reconnects >= 1 && redis.stats().hold_checks >= 1; }, 5s));
+    EXPECT_TRUE(co_await lock.is_held());
+    // The new connection tracks the key again: a DEL is told at once.
+    EXPECT_EQ(raw.command_int({"DEL", lock.key()}), 1);
+    EXPECT_TRUE(co_await told_within(lock.lost(), 5s));
+    co_await redis.close();
+  });
+}
+
+TEST(deposed, without_track_holds_a_deleted_key_waits_for_the_watchdogs_round) {
+  asio::io_context io;
+  auto cfg = make_config(3s);
+  cfg.track_holds = false;
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::raw_client raw(cfg.port);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("untracked");
+    co_await lock.lock();
+    const auto renewals = redis.stats().renewal_calls;
+    EXPECT_EQ(raw.command_int({"DEL", lock.key()}), 1);
+    co_await lock.lost();
+    EXPECT_EQ(redis.stats().hold_checks, 0u);
+    EXPECT_GT(redis.stats().renewal_calls, renewals);  // told by the round, not by a push
+    co_await redis.close();
   });
 }
 

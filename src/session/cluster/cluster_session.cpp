@@ -118,6 +118,9 @@ struct cluster_session::link final : connection::listener {
     owner->on_link_state(*this, s, reason, diagnostic);
   }
   void on_dropped(std::string_view channel) override { owner->on_link_dropped(*this, channel); }
+  void on_invalidate(std::span<const std::string_view> keys, bool all) override {
+    if (owner->listener_ != nullptr) owner->listener_->on_invalidate(keys, all);
+  }
 };
 
 cluster_session::cluster_session(asio::any_io_executor ex, const config& cfg)
@@ -650,6 +653,9 @@ void cluster_session::apply_map(slot_map map) {
     // The masters changed (a failover): the client treats it like moving to a new node.
     listener_->on_state(state_, {},
                         fmt::format("the cluster's masters are now {}", map_.masters()));
+    // Keys that moved are tracked by nobody on their new master: every hold is checked (and
+    // read there) at once.
+    listener_->on_invalidate({}, true);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include "resp3/request.hpp"
 #include "rlock/error.hpp"
+#include "session/node/key_tracking.hpp"
 #include "session/redis_error.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -210,9 +211,20 @@ void connection::start_handshake(std::uint64_t gen) {
     commands.push_back(command_bytes({"CLIENT", "KILL", "ID", std::to_string(server_id_)}));
   handshake_id_ = 0;
   hello_answered_ = false;
+  select_step_ = tracking_step_ = 0;
   if (cfg_.database != 0) {
+    select_step_ = commands.size();
     commands.push_back(command_bytes({"SELECT", std::to_string(cfg_.database)}));
   }
+  tracking_ = tracking_off_ = false;
+  if (cfg_.track_holds) {
+    // Sent to every server: whether this one keeps NOLOOP inside scripts is HELLO's answer,
+    // which comes back after the whole handshake was written.
+    tracking_step_ = commands.size();
+    commands.emplace_back();
+    resp3::append_command(commands.back(), std::span<const std::string_view>(tracking_command));
+  }
+  steps_begin_ = commands.size();
   for (const auto& step : steps_) commands.push_back(step.command);
   request_options opts;
   opts.handshake = true;
@@ -252,12 +264,10 @@ std::string connection::without_password(std::string_view text) const {
 
 std::error_code connection::check_step(std::size_t i, resp3::value& reply,
                                        std::string& diagnostic) {
-  const bool select = cfg_.database != 0;
-  if (i > 0 && fencing_) {
+  if (i == 1 && fencing_) {
     // Any answer will do: killed (1), already gone (0), or refused (no `client|kill` right,
     // then this connection is not fenced; see docs/guide/faults.md).
-    if (i == 1) return {};
-    --i;
+    return {};
   }
   if (i == 0) {
     if (reply.is_error()) {
@@ -283,12 +293,27 @@ std::error_code connection::check_step(std::size_t i, resp3::value& reply,
     }
     return {};
   }
-  if (select && i == 1) {
+  if (select_step_ != 0 && i == select_step_) {
     if (!reply.is_error()) return {};
     diagnostic = fmt::format("SELECT {} failed: {}", cfg_.database, reply.str);
     return make_error_code(errc_of_reply(reply.str));
   }
-  return steps_[i - (select ? 2 : 1)].check(reply, diagnostic);
+  if (tracking_step_ != 0 && i == tracking_step_) {
+    // Never a failure: without tracking, a holder learns of a change at the next renewal.
+    if (reply.is_error()) {
+      tracking_refusal_ = fmt::format("CLIENT TRACKING was refused: {}", reply.str);
+    } else if (!tracking_supported(server_version_)) {
+      tracking_refusal_ = fmt::format(
+          "the server is {}; tracking needs 7.0.5 or later (NOLOOP inside scripts)",
+          server_version_.empty() ? std::string("of an unknown version") : server_version_);
+      tracking_off_ = true;
+    } else {
+      tracking_refusal_.clear();
+      tracking_ = true;
+    }
+    return {};
+  }
+  return steps_[i - steps_begin_].check(reply, diagnostic);
 }
 
 void connection::on_ready(std::uint64_t gen) {
@@ -307,6 +332,11 @@ void connection::on_ready(std::uint64_t gen) {
     counters_.reconnected_at.store(std::chrono::steady_clock::now().time_since_epoch().count(),
                                    std::memory_order_relaxed);
   }
+  if (tracking_off_) {
+    // On, on a server whose scripts would invalidate this client's own keys at every write.
+    mux_.add(command_bytes({"CLIENT", "TRACKING", "OFF"}), answer_kind::reply, {}, {},
+             [](std::error_code, resp3::value) {});
+  }
   // Every wanted channel again; its waiters retry once it is confirmed.
   for (const auto& channel : subs_.replay()) send_subscription(channel, true);
   last_read_ = clock_type::now();
@@ -316,6 +346,10 @@ void connection::on_ready(std::uint64_t gen) {
   arm_deadline(mux_.next_deadline());
   finish_connect({}, {});
   tell_state({}, {});
+  // The server tracks nothing this connection has not read, and after a failover or a restart
+  // the keys themselves may be gone: every hold is checked (and read, so tracked) again. A
+  // client's first connection holds nothing yet; a cluster's new node may hold moved keys.
+  if (tracking_ && listener_ != nullptr) listener_->on_invalidate({}, true);
 }
 
 void connection::finish_connect(std::error_code ec, const std::string& diagnostic) {
@@ -649,6 +683,12 @@ void connection::on_push(resp3::value& v) {
   // ["message", channel, payload] (RESP3 pub/sub); "smessage" for sharded pub/sub.
   if (v.elements.size() < 2) return;
   const auto& kind = v.elements[0].str;
+  if (kind == "invalidate") {
+    if (!tracking_ || listener_ == nullptr) return;  // left over from a tracking turned off
+    const auto inv = read_invalidation(v);
+    listener_->on_invalidate(inv.keys, inv.all);
+    return;
+  }
   if (kind == "sunsubscribe") {
     // The server dropped a sharded channel by itself (its slot moved): the multiplexer found no
     // SUNSUBSCRIBE of ours it answers.

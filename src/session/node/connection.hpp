@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -67,6 +68,13 @@ class connection : public std::enable_shared_from_this<connection> {
     /// The server unsubscribed a wanted channel by itself (a sharded channel whose slot
     /// moved). Unless resubscribe_dropped(false), the connection subscribes it again itself.
     virtual void on_dropped(std::string_view channel) { static_cast<void>(channel); }
+    /// Another client changed `keys`, which this connection read (config::track_holds); `all`:
+    /// every key it read (a FLUSHALL, or a new connection: the server tracks nothing of the
+    /// old one, and the keys may be gone after a failover or a restart).
+    virtual void on_invalidate(std::span<const std::string_view> keys, bool all) {
+      static_cast<void>(keys);
+      static_cast<void>(all);
+    }
 
    protected:
     ~listener() = default;
@@ -130,6 +138,12 @@ class connection : public std::enable_shared_from_this<connection> {
   const config& cfg() const noexcept { return cfg_; }
   /// The server's version as its `HELLO` said ("7.0.15"); empty before the first handshake.
   const std::string& server_version() const noexcept { return server_version_; }
+  /// Whether the server tracks the keys this connection reads and pushes their invalidations
+  /// (config::track_holds, on a server that keeps NOLOOP inside scripts).
+  bool tracking() const noexcept { return tracking_; }
+  /// Why tracking is off although config::track_holds asked for it (the server's refusal, or
+  /// its version); empty otherwise.
+  const std::string& tracking_refusal() const noexcept { return tracking_refusal_; }
   /// The node of the current (or latest) attempt.
   const std::string& host() const noexcept { return host_; }
   std::uint16_t port() const noexcept { return port_; }
@@ -225,6 +239,12 @@ class connection : public std::enable_shared_from_this<connection> {
   std::int64_t handshake_id_ = 0;
   bool hello_answered_ = false;   // this attempt's HELLO was answered (a close after it says so)
   bool fencing_ = false;          // this handshake has the CLIENT KILL step (after HELLO)
+  bool tracking_ = false;         // invalidations are pushed to this connection
+  bool tracking_off_ = false;     // turned on by the handshake on a server too old: turn off
+  std::string tracking_refusal_;  // why tracking is off though asked for
+  std::size_t select_step_ = 0;   // the handshake's indexes (0: none)
+  std::size_t tracking_step_ = 0;
+  std::size_t steps_begin_ = 0;
   bool tls_handshaking_ = false;  // the attempt waits for the TLS handshake
   std::uint64_t gen_ = 1;  // the current connection attempt; callbacks of older ones do nothing
   std::string writing_;    // the bytes of the write in flight

@@ -26,6 +26,7 @@ config sentinel_connection_config(const config& cfg) {
   c.database = 0;
   c.sentinel = {};
   c.sync_replicas = {};
+  c.track_holds = false;  // a sentinel holds no keys
   return c;
 }
 
