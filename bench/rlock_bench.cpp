@@ -2301,14 +2301,25 @@ std::uint16_t port_of_key(const options& o, std::string_view key) {
   throw std::runtime_error(fmt::format("no master owns the slot of {}", key));
 }
 
-/// Commands the server ran in all (INFO stats), less this question's own.
-std::int64_t commands_processed(std::uint16_t port) {
+/// What a server ran so far: every command (INFO stats, the scripts' own calls included) and
+/// the scripts clients sent (EVALSHA and EVAL calls in INFO commandstats).
+struct commands_run {
+  std::int64_t all = 0;
+  std::int64_t scripts = 0;
+};
+commands_run commands_processed(std::uint16_t port) {
   asio::io_context io;
   tight_client raw(io, port);
-  const auto info = raw.command({"INFO", "stats"});
-  const std::string tag = "total_commands_processed:";
-  const auto at = info.str.find(tag);
-  return at == std::string::npos ? 0 : std::stoll(info.str.substr(at + tag.size()));
+  const auto number_after = [](const std::string& text, std::string_view tag) -> std::int64_t {
+    const auto at = text.find(tag);
+    return at == std::string::npos ? 0 : std::stoll(text.substr(at + tag.size()));
+  };
+  commands_run out;
+  out.all = number_after(raw.command({"INFO", "stats"}).str, "total_commands_processed:");
+  const auto stats = raw.command({"INFO", "commandstats"}).str;
+  out.scripts =
+      number_after(stats, "cmdstat_evalsha:calls=") + number_after(stats, "cmdstat_eval:calls=");
+  return out;
 }
 
 /// One kind as the deposed scenario holds it: take it, arm lost(), and its key.
@@ -2440,7 +2451,7 @@ void run_s8_deposed(const options& o) {
   auto per_pair = [&](bool track) {
     auto cfg = config_for(o);
     cfg.track_holds = track;
-    double out = 0;
+    std::pair<double, double> out;  // scripts sent, commands run (the scripts' calls included)
     with_clients(
         o, cfg, ports,
         [&](asio::io_context&,
@@ -2453,12 +2464,15 @@ void run_s8_deposed(const options& o) {
             co_await lock.lock();
             co_await lock.unlock();
           }
-          out = static_cast<double>(commands_processed(port) - before - 1) / pairs;
+          const auto after = commands_processed(port);
+          // The two INFO questions of `before` are counted in `after`.
+          out = {static_cast<double>(after.scripts - before.scripts) / pairs,
+                 static_cast<double>(after.all - before.all - 2) / pairs};
         });
     return out;
   };
-  const double on = per_pair(true);
-  const double off = per_pair(false);
+  const auto on = per_pair(true);
+  const auto off = per_pair(false);
   std::string kinds_json;
   for (const auto& [kind, us] : by_kind) {
     const auto k = summarize(us);
@@ -2481,10 +2495,11 @@ void run_s8_deposed(const options& o) {
       R"("cluster": {}}}, "metrics": {{"p50_ms": {:.3f}, "p99_ms": {:.3f}, "max_ms": {:.3f}, )"
       R"("count": {}, "missed": {}, "hold_checks": {}, "renewal_calls": {}, )"
       R"("commands_per_pair_tracking": {:.3f}, "commands_per_pair_untracked": {:.3f}, )"
+      R"("server_calls_per_pair_tracking": {:.3f}, "server_calls_per_pair_untracked": {:.3f}, )"
       R"("kinds": {{{}}}, "changes": {{{}}}}}}})"
       "\n",
       rounds, o.cluster ? "true" : "false", a.p50 / 1e3, a.p99 / 1e3, a.max / 1e3, a.count, missed,
-      checks, renewals, on, off, kinds_json, changes_json);
+      checks, renewals, on.first, off.first, on.second, off.second, kinds_json, changes_json);
 }
 
 // --- Q1: the quorum lock (issue 52) ------------------------------------------------------------
