@@ -981,21 +981,32 @@ class Report:
 
     def section_s5(self):
         rows, data = [], {}
-        runs = sorted(self.runs["S5"], key=lambda r: r["entry"].get("params", {}).get("locks", 0))
+        def tracked(r):
+            return str(r["entry"].get("params", {}).get("track_holds", 1)) not in ("0", "false", "False")
+        runs = sorted(self.runs["S5"], key=lambda r: (r["entry"].get("params", {}).get("locks", 0),
+                                                      not tracked(r)))
         for run in runs:
             n = run["entry"].get("params", {}).get("locks")
+            on = tracked(run)
             m = run["output"]["metrics"] if run["output"] and not run["failure"] else {}
-            rows.append([n, num(m.get("renewal_calls")), num(m.get("periods")),
+            rows.append([n, "on" if on else "off", num(m.get("renewal_calls")), num(m.get("periods")),
                          num(m.get("calls_per_period")), num(n / 100.0 if n else None),
                          num(m.get("cpu_percent")), num(m.get("rss_bytes_per_lock")),
+                         num(m.get("server_us_per_renewed_key")),
                          ("failed: " + run["failure"]) if run["failure"] else "ok"])
-            data[str(n)] = m or {"failure": run["failure"]}
-            self.goals.append(goal("S5", "N=%s: renewal calls per period ≤ N/100" % n, "calls/period",
+            label = "N=%s%s" % (n, "" if on else ", tracking off")
+            data[str(n) if on else "%s-untracked" % n] = m or {"failure": run["failure"]}
+            self.goals.append(goal("S5", "%s: renewal calls per period ≤ N/100" % label, "calls/period",
                                    m.get("calls_per_period"), "N/100", n / 100.0 if n else None, "<=", 1.0))
-            self.goals.append(goal("S5", "N=%s: RSS per lock ≤ 512 B" % n, "RSS B/lock",
+            self.goals.append(goal("S5", "%s: RSS per lock ≤ 512 B" % label, "RSS B/lock",
                                    m.get("rss_bytes_per_lock"), None, None, "<=", 512))
-        md = table(["locks N", "renewal calls", "periods", "calls/period", "N/100", "CPU %", "RSS B/lock",
-                    "status"], rows)
+        md = table(["locks N", "tracking", "renewal calls", "periods", "calls/period", "N/100", "CPU %",
+                    "RSS B/lock", "server µs / renewed key", "status"], rows)
+        md += ("\n\nTracking (`config::track_holds`, the default) costs the server a tracking-table "
+               "update per renewed key beside the renewal (the key is read again after its PEXPIRE so "
+               "that it stays tracked); server µs per renewed key: INFO commandstats' EVALSHA time "
+               "over the keys renewed. With a 3 s lease N = 100 000 renews 100 000 keys a second, "
+               "more than one server CPU does with tracking on: that N runs with tracking off.")
         return md, data
 
     def section_s6(self):

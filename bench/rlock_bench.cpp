@@ -125,6 +125,7 @@ struct options {
   std::string prefix = "bench:";
   std::string waiter = "coroutine";
   int restarts = 20;
+  bool track_holds = true;  // --track-holds 0: config::track_holds off (S5's untracked rows)
   std::string redis_server = "redis-server";
   std::string tls_ca;         // set: TLS to --port, verified against this CA
   bool cluster = false;       // --cluster 1: --port is a seed of a Redis Cluster (config::cluster)
@@ -213,6 +214,8 @@ options parse(int argc, char** argv) {
       o.waiter = value;
     else if (flag == "--restarts")
       o.restarts = integer();
+    else if (flag == "--track-holds")
+      o.track_holds = integer() != 0;
     else if (flag == "--redis-server")
       o.redis_server = value;
     else if (flag == "--tls-ca")
@@ -274,6 +277,7 @@ rlock::config config_for(const options& o) {
   if (o.handoff_claim_ms > 0)
     cfg.fair_lock.handoff_claim = std::chrono::milliseconds(o.handoff_claim_ms);
   cfg.read_write_lock.priority = o.priority;
+  cfg.track_holds = o.track_holds;
   // RLOCK_BENCH_LOG=1: the client's debug log on stderr, each line stamped with nanos_now().
   if (const char* log = std::getenv("RLOCK_BENCH_LOG"); log != nullptr && *log == '1') {
     cfg.log = [](rlock::log_level level, std::string_view line) {
@@ -1113,13 +1117,25 @@ void run_s4_rw(const options& o) {
 
 // --- s5: watchdog scale -------------------------------------------------------------------------
 
+/// The server's time in EVALSHA so far (INFO commandstats), µs.
+std::int64_t evalsha_usec(std::uint16_t port) {
+  asio::io_context io;
+  tight_client raw(io, port);
+  const auto stats = raw.command({"INFO", "commandstats"}).str;
+  const std::string_view tag = "cmdstat_evalsha:calls=";
+  const auto at = stats.find(tag);
+  if (at == std::string::npos) return 0;
+  const auto usec = stats.find("usec=", at);
+  return usec == std::string::npos ? 0 : std::stoll(stats.substr(usec + 5));
+}
+
 void run_s5(const options& o) {
   const int n = std::max(1, o.locks);
   auto cfg = config_for(o);
   cfg.watchdog_timeout = 3s;
   long rss_before = 0, rss_held = 0;
   std::uint64_t calls = 0, writes = 0;
-  double periods = 0, cpu = 0, wall = 0;
+  double periods = 0, cpu = 0, wall = 0, server_us_per_key = 0;
   with_client(
       o,
       [&](asio::io_context& io, rlock::client& redis) -> asio::awaitable<void> {
@@ -1148,11 +1164,17 @@ void run_s5(const options& o) {
         const auto calls0 = redis.stats().renewal_calls;
         const auto writes0 = redis.stats().writes;
         const auto cpu0 = cpu_seconds();
+        const auto server0 = o.cluster ? 0 : evalsha_usec(o.port);
         const auto t0 = clock_type::now();
         co_await sleep_for(3 * (cfg.watchdog_timeout / 3) + 100ms);
         wall = std::chrono::duration<double>(clock_type::now() - t0).count();
         cpu = cpu_seconds() - cpu0;
         calls = redis.stats().renewal_calls - calls0;
+        // The server's time in the renewal scripts (the only scripts run meanwhile), per key.
+        if (!o.cluster && calls > 0) {
+          server_us_per_key = static_cast<double>(evalsha_usec(o.port) - server0) /
+                              (static_cast<double>(calls) * 100.0);
+        }
         writes = redis.stats().writes - writes0;  // renewal rounds and health-check PINGs
         periods = wall / std::chrono::duration<double>(cfg.watchdog_timeout / 3).count();
         if (redis.stats().lost_locks != 0) progress("s5: LOST LOCKS during the run");
@@ -1161,14 +1183,16 @@ void run_s5(const options& o) {
       cfg);
   const double per_lock = static_cast<double>(rss_held - rss_before) * 1024.0 / n;
   fmt::print(
-      R"({{"library": "rlock", "mode": "s5", "params": {{"locks": {}, "watchdog_timeout_ms": 3000}}, )"
+      R"({{"library": "rlock", "mode": "s5", "params": {{"locks": {}, "watchdog_timeout_ms": 3000, )"
+      R"("track_holds": {}}}, )"
       R"("metrics": {{"renewal_calls": {}, "periods": {:.2f}, "calls_per_period": {:.1f}, )"
       R"("calls_per_period_goal": {:.1f}, "writes_per_period": {:.1f}, "cpu_percent": {:.2f}, )"
-      R"("rss_bytes_per_lock": {:.0f}}}}})"
+      R"("rss_bytes_per_lock": {:.0f}, "server_us_per_renewed_key": {:.2f}}}}})"
       "\n",
-      n, calls, periods, static_cast<double>(calls) / std::max(1.0, std::floor(periods)), n / 100.0,
+      n, o.track_holds ? "true" : "false", calls, periods,
+      static_cast<double>(calls) / std::max(1.0, std::floor(periods)), n / 100.0,
       static_cast<double>(writes) / std::max(1.0, std::floor(periods)), 100.0 * cpu / wall,
-      per_lock);
+      per_lock, server_us_per_key);
 }
 
 // --- s6: waiter scale -------------------------------------------------------------------------

@@ -195,6 +195,15 @@ void client_impl::on_state(connection_state state, std::error_code reason,
         ctx_.log(log_level::debug, "connected to {}{}", node, cfg_.tls.enabled ? " over TLS" : "");
       }
       node_ = node;
+      if (cfg_.track_holds) {
+        if (auto why = session_->tracking_refusal(); !why.empty() && why != tracking_refusal_) {
+          ctx_.log(log_level::warning,
+                   "a holder whose key another client changes is told at its next renewal, not "
+                   "at once ({}); set track_holds = false to silence this",
+                   why);
+          tracking_refusal_ = std::move(why);
+        }
+      }
       if (cfg_.tls.enabled && !cfg_.tls.verify_peer) {
         ctx_.log(log_level::warning,
                  "TLS certificate verification is OFF (tls.verify_peer = false): any server is "

@@ -91,7 +91,8 @@ class client_impl final : public std::enable_shared_from_this<client_impl>,
   std::function<void(const connection_event&)> state_handler_;
   std::atomic<connection_state> state_{connection_state::disconnected};
   bool was_connected_ = false;
-  std::string node_;  // the node of the last connection (host:port)
+  std::string node_;              // the node of the last connection (host:port)
+  std::string tracking_refusal_;  // logged once per reason
 };
 
 }  // namespace rlock::detail

@@ -76,6 +76,9 @@ class session {
   /// Where the session is connected: "host:port" of its node, or a cluster's masters
   /// ("a:1,b:2,c:3"). A change tells the client that the data may be a replica's (a failover).
   virtual std::string node_address() const = 0;
+  /// Why a node's connection does not track keys although config::track_holds asked for it
+  /// (refused, or a server older than 7.0.5), naming the node; empty: every one tracks.
+  virtual std::string tracking_refusal() const = 0;
 
   /// The nodes that serve keys ("host:port"): the node, or a cluster's masters. For tools that
   /// must ask every node (rlockctl list: SCAN is per node).

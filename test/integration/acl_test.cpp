@@ -106,6 +106,8 @@ TEST(acl, the_least_privilege_line_does_everything_rlock_does_and_nothing_outsid
     EXPECT_TRUE(got);
     EXPECT_EQ(theirs.last_wake(), rlock::wake_reason::notification);
     EXPECT_TRUE(co_await mine.force_unlock());
+    // Its holder (b) is told by the server's invalidation (client|tracking), not by a round.
+    EXPECT_TRUE(co_await rlock::test::poll_until([&] { return b.stats().hold_checks >= 1; }));
     // A fenced lock: its token counter (incr, get).
     auto fenced = a.get_fenced_lock("orders:2");
     const auto token = co_await fenced.lock(5s);

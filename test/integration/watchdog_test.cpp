@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -371,6 +372,36 @@ TEST(deposed, without_track_holds_a_deleted_key_waits_for_the_watchdogs_round) {
     EXPECT_GT(redis.stats().renewal_calls, renewals);  // told by the round, not by a push
     co_await redis.close();
   });
+}
+
+TEST(deposed, a_user_refused_client_tracking_is_warned_and_keeps_the_watchdogs_rounds) {
+  asio::io_context io;
+  auto cfg = make_config(900ms);
+  rlock::test::raw_client raw(cfg.port);
+  const std::string user = "untracked-" + rlock::test::unique_prefix();
+  raw.command({"ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all", "-client"});
+  cfg.username = user;
+  cfg.password = "pw";
+  std::vector<std::string> warnings;
+  cfg.log = [&](rlock::log_level level, std::string_view line) {
+    if (level == rlock::log_level::warning) warnings.emplace_back(line);
+  };
+  rlock::client redis(io.get_executor(), cfg);
+  rlock::test::run(io, [&]() -> asio::awaitable<void> {
+    co_await redis.connect();
+    auto lock = redis.get_lock("untracked-user");
+    co_await lock.lock();
+    EXPECT_EQ(raw.command_int({"DEL", lock.key()}), 1);
+    co_await lock.lost();  // the next round (every 300 ms here) finds it gone
+    EXPECT_EQ(redis.stats().hold_checks, 0u);
+    co_await redis.close();
+  });
+  raw.command({"ACL", "DELUSER", user});
+  const auto told = std::count_if(warnings.begin(), warnings.end(), [](const std::string& w) {
+    return w.find("CLIENT TRACKING was refused") != std::string::npos &&
+           w.find("next renewal") != std::string::npos;
+  });
+  EXPECT_EQ(told, 1) << (warnings.empty() ? "no warning" : warnings.front());
 }
 
 TEST(watchdog, renews_250_locks_in_batches_of_100) {

@@ -21,9 +21,9 @@ inline std::string least_privilege_rules(const std::string& prefix) {
   return "resetkeys ~" + prefix + "* ~redisson_lock__channel:{" + prefix +
          "*} ~redisson_unlock_latch:{" + prefix + "*}:* ~redisson_lock_token:{" + prefix +
          "*} resetchannels &redisson_lock__channel:{" + prefix +
-         "*} -@all +hello +ping +select +client|setname +client|kill +script|load +evalsha "
-         "+exists +hexists +hget +get +pttl +del +subscribe +unsubscribe +hincrby +pexpire +set "
-         "+incr +publish";
+         "*} -@all +hello +ping +select +client|setname +client|kill +client|tracking +script|load "
+         "+evalsha +exists +hexists +hget +get +pttl +del +subscribe +unsubscribe +hincrby "
+         "+pexpire +set +incr +publish";
 }
 
 /// What fair locks need beyond that line (docs/guide/tls-acl.md): the queue, the deadlines and the

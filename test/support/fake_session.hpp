@@ -92,6 +92,7 @@ class fake_session final : public detail::session {
   std::size_t subscriptions() const noexcept override { return channels.size(); }
   std::size_t outstanding() const noexcept override { return pending().size(); }
   std::string node_address() const override { return "fake:0"; }
+  std::string tracking_refusal() const override { return {}; }
 
  private:
   std::vector<detail::handshake_step> steps_;

@@ -629,6 +629,15 @@ void cluster_session::on_map(const std::string& from, std::optional<slot_map> ma
   if (std::exchange(refresh_again_, false)) request_refresh();
 }
 
+std::string cluster_session::tracking_refusal() const {
+  std::string out;
+  for (const auto& [address, l] : links_) {
+    if (l->conn->tracking_refusal().empty()) continue;
+    out += fmt::format("{}{}: {}", out.empty() ? "" : "; ", address, l->conn->tracking_refusal());
+  }
+  return out;
+}
+
 void cluster_session::apply_map(slot_map map) {
   const std::string before = have_map_ ? map_.masters() : std::string();
   map_ = std::move(map);

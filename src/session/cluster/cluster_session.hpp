@@ -59,6 +59,7 @@ class cluster_session final : public session {
   std::size_t subscriptions() const noexcept override;
   std::size_t outstanding() const noexcept override;
   std::string node_address() const override { return map_.masters(); }
+  std::string tracking_refusal() const override;
   std::vector<std::string> masters() const override;
   multiplexer::id_type exec_on(std::string_view node, std::string payload, request_options opts,
                                reply_handler handler) override;

@@ -55,6 +55,10 @@ class node_session : public session {
   std::string node_address() const override {
     return fmt::format("{}:{}", node_->host(), node_->port());
   }
+  std::string tracking_refusal() const override {
+    if (node_->tracking_refusal().empty()) return {};
+    return fmt::format("{}: {}", node_address(), node_->tracking_refusal());
+  }
 
  protected:
   std::shared_ptr<connection> node_;
