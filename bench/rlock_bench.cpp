@@ -125,7 +125,8 @@ struct options {
   std::string prefix = "bench:";
   std::string waiter = "coroutine";
   int restarts = 20;
-  bool track_holds = true;  // --track-holds 0: config::track_holds off (S5's untracked rows)
+  /// --track-holds 0|1: config::track_holds (default: the library's)
+  bool track_holds = rlock::config{}.track_holds;
   std::string redis_server = "redis-server";
   std::string tls_ca;         // set: TLS to --port, verified against this CA
   bool cluster = false;       // --cluster 1: --port is a seed of a Redis Cluster (config::cluster)
@@ -2411,8 +2412,10 @@ void run_s8_deposed(const options& o) {
   std::uint64_t checks = 0;
   std::uint64_t renewals = 0;
   std::vector<std::uint16_t> ports{o.port};
+  auto tracked = config_for(o);
+  tracked.track_holds = true;
   with_clients(
-      o, config_for(o), ports,
+      o, tracked, ports,
       [&](asio::io_context& io,
           std::vector<std::reference_wrapper<rlock::client>>& clients) -> asio::awaitable<void> {
         rlock::client& c = clients.front().get();

@@ -3,7 +3,7 @@
 #include "rlock/blocking.hpp"
 #include "rlock/client.hpp"
 #include "rlock/detail/completion.hpp"
-#include "rlock/detail/election_calls.hpp"
+#include "rlock/election_calls.hpp"
 #include "rlock/election_change.hpp"
 #include "rlock/export.hpp"
 #include "rlock/metrics.hpp"
@@ -141,7 +141,7 @@ class RLOCK_EXPORT election_observer {
 /// candidate campaigns once at a time; campaign() while it leads answers its term at once.
 /// Whether it still leads is lost()'s to tell (pushed by the watchdog), and a resource's to
 /// check with the term.
-class RLOCK_EXPORT election : public detail::election_calls<election> {
+class RLOCK_EXPORT election : public election_calls<election> {
  public:
   /// Waits, in whole milliseconds.
   using milliseconds = std::chrono::milliseconds;
@@ -198,7 +198,7 @@ class RLOCK_EXPORT election : public detail::election_calls<election> {
   election_metrics metrics() const;
 
  private:
-  friend class detail::election_calls<election>;
+  friend class election_calls<election>;
   static void start_campaign(const election& e, std::string value, detail::handler<std::int64_t> h);
   static void start_try_campaign(const election& e, std::string value, milliseconds wait,
                                  detail::handler<std::optional<std::int64_t>> h);

@@ -2,9 +2,9 @@
 
 #include "rlock/blocking.hpp"
 #include "rlock/detail/completion.hpp"
-#include "rlock/detail/election_calls.hpp"
 #include "rlock/detail/quorum_flights.hpp"
 #include "rlock/election.hpp"
+#include "rlock/election_calls.hpp"
 #include "rlock/election_change.hpp"
 #include "rlock/export.hpp"
 #include "rlock/quorum_lock.hpp"
@@ -60,7 +60,7 @@ class quorum_election;
 ///
 /// One candidate per object (copies are the same candidate), campaigning once at a time. Runs on
 /// the first node's client executor; see quorum_lock for clients on several io_contexts.
-class RLOCK_EXPORT quorum_election : public detail::election_calls<quorum_election> {
+class RLOCK_EXPORT quorum_election : public election_calls<quorum_election> {
  public:
   /// Waits, in whole milliseconds.
   using milliseconds = std::chrono::milliseconds;
@@ -118,7 +118,7 @@ class RLOCK_EXPORT quorum_election : public detail::election_calls<quorum_electi
 
  private:
   friend class blocking::quorum_election;
-  friend class detail::election_calls<quorum_election>;
+  friend class election_calls<quorum_election>;
   quorum_election(std::vector<std::reference_wrapper<client>> nodes, std::string_view name,
                   quorum_options options, std::shared_ptr<detail::quorum_flights> flights);
 

@@ -109,6 +109,7 @@ client_impl::~client_impl() {
 
 void client_impl::start() {
   dog_.set_owner(weak_from_this());
+  dog_.index_keys(cfg_.track_holds);  // only a tracking client is told which keys changed
   dog_.on_failure([this](std::span<const watchdog::lease* const> locks, std::error_code ec,
                          const resp3::value& reply) { log_renewal_failure(locks, ec, reply); });
   latches_.set_owner(weak_from_this());

@@ -103,6 +103,7 @@ void watchdog::stop() noexcept {
 }
 
 void watchdog::index(lease& l) {
+  if (!indexed_) return;
   const auto [at, fresh] = by_key_.try_emplace(l.lease_key(), &l);
   if (fresh) {
     l.same_key_ = nullptr;
@@ -114,6 +115,7 @@ void watchdog::index(lease& l) {
 }
 
 void watchdog::unindex(lease& l) noexcept {
+  if (!indexed_) return;
   const auto at = by_key_.find(l.lease_key());
   if (at == by_key_.end()) return;
   if (at->second == &l) {

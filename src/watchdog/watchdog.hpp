@@ -108,6 +108,9 @@ class watchdog {
   /// Forgets every lease and stops the timer.
   void stop() noexcept;
 
+  /// Keeps an index of the leases by key, which check() needs (config::track_holds): off, a held
+  /// lock costs no entry. Before the first add().
+  void index_keys(bool on) noexcept { indexed_ = on; }
   /// Another client changed these keys (a tracking invalidation): each lease of one of them
   /// whose checked_when_changed() is renewed at once, alone with the others of its script and
   /// group, instead of at the next round: a renewal answered "not ours" reports it lost now.
@@ -191,6 +194,7 @@ class watchdog {
   lease* head_ = nullptr;  // acquisition order: batches walk from here
   lease* tail_ = nullptr;
   std::size_t size_ = 0;
+  bool indexed_ = false;  // by_key_ is kept (index_keys)
   std::size_t batches_in_flight_ = 0;
   std::size_t round_batches_in_flight_ = 0;
   std::uint64_t next_generation_ = 1;

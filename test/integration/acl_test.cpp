@@ -38,6 +38,7 @@ rlock::config as_user(const std::string& user, const std::string& prefix) {
   cfg.key_prefix = prefix;
   cfg.client_name = user;
   cfg.watchdog_timeout = 900ms;  // renewals every 300 ms
+  cfg.track_holds = true;        // client|tracking is on the line: holders told by push
   cfg.reconnect.backoff_initial = 10ms;
   cfg.reconnect.backoff_cap = 100ms;
   return cfg;

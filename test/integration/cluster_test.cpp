@@ -603,6 +603,7 @@ TEST(cluster, a_deleted_key_is_told_at_push_speed_on_its_master) {
   asio::io_context io;
   auto cfg = cluster_config();
   cfg.watchdog_timeout = 30s;  // the next round is 10 s away: a lost() within 5 s was pushed
+  cfg.track_holds = true;
   rlock::client redis(io.get_executor(), cfg);
   run(io, [&]() -> asio::awaitable<void> {
     co_await redis.connect();

@@ -235,6 +235,12 @@ TEST(watchdog, force_unlock_by_another_client_is_reported_lost) {
 // The watchdog's lease here is 30 s: its next round is 10 s away, so a lost() within the 5 s
 // these tests wait came from the server's invalidation push and the check it started.
 
+rlock::config tracking_config(std::chrono::milliseconds watchdog_timeout) {
+  auto cfg = make_config(watchdog_timeout);
+  cfg.track_holds = true;
+  return cfg;
+}
+
 /// Whether `held` was told lost() within `limit`.
 template <typename Lost>
 asio::awaitable<bool> told_within(Lost lost, std::chrono::seconds limit) {
@@ -245,7 +251,7 @@ asio::awaitable<bool> told_within(Lost lost, std::chrono::seconds limit) {
 
 TEST(deposed, every_exclusive_kind_is_told_at_once_when_another_client_deletes_its_key) {
   asio::io_context io;
-  const auto cfg = make_config(30s);
+  const auto cfg = tracking_config(30s);
   rlock::client redis(io.get_executor(), cfg);
   rlock::test::raw_client raw(cfg.port);
   rlock::test::run(io, [&]() -> asio::awaitable<void> {
@@ -297,7 +303,7 @@ TEST(deposed, every_exclusive_kind_is_told_at_once_when_another_client_deletes_i
 
 TEST(deposed, a_flush_tells_every_holder_and_a_waiters_reads_start_no_check) {
   asio::io_context io;
-  const auto cfg = make_config(30s);
+  const auto cfg = tracking_config(30s);
   rlock::client holder(io.get_executor(), cfg);
   rlock::client other(io.get_executor(), cfg);
   rlock::test::raw_client raw(cfg.port);
@@ -336,7 +342,7 @@ TEST(deposed, a_flush_tells_every_holder_and_a_waiters_reads_start_no_check) {
 
 TEST(deposed, a_reconnection_checks_every_hold_and_tracks_it_again) {
   asio::io_context io;
-  auto cfg = make_config(30s);
+  auto cfg = tracking_config(30s);
   cfg.client_name = "deposed-reconnect";
   rlock::client redis(io.get_executor(), cfg);
   rlock::test::raw_client raw(cfg.port);
@@ -376,7 +382,7 @@ TEST(deposed, without_track_holds_a_deleted_key_waits_for_the_watchdogs_round) {
 
 TEST(deposed, a_user_refused_client_tracking_is_warned_and_keeps_the_watchdogs_rounds) {
   asio::io_context io;
-  auto cfg = make_config(900ms);
+  auto cfg = tracking_config(900ms);
   rlock::test::raw_client raw(cfg.port);
   const std::string user = "untracked-" + rlock::test::unique_prefix();
   raw.command({"ACL", "SETUSER", user, "on", ">pw", "~*", "&*", "+@all", "-client"});
