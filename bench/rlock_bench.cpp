@@ -1119,15 +1119,18 @@ void run_s4_rw(const options& o) {
 // --- s5: watchdog scale -------------------------------------------------------------------------
 
 /// The server's time in EVALSHA so far (INFO commandstats), µs.
+/// The number after `tag` in an INFO reply, searching from `from` (0: no such field).
+std::int64_t info_number(const std::string& text, std::string_view tag, std::size_t from = 0) {
+  const auto at = text.find(tag, from);
+  return at == std::string::npos ? 0 : std::stoll(text.substr(at + tag.size()));
+}
+
 std::int64_t evalsha_usec(std::uint16_t port) {
   asio::io_context io;
   tight_client raw(io, port);
   const auto stats = raw.command({"INFO", "commandstats"}).str;
-  const std::string_view tag = "cmdstat_evalsha:calls=";
-  const auto at = stats.find(tag);
-  if (at == std::string::npos) return 0;
-  const auto usec = stats.find("usec=", at);
-  return usec == std::string::npos ? 0 : std::stoll(stats.substr(usec + 5));
+  const auto at = stats.find("cmdstat_evalsha:calls=");
+  return at == std::string::npos ? 0 : info_number(stats, "usec=", at);
 }
 
 void run_s5(const options& o) {
@@ -2335,15 +2338,11 @@ struct commands_run {
 commands_run commands_processed(std::uint16_t port) {
   asio::io_context io;
   tight_client raw(io, port);
-  const auto number_after = [](const std::string& text, std::string_view tag) -> std::int64_t {
-    const auto at = text.find(tag);
-    return at == std::string::npos ? 0 : std::stoll(text.substr(at + tag.size()));
-  };
   commands_run out;
-  out.all = number_after(raw.command({"INFO", "stats"}).str, "total_commands_processed:");
+  out.all = info_number(raw.command({"INFO", "stats"}).str, "total_commands_processed:");
   const auto stats = raw.command({"INFO", "commandstats"}).str;
   out.scripts =
-      number_after(stats, "cmdstat_evalsha:calls=") + number_after(stats, "cmdstat_eval:calls=");
+      info_number(stats, "cmdstat_evalsha:calls=") + info_number(stats, "cmdstat_eval:calls=");
   return out;
 }
 
@@ -2500,20 +2499,18 @@ void run_s8_deposed(const options& o) {
   };
   const auto on = per_pair(true);
   const auto off = per_pair(false);
-  std::string kinds_json;
-  for (const auto& [kind, us] : by_kind) {
-    const auto k = summarize(us);
-    kinds_json +=
-        fmt::format(R"({}"{}": {{"p50_ms": {:.3f}, "p99_ms": {:.3f}, "count": {}}})",
-                    kinds_json.empty() ? "" : ", ", kind, k.p50 / 1e3, k.p99 / 1e3, k.count);
-  }
-  std::string changes_json;
-  for (const auto& [change, us] : by_change) {
-    const auto k = summarize(us);
-    changes_json +=
-        fmt::format(R"({}"{}": {{"p50_ms": {:.3f}, "p99_ms": {:.3f}, "count": {}}})",
-                    changes_json.empty() ? "" : ", ", change, k.p50 / 1e3, k.p99 / 1e3, k.count);
-  }
+  // {"<name>": {"p50_ms": ..., "p99_ms": ..., "count": ...}, ...}, one entry per group.
+  const auto summaries_json = [](const std::map<std::string, std::vector<double>>& groups) {
+    std::string out;
+    for (const auto& [name, us] : groups) {
+      const auto k = summarize(us);
+      out += fmt::format(R"({}"{}": {{"p50_ms": {:.3f}, "p99_ms": {:.3f}, "count": {}}})",
+                         out.empty() ? "" : ", ", name, k.p50 / 1e3, k.p99 / 1e3, k.count);
+    }
+    return out;
+  };
+  const std::string kinds_json = summaries_json(by_kind);
+  const std::string changes_json = summaries_json(by_change);
   std::vector<double> all;
   for (const auto& [kind, us] : by_kind) all.insert(all.end(), us.begin(), us.end());
   const auto a = summarize(all);
